@@ -1,0 +1,64 @@
+"""Encodings: msgpack for the log and the stored state, JSON for the wire.
+
+Messages encode as tagged msgpack arrays (see :mod:`core.messages`), decoded straight
+back into their Structs by one typed decoder: no field names stored, no dict step.
+Both directions are exact for JSON-shaped data; anything else is refused at ingestion
+(:func:`encode_messages` raises :class:`InvalidMessage`), never later in a worker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+import msgspec
+
+from core.dump import dump_messages
+from core.errors import InvalidMessage
+from core.messages import AnyMessage, BaseMessage
+
+_MSGPACK_ENCODER: Final = msgspec.msgpack.Encoder()
+_ONE: Final = msgspec.msgpack.Decoder(AnyMessage)
+_MANY: Final = msgspec.msgpack.Decoder(list[AnyMessage])
+_JSON_ENCODER: Final = msgspec.json.Encoder()
+
+
+def encode_message(message: BaseMessage) -> bytes:
+    """One message as msgpack."""
+    return _encode(message, "message")
+
+
+def decode_message(data: bytes) -> BaseMessage:
+    """The message :func:`encode_message` encoded."""
+    result: BaseMessage = _ONE.decode(data)
+    return result
+
+
+def encode_messages(messages: Sequence[BaseMessage]) -> bytes:
+    """A list of messages (one delta) as msgpack."""
+    return _encode(list(messages), "messages")
+
+
+def decode_messages(data: bytes) -> list[BaseMessage]:
+    """The messages :func:`encode_messages` encoded."""
+    result: list[BaseMessage] = _MANY.decode(data)
+    return result
+
+
+def _encode(value: Any, path: str) -> bytes:
+    try:
+        return _MSGPACK_ENCODER.encode(value)
+    except (TypeError, OverflowError, msgspec.EncodeError) as exc:
+        raise InvalidMessage(path, f"holds a value that is not JSON data ({exc})") from exc
+
+
+def to_json(value: Any) -> bytes:
+    """JSON bytes of wire data; messages are written in LangChain's flat form."""
+    if isinstance(value, list) and value and isinstance(value[0], BaseMessage):
+        value = dump_messages(value)
+    return _JSON_ENCODER.encode(value)
+
+
+def from_json(data: bytes | str) -> Any:
+    """Parse JSON wire data."""
+    return msgspec.json.decode(data)

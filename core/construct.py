@@ -1,0 +1,192 @@
+"""Build one message the way ``Cls(**kwargs)`` does in langchain-core 1.8.3.
+
+The order is LangChain's: the class's ``__init__`` (content_blocks, RemoveMessage's id),
+then its before-validators (ToolMessage ``coerce_args``, AIMessage tool-call
+normalisation), then pydantic's field validation, then AIMessageChunk's after-validator
+``init_tool_calls``. Keys that are not fields become extra fields, as with
+``extra="allow"``. Each refusal names the field and LangChain's exception class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+import msgspec
+
+from core import fields, toolcalls
+from core.chunks import init_tool_calls
+from core.errors import InvalidMessage
+from core.messages import (
+    CLASS_OF,
+    MESSAGE_CLASSES,
+    TYPE_OF,
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    ChatMessage,
+    FunctionMessage,
+    RemoveMessage,
+    ToolMessage,
+)
+
+Validator = Callable[[Any, str], Any]
+
+_COMMON: Final[dict[str, Validator]] = {
+    "additional_kwargs": fields.mapping,
+    "response_metadata": fields.mapping,
+    "name": fields.optional_str,
+    "id": fields.message_id,
+}
+_AI: Final[dict[str, Validator]] = {
+    "tool_calls": toolcalls.tool_calls,
+    "invalid_tool_calls": toolcalls.invalid_tool_calls,
+    "usage_metadata": fields.usage_metadata,
+}
+_AI_CHUNK: Final[dict[str, Validator]] = {
+    **_AI,
+    "tool_call_chunks": toolcalls.tool_call_chunks,
+    "chunk_position": lambda v, p: None if v is None else fields.literal(v, ("last",), p),
+}
+_TOOL: Final[dict[str, Validator]] = {
+    "tool_call_id": fields.required_str,
+    "artifact": lambda v, p: v,
+    "status": lambda v, p: fields.literal(v, ("success", "error"), p),
+}
+
+
+def _validators(cls: type[BaseMessage]) -> dict[str, Validator]:
+    specific: dict[str, Validator] = {}
+    if issubclass(cls, AIMessageChunk):
+        specific = _AI_CHUNK
+    elif issubclass(cls, AIMessage):
+        specific = _AI
+    elif issubclass(cls, ToolMessage):
+        specific = _TOOL
+    elif issubclass(cls, FunctionMessage):
+        specific = {"name": fields.required_str}
+    elif issubclass(cls, ChatMessage):
+        specific = {"role": fields.required_str}
+    return {**_COMMON, **specific}
+
+
+_VALIDATORS: Final = {cls: _validators(cls) for cls in MESSAGE_CLASSES}
+_REQUIRED: Final = {
+    cls: tuple(f.name for f in msgspec.structs.fields(cls) if f.required and f.name != "content")
+    for cls in MESSAGE_CLASSES
+}
+
+
+def build(cls: type[BaseMessage], kwargs: dict[str, Any], path: str) -> BaseMessage:
+    """``cls(**kwargs)`` with LangChain's validation; ``kwargs`` is not mutated."""
+    values = _init(cls, dict(kwargs), path)
+    if issubclass(cls, ToolMessage):
+        _coerce_tool(values, path)
+    elif issubclass(cls, AIMessage):
+        _normalise_ai(cls, values, path)
+    tag = TYPE_OF[cls]
+    if "type" in values and values.pop("type") != tag:
+        raise fields.fail(f"{path}.type", f"expected {tag!r}")
+    result = _validate(cls, values, path)
+    if cls is AIMessageChunk:
+        _derive_tool_calls(result)
+    return cls(**result)
+
+
+def _init(cls: type[BaseMessage], values: dict[str, Any], path: str) -> dict[str, Any]:
+    """What the classes' ``__init__`` do before pydantic runs."""
+    if cls is RemoveMessage:
+        if "id" not in values:
+            raise InvalidMessage(f"{path}.id", "remove message needs an 'id'", "TypeError")
+        if values.pop("content", None):
+            reason = "remove message does not support 'content'"
+            raise InvalidMessage(f"{path}.content", reason, "ValueError")
+        values["content"] = ""
+    blocks = values.pop("content_blocks", None)
+    if blocks is not None:
+        values["content"] = blocks
+    values.setdefault("content", None)
+    return values
+
+
+def _coerce_tool(values: dict[str, Any], path: str) -> None:
+    """ToolMessage's ``coerce_args``: lenient content, stringified ``tool_call_id``."""
+    values["content"] = fields.tool_content(values["content"])
+    if "tool_call_id" not in values:
+        raise InvalidMessage(f"{path}.tool_call_id", "tool message needs 'tool_call_id'", "KeyError")
+    values["tool_call_id"] = fields.tool_call_id(values["tool_call_id"], f"{path}.tool_call_id")
+
+
+def _normalise_ai(cls: type[BaseMessage], values: dict[str, Any], path: str) -> None:
+    """AIMessage's before-validator: raw OpenAI tool calls, then factory normalisation."""
+    keys = ("tool_calls", "invalid_tool_calls", "tool_call_chunks")
+    if not any(values.get(k) for k in keys):
+        extras = values.get("additional_kwargs", {})
+        if not isinstance(extras, dict):
+            raise InvalidMessage(f"{path}.additional_kwargs", "expected an object", "AttributeError")
+        raw = extras.get("tool_calls")
+        if raw:
+            _parse_raw(cls, values, raw)
+    for key, normalise in (
+        ("tool_calls", toolcalls.tool_calls),
+        ("invalid_tool_calls", toolcalls.invalid_tool_calls),
+        ("tool_call_chunks", toolcalls.tool_call_chunks),
+    ):
+        if values.get(key):
+            values[key] = normalise(values[key], f"{path}.{key}")
+
+
+def _parse_raw(cls: type[BaseMessage], values: dict[str, Any], raw: Any) -> None:
+    if issubclass(cls, AIMessageChunk):
+        chunks = toolcalls.parse_raw_chunks(raw)
+        if chunks is not None:
+            values["tool_call_chunks"] = chunks
+        return
+    parsed = toolcalls.parse_raw_calls(raw)
+    if parsed is not None:
+        values["tool_calls"], values["invalid_tool_calls"] = parsed
+
+
+def _validate(cls: type[BaseMessage], values: dict[str, Any], path: str) -> dict[str, Any]:
+    """pydantic's field validation; keys that are not fields become extras."""
+    content = values.pop("content")
+    if content is None:
+        raise fields.fail(f"{path}.content", "expected a string or a list, got null")
+    result: dict[str, Any] = {"content": fields.content(content, f"{path}.content")}
+    for field in _REQUIRED[cls]:
+        if field not in values:
+            raise fields.fail(f"{path}.{field}", "required field is missing")
+    validators = _VALIDATORS[cls]
+    extra: dict[str, Any] = {}
+    for key, value in values.items():
+        check = validators.get(key)
+        if check is None:
+            extra[key] = value
+        else:
+            result[key] = check(value, f"{path}.{key}")
+    if extra:
+        result["extra"] = extra
+    return result
+
+
+def _derive_tool_calls(values: dict[str, Any]) -> None:
+    """AIMessageChunk's after-validator, on the validated values."""
+    derived = init_tool_calls(
+        content=values["content"],
+        response_metadata=values.get("response_metadata", {}),
+        chunk_position=values.get("chunk_position"),
+        tool_calls=values.get("tool_calls", []),
+        invalid_tool_calls=values.get("invalid_tool_calls", []),
+        tool_call_chunks=values.get("tool_call_chunks", []),
+    )
+    (
+        values["content"],
+        values["tool_calls"],
+        values["invalid_tool_calls"],
+        values["tool_call_chunks"],
+    ) = derived
+
+
+def class_for(type_name: str) -> type[BaseMessage] | None:
+    """The message class of a LangChain ``type`` string, or None."""
+    return CLASS_OF.get(type_name)

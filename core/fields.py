@@ -1,0 +1,142 @@
+"""Field validators: what pydantic does to each message field in langchain-core 1.8.3.
+
+Every function takes the raw value and the path of the field, returns the value as
+LangChain would store it, or raises :class:`InvalidMessage` naming the path, what was
+expected, and the exception class LangChain raises for the same value
+(``lc_error``). Pure functions: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+from uuid import UUID
+
+from core.errors import InvalidMessage
+
+_VALIDATION = "ValidationError"
+
+
+def _kind(value: object) -> str:
+    return type(value).__name__
+
+
+def fail(path: str, reason: str, lc_error: str = _VALIDATION) -> InvalidMessage:
+    """The error for ``path``; ``lc_error`` defaults to pydantic's ValidationError."""
+    return InvalidMessage(path, reason, lc_error)
+
+
+def content(value: Any, path: str) -> str | list[Any]:
+    """``str | list[str | dict]``; a tuple becomes a list (pydantic's lax mode)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            if not isinstance(item, str | dict):
+                raise fail(f"{path}[{i}]", f"expected a string or an object, got {_kind(item)}")
+        return list(value)
+    raise fail(path, f"expected a string or a list of strings/objects, got {_kind(value)}")
+
+
+def tool_content(value: Any) -> str | list[Any]:
+    """ToolMessage's ``coerce_args``: anything not a str or list goes through ``str()``."""
+    if isinstance(value, tuple):
+        value = list(value)
+    if isinstance(value, list):
+        return [x if isinstance(x, str | dict) else str(x) for x in value]
+    if isinstance(value, str):
+        return value
+    return str(value)
+
+
+def mapping(value: Any, path: str) -> dict[str, Any]:
+    """A plain dict field (``additional_kwargs``, ``response_metadata``, ``args``)."""
+    if not isinstance(value, dict):
+        raise fail(path, f"expected an object, got {_kind(value)}")
+    return dict(value)
+
+
+def optional_str(value: Any, path: str) -> str | None:
+    """``str | None``; pydantic's lax mode also decodes bytes."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode()
+    raise fail(path, f"expected a string or null, got {_kind(value)}")
+
+
+def required_str(value: Any, path: str) -> str:
+    """``str``: null is refused too."""
+    if value is None:
+        raise fail(path, "expected a string, got null")
+    result = optional_str(value, path)
+    assert result is not None
+    return result
+
+
+def message_id(value: Any, path: str) -> str | None:
+    """``id``: ``coerce_numbers_to_str`` turns int/float into their decimal string."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    raise fail(path, f"expected a string, a number or null, got {_kind(value)}")
+
+
+def tool_call_id(value: Any, path: str) -> str:
+    """ToolMessage's ``tool_call_id``: UUIDs, bools and numbers go through ``str()``."""
+    if isinstance(value, UUID | int | float):
+        return str(value)
+    return required_str(value, path)
+
+
+def lax_int(value: Any, path: str) -> int:
+    """pydantic's lax int: bools, integral floats and integer strings are accepted."""
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            pass
+    raise fail(path, f"expected an integer, got {_kind(value)} {value!r}")
+
+
+def optional_int(value: Any, path: str) -> int | None:
+    """``int | None`` with the lax rules of :func:`lax_int`."""
+    return None if value is None else lax_int(value, path)
+
+
+def literal(value: Any, allowed: tuple[Any, ...], path: str) -> Any:
+    """A ``Literal[...]`` field."""
+    if value in allowed and not isinstance(value, bool):
+        return value
+    wanted = " or ".join(repr(a) for a in allowed)
+    raise fail(path, f"expected {wanted}, got {value!r}")
+
+
+_USAGE_TOTALS: Final = ("input_tokens", "output_tokens", "total_tokens")
+_USAGE_DETAILS: Final = {
+    "input_token_details": ("audio", "cache_creation", "cache_read"),
+    "output_token_details": ("audio", "reasoning"),
+}
+
+
+def usage_metadata(value: Any, path: str) -> dict[str, Any] | None:
+    """``UsageMetadata | None``: three required ints, typed details, extra keys kept."""
+    if value is None:
+        return None
+    usage = mapping(value, path)
+    for key in _USAGE_TOTALS:
+        if key not in usage:
+            raise fail(f"{path}.{key}", "required field is missing")
+        usage[key] = lax_int(usage[key], f"{path}.{key}")
+    for key, known in _USAGE_DETAILS.items():
+        if key in usage:
+            details = mapping(usage[key], f"{path}.{key}")
+            for sub in known:
+                if sub in details:
+                    details[sub] = lax_int(details[sub], f"{path}.{key}.{sub}")
+            usage[key] = details
+    return usage

@@ -1,0 +1,114 @@
+"""The incremental delta fold the workers use: O(batch) per batch, with its net effect.
+
+Same step as :func:`core.delta.apply_deltas`, kept between batches: a thread is an
+insertion-ordered ``id -> message`` dict plus ``id -> position`` numbers. Positions grow
+monotonically and are never reused, so "append" takes the next number, "replace in
+place" keeps the old one, and a re-add after a remove takes a new one, which is exactly
+where the delta reducer puts it. Sorting by position therefore gives the list order,
+which is what lets a store keep messages in a hash and their order in a sorted set and
+commit only what a batch changed.
+
+The fold can also start from a *sparse* view of a thread: only the positions of the ids
+a batch mentions, and the next free position. That is all a batch needs to know, so a
+worker never loads a whole thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from core.messages import REMOVE_ALL_MESSAGES, BaseMessage, RemoveMessage
+
+
+@dataclass(slots=True)
+class Effect:
+    """What a batch did, relative to the state before it.
+
+    ``cleared``: a ``__remove_all__`` emptied the thread first. ``upserts``: id ->
+    (position, message) to write. ``removed``: ids that existed before and must go
+    (after a clear, nothing is listed here: the clear took them).
+    """
+
+    cleared: bool = False
+    upserts: dict[str, tuple[int, BaseMessage]] = field(default_factory=dict)
+    removed: set[str] = field(default_factory=set)
+
+    def is_empty(self) -> bool:
+        return not (self.cleared or self.upserts or self.removed)
+
+
+class ThreadFold:
+    """A thread's state under the delta reducer, updated batch by batch.
+
+    ``positions`` must hold every id of the thread that the coming batches can mention
+    (all of them for a full fold, or those a batch mentions for a sparse one).
+    Messages must carry ids (ingestion stamps them): an id-less message has no key to
+    store it under, and is refused.
+    """
+
+    __slots__ = ("_effect", "messages", "next_position", "positions")
+
+    def __init__(
+        self,
+        positions: Mapping[str, int] | None = None,
+        next_position: int = 0,
+        messages: Mapping[str, BaseMessage] | None = None,
+    ) -> None:
+        self.positions: dict[str, int] = dict(positions or {})
+        self.messages: dict[str, BaseMessage] = dict(messages or {})
+        self.next_position = next_position
+        self._effect = Effect()
+
+    @classmethod
+    def from_messages(cls, messages: Iterable[BaseMessage]) -> ThreadFold:
+        """A full fold seeded with a duplicate-free, id-carrying message list."""
+        fold = cls()
+        fold.apply(messages)
+        fold.take_effect()
+        return fold
+
+    def apply(self, batch: Iterable[BaseMessage]) -> None:
+        """Fold ``batch`` in; the effect accumulates until :meth:`take_effect`."""
+        positions, messages = self.positions, self.messages
+        upserts, removed = self._effect.upserts, self._effect.removed
+        for m in batch:
+            key = m.id
+            if key is None:
+                raise ValueError("the incremental fold needs message ids; stamp them at ingestion")
+            if type(m) is not RemoveMessage:
+                pos = positions.get(key)
+                if pos is None:
+                    pos = positions[key] = self.next_position
+                    self.next_position += 1
+                messages[key] = m
+                upserts[key] = (pos, m)
+                if removed:
+                    removed.discard(key)
+            elif key == REMOVE_ALL_MESSAGES:
+                self._clear()
+                upserts, removed = self._effect.upserts, self._effect.removed
+            elif positions.pop(key, None) is not None:
+                # Listed even when the id was new in this batch: deleting a missing
+                # field is a no-op for the store, and knowing costs a lookup per remove.
+                messages.pop(key, None)
+                upserts.pop(key, None)
+                removed.add(key)
+
+    def _clear(self) -> None:
+        self.positions.clear()
+        self.messages.clear()
+        self._effect = Effect(cleared=True)
+
+    def take_effect(self) -> Effect:
+        """The net effect since the last call, and a fresh one started."""
+        effect, self._effect = self._effect, Effect()
+        return effect
+
+    def ordered(self) -> list[BaseMessage]:
+        """The full thread in list order (meaningful for a full fold only)."""
+        return sorted(self.messages.values(), key=lambda m: self.positions[str(m.id)])
+
+    def __repr__(self) -> str:
+        return f"ThreadFold({len(self.positions)} ids, next_position={self.next_position})"
+
