@@ -1,0 +1,32 @@
+# One entry point for people, pre-commit and CI alike.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install lint test test-fast bench run loadtest clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+lint: install
+	$(BIN)/ruff check core workers api loadtests bench tests
+	$(BIN)/mypy
+
+# The README's test command: installs, lints, then runs every test.
+test: lint
+	$(BIN)/python -m pytest
+
+test-fast: install
+	$(BIN)/python -m pytest -m "not differential and not slow"
+
+bench: install
+	$(BIN)/python -m bench.core_bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
