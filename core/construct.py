@@ -77,8 +77,9 @@ _REQUIRED: Final = {
 }
 
 
-def build(cls: type[BaseMessage], kwargs: dict[str, Any], path: str) -> BaseMessage:
+def build(cls: type[BaseMessage], kwargs: dict[Any, Any], path: str) -> BaseMessage:
     """``cls(**kwargs)`` with LangChain's validation; ``kwargs`` is not mutated."""
+    _check_keywords(kwargs, path)
     values = _init(cls, dict(kwargs), path)
     if issubclass(cls, ToolMessage):
         _coerce_tool(values, path)
@@ -93,6 +94,16 @@ def build(cls: type[BaseMessage], kwargs: dict[str, Any], path: str) -> BaseMess
     return cls(**result)
 
 
+def _check_keywords(kwargs: dict[Any, Any], path: str) -> None:
+    """What Python itself refuses in ``cls(**kwargs)``, before any LangChain code runs."""
+    for key in kwargs:
+        if not isinstance(key, str):
+            raise InvalidMessage(path, f"field names must be strings, got {key!r}", "TypeError")
+    if "self" in kwargs:
+        # Every message class's __init__ takes ``self``: a "self" key collides with it.
+        raise InvalidMessage(f"{path}.self", "'self' cannot be a field name", "TypeError")
+
+
 def _init(cls: type[BaseMessage], values: dict[str, Any], path: str) -> dict[str, Any]:
     """What the classes' ``__init__`` do before pydantic runs."""
     if cls is RemoveMessage:
@@ -104,9 +115,27 @@ def _init(cls: type[BaseMessage], values: dict[str, Any], path: str) -> dict[str
         values["content"] = ""
     blocks = values.pop("content_blocks", None)
     if blocks is not None:
+        if issubclass(cls, AIMessage):
+            _calls_from_blocks(blocks, values, f"{path}.content_blocks")
         values["content"] = blocks
     values.setdefault("content", None)
     return values
+
+
+def _calls_from_blocks(blocks: Any, values: dict[str, Any], path: str) -> None:
+    """AIMessage's ``__init__``: ``tool_call`` blocks fill ``tool_calls`` when it is absent."""
+    try:
+        entries = list(blocks)
+    except TypeError as exc:
+        reason = f"expected a list of blocks, got {type(blocks).__name__}"
+        raise InvalidMessage(path, reason, "TypeError") from exc
+    for i, block in enumerate(entries):
+        if not isinstance(block, dict):
+            reason = f"expected an object, got {type(block).__name__}"
+            raise InvalidMessage(f"{path}[{i}]", reason, "AttributeError")
+    calls = [block for block in entries if block.get("type") == "tool_call"]
+    if calls and "tool_calls" not in values:
+        values["tool_calls"] = calls
 
 
 def _coerce_tool(values: dict[str, Any], path: str) -> None:
@@ -117,23 +146,30 @@ def _coerce_tool(values: dict[str, Any], path: str) -> None:
     values["tool_call_id"] = fields.tool_call_id(values["tool_call_id"], f"{path}.tool_call_id")
 
 
+_FACTORIES: Final[tuple[tuple[str, Validator], ...]] = (
+    ("tool_calls", toolcalls.make_tool_calls),
+    ("invalid_tool_calls", toolcalls.make_invalid_tool_calls),
+    ("tool_call_chunks", toolcalls.make_tool_call_chunks),
+)
+
+
 def _normalise_ai(cls: type[BaseMessage], values: dict[str, Any], path: str) -> None:
-    """AIMessage's before-validator: raw OpenAI tool calls, then factory normalisation."""
-    keys = ("tool_calls", "invalid_tool_calls", "tool_call_chunks")
-    if not any(values.get(k) for k in keys):
+    """AIMessage's before-validator: raw OpenAI tool calls, then the factories.
+
+    The factories run on every non-empty list, ``tool_call_chunks`` included even on a
+    plain AIMessage (where it is then kept as an extra field), as in LangChain.
+    """
+    if not any(values.get(key) for key, _ in _FACTORIES):
         extras = values.get("additional_kwargs", {})
         if not isinstance(extras, dict):
-            raise InvalidMessage(f"{path}.additional_kwargs", "expected an object", "AttributeError")
+            reason = f"expected an object, got {type(extras).__name__}"
+            raise InvalidMessage(f"{path}.additional_kwargs", reason, "AttributeError")
         raw = extras.get("tool_calls")
         if raw:
             _parse_raw(cls, values, raw)
-    for key, normalise in (
-        ("tool_calls", toolcalls.tool_calls),
-        ("invalid_tool_calls", toolcalls.invalid_tool_calls),
-        ("tool_call_chunks", toolcalls.tool_call_chunks),
-    ):
+    for key, make in _FACTORIES:
         if values.get(key):
-            values[key] = normalise(values[key], f"{path}.{key}")
+            values[key] = make(values[key], f"{path}.{key}")
 
 
 def _parse_raw(cls: type[BaseMessage], values: dict[str, Any], raw: Any) -> None:

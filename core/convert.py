@@ -17,7 +17,7 @@ dict's ``usage_metadata`` and ``invalid_tool_calls`` land in ``additional_kwargs
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 from core.construct import build
@@ -71,24 +71,37 @@ def to_message(item: Any, path: str = "message") -> BaseMessage:
     if isinstance(item, str):
         return HumanMessage(content=item)
     if isinstance(item, dict):
+        if _is_chunk_dict(item):
+            return build(CLASS_OF[item["type"]], item, path)
         return _from_dict(item, path)
-    if isinstance(item, list | tuple):
-        if len(item) != 2:  # noqa: PLR2004
-            reason = "a message given as a list must be [role, content]"
-            raise InvalidMessage(path, reason, "NotImplementedError")
-        return _from_role(item[0], item[1], {}, path)
+    if isinstance(item, Sequence):
+        return _from_pair(item, path)
     if _is_langchain_message(item):
         return _from_langchain(item, path)
     reason = f"expected a message object, a string or a [role, content] pair, got {type(item).__name__}"
     raise InvalidMessage(path, reason, "NotImplementedError")
 
 
-def _from_dict(item: dict[str, Any], path: str) -> BaseMessage:
-    mapped = _envelope_type(item)
+def _is_chunk_dict(item: dict[Any, Any]) -> bool:
+    """Our extension: no ``role``, and a ``type`` that names a chunk class."""
+    kind = item.get("type")
+    return "role" not in item and isinstance(kind, str) and kind in _CHUNK_TYPES
+
+
+def _from_pair(item: Sequence[Any], path: str) -> BaseMessage:
+    """Any other sequence (bytes too, as in LangChain) must unpack to (role, content)."""
+    parts = list(item)
+    if len(parts) != 2:  # noqa: PLR2004
+        reason = f"a message given as a list must be [role, content], got {len(parts)} items"
+        raise InvalidMessage(path, reason, "NotImplementedError")
+    return _from_role(parts[0], parts[1], {}, path)
+
+
+def _from_dict(item: dict[Any, Any], path: str) -> BaseMessage:
+    """A role/type dict or an lc envelope; envelopes recurse without the chunk extension."""
+    mapped = _envelope_type(item, path)
     if mapped is not None:
         return _from_dict({"type": mapped, **item["kwargs"]}, path)
-    if "role" not in item and item.get("type") in _CHUNK_TYPES:
-        return build(CLASS_OF[item["type"]], item, path)
     kwargs = dict(item)
     role = kwargs.pop("role") if "role" in kwargs else kwargs.pop("type", _MISSING)
     content = kwargs.pop("content", _MISSING)
@@ -96,25 +109,40 @@ def _from_dict(item: dict[str, Any], path: str) -> BaseMessage:
         missing = "'role' (or 'type')" if role is _MISSING else "'content'"
         reason = f"a message object needs {missing}; got keys {sorted(map(str, item))}"
         raise InvalidMessage(path, reason, "ValueError")
+    _check_keywords(kwargs, path)
     return _from_role(role, content or "", kwargs, path)
 
 
 _MISSING: Final[Any] = object()
 
 
-def _envelope_type(item: dict[str, Any]) -> str | None:
+def _check_keywords(kwargs: dict[Any, Any], path: str) -> None:
+    """LangChain passes the leftover keys as ``**kwargs``: Python's own checks apply."""
+    for key in kwargs:
+        if not isinstance(key, str):
+            raise InvalidMessage(path, f"field names must be strings, got {key!r}", "TypeError")
+    if "message_type" in kwargs:
+        # The keyword collides with the role parameter of LangChain's message factory.
+        reason = "'message_type' cannot be a field name"
+        raise InvalidMessage(f"{path}.message_type", reason, "TypeError")
+
+
+def _envelope_type(item: dict[Any, Any], path: str) -> str | None:
     """The message type of a ``{"lc": 1, "type": "constructor"}`` envelope, if it is one."""
     ident = item.get("id")
-    if (
+    if not (
         item.get("lc") == 1
         and item.get("type") == "constructor"
         and isinstance(ident, list)
         and ident
         and isinstance(item.get("kwargs"), dict)
     ):
-        last = ident[-1]
-        return _ENVELOPE_TYPES.get(last) if isinstance(last, str) else None
-    return None
+        return None
+    try:
+        return _ENVELOPE_TYPES.get(ident[-1])
+    except TypeError as exc:
+        reason = f"expected a class name, got {type(ident[-1]).__name__}"
+        raise InvalidMessage(f"{path}.id[{len(ident) - 1}]", reason, "TypeError") from exc
 
 
 def _from_role(role: Any, content: Any, kwargs: dict[str, Any], path: str) -> BaseMessage:
@@ -131,7 +159,7 @@ def _from_role(role: Any, content: Any, kwargs: dict[str, Any], path: str) -> Ba
         named["tool_calls"] = _openai_calls(calls, f"{path}.tool_calls")
     if not isinstance(role, str):
         _check_hashable(role, path)
-    return _by_role(str(role) if isinstance(role, str) else role, content, named, path)
+    return _by_role(role, content, named, path)
 
 
 def _merge_nested(extras: dict[str, Any], path: str) -> dict[str, Any]:
@@ -181,23 +209,34 @@ def _by_role(role: Any, content: Any, kwargs: dict[str, Any], path: str) -> Base
 
 
 def _openai_calls(calls: Any, path: str) -> list[Any]:
-    """OpenAI-shaped tool calls become LangChain ones; others pass to validation."""
-    if not isinstance(calls, list | tuple):
-        raise InvalidMessage(path, "expected a list of tool calls", "TypeError")
+    """OpenAI-shaped tool calls become LangChain ones; others pass on to validation.
+
+    LangChain loops over any iterable and tests ``"function" in call``: a string entry
+    is searched as a string, a number or null cannot be searched at all.
+    """
+    try:
+        entries = list(calls)
+    except TypeError as exc:
+        reason = f"expected a list of tool calls, got {type(calls).__name__}"
+        raise InvalidMessage(path, reason, "TypeError") from exc
     result: list[Any] = []
-    for i, call in enumerate(calls):
+    for i, call in enumerate(entries):
         where = f"{path}[{i}]"
-        if isinstance(call, dict) and "function" in call:
-            result.append(_openai_call(call, where))
-        elif isinstance(call, str | dict):
-            result.append(call)
-        else:
-            raise InvalidMessage(where, "expected a tool call object", "TypeError")
+        try:
+            openai_shaped = "function" in call
+        except TypeError as exc:
+            reason = f"expected a tool call object, got {type(call).__name__}"
+            raise InvalidMessage(where, reason, "TypeError") from exc
+        result.append(_openai_call(call, where) if openai_shaped else call)
     return result
 
 
-def _openai_call(call: dict[str, Any], path: str) -> dict[str, Any]:
+def _openai_call(call: Any, path: str) -> dict[str, Any]:
     """One OpenAI tool call; checked in LangChain's order so the same error wins."""
+    if not isinstance(call, dict):
+        # A string or list that merely contains "function" cannot be indexed by name.
+        reason = f"expected a tool call object, got {type(call).__name__}"
+        raise InvalidMessage(path, reason, "TypeError")
     function = call["function"]
     if not isinstance(function, dict):
         raise InvalidMessage(f"{path}.function", "expected an object", "TypeError")
@@ -222,10 +261,18 @@ def _is_langchain_message(item: object) -> bool:
 
 
 def _from_langchain(item: Any, path: str) -> BaseMessage:
-    """A LangChain message object: rebuilt losslessly from its own fields."""
+    """A LangChain message object, field for field as it stands.
+
+    LangChain returns such an object unchanged, so its validators are not re-run: an
+    AIMessageChunk built from ``invalid_tool_calls`` alone holds chunks that would
+    re-derive different ``tool_calls``, and it must keep the ones it has.
+    """
     dumped: dict[str, Any] = item.model_dump()
     cls = CLASS_OF.get(dumped.get("type", ""))
     if cls is None:
         reason = f"unknown LangChain message class {type(item).__name__}"
         raise InvalidMessage(path, reason, "NotImplementedError")
-    return build(cls, dumped, path)
+    own = set(cls.__struct_fields__) - {"extra"}
+    values = {key: value for key, value in dumped.items() if key in own}
+    extra = {key: value for key, value in dumped.items() if key not in own and key != "type"}
+    return cls(**values, extra=extra)

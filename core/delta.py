@@ -22,6 +22,7 @@ from operator import attrgetter
 from typing import Any, SupportsIndex
 
 from core.convert import to_messages
+from core.fold import merge_chunk
 from core.messages import REMOVE_ALL_MESSAGES, BaseMessage, RemoveMessage
 
 _get_id = attrgetter("id")
@@ -116,29 +117,36 @@ def _after_remove_all(messages: list[BaseMessage]) -> int | None:
     return None
 
 
-def apply_deltas(state: Sequence[Any], writes: Iterable[Any]) -> list[BaseMessage]:
-    """The delta reducer: ``state`` folded with every message of every write."""
+def apply_deltas(
+    state: Sequence[Any], writes: Iterable[Any], *, merge_chunks: bool = False
+) -> list[BaseMessage]:
+    """The delta reducer: ``state`` folded with every message of every write.
+
+    ``merge_chunks`` (off by default, not LangGraph's behaviour) adds a chunk to a stored
+    chunk of the same id with LangChain's ``+`` instead of replacing it; see
+    :func:`core.fold.merge_chunk`.
+    """
     if state is None:
         raise TypeError("state must be a list of messages, not None")
     incoming = to_messages(flatten(writes), "writes")
     cut = _after_remove_all(incoming)
     if cut is not None:
-        return _fold_dict({}, incoming[cut:])
+        return _fold_dict({}, incoming[cut:], merge_chunks)
     index = state.index_copy() if isinstance(state, Messages) else None
     if index is not None:
-        return _fold_dict(index, incoming)
+        return _fold_dict(index, incoming, merge_chunks)
     current = to_messages(state, "state") if _needs_conversion(state) else state
     index = dict(zip(map(_get_id, current), current, strict=True))
     if len(index) == len(current):
-        return _fold_dict(index, incoming)
-    return _fold_slots(list(current), incoming)
+        return _fold_dict(index, incoming, merge_chunks)
+    return _fold_slots(list(current), incoming, merge_chunks)
 
 
 def _needs_conversion(state: Sequence[Any]) -> bool:
     return not all(isinstance(m, BaseMessage) for m in state)
 
 
-def _fold_dict(index: dict[Any, BaseMessage], incoming: list[BaseMessage]) -> Messages:
+def _fold_dict(index: dict[Any, BaseMessage], incoming: list[BaseMessage], merge: bool) -> Messages:
     """The fold over an id -> message dict (duplicate-free state)."""
     for m in incoming:
         key = m.id
@@ -146,6 +154,8 @@ def _fold_dict(index: dict[Any, BaseMessage], incoming: list[BaseMessage]) -> Me
             index[object()] = m  # id-less: appended, never matched again
         elif type(m) is RemoveMessage:
             index.pop(key, None)
+        elif merge:
+            index[key] = merge_chunk(index.get(key), m)
         else:
             index[key] = m
     return Messages(index.values(), index)
@@ -154,7 +164,7 @@ def _fold_dict(index: dict[Any, BaseMessage], incoming: list[BaseMessage]) -> Me
 _TOMBSTONE: Any = object()
 
 
-def _fold_slots(result: list[Any], incoming: list[BaseMessage]) -> Messages:
+def _fold_slots(result: list[Any], incoming: list[BaseMessage], merge: bool) -> Messages:
     """LangGraph's own slot algorithm, for a state with duplicate ids."""
     slot = {m.id: i for i, m in enumerate(result) if m.id is not None}
     for m in incoming:
@@ -164,7 +174,8 @@ def _fold_slots(result: list[Any], incoming: list[BaseMessage]) -> Messages:
             if m.id in slot:
                 result[slot.pop(m.id)] = _TOMBSTONE
         elif m.id in slot:
-            result[slot[m.id]] = m
+            at = slot[m.id]
+            result[at] = merge_chunk(result[at], m) if merge else m
         else:
             slot[m.id] = len(result)
             result.append(m)

@@ -18,7 +18,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from core.messages import REMOVE_ALL_MESSAGES, BaseMessage, RemoveMessage
+from core.chunks import add_chunks
+from core.errors import ChunkMergeError
+from core.messages import REMOVE_ALL_MESSAGES, BaseMessage, RemoveMessage, is_chunk
 
 
 @dataclass(slots=True)
@@ -42,22 +44,26 @@ class ThreadFold:
     """A thread's state under the delta reducer, updated batch by batch.
 
     ``positions`` must hold every id of the thread that the coming batches can mention
-    (all of them for a full fold, or those a batch mentions for a sparse one).
+    (all of them for a full fold, or those a batch mentions for a sparse one); with
+    ``merge_chunks``, ``messages`` must hold their bodies too.
     Messages must carry ids (ingestion stamps them): an id-less message has no key to
     store it under, and is refused.
     """
 
-    __slots__ = ("_effect", "messages", "next_position", "positions")
+    __slots__ = ("_effect", "merge_chunks", "messages", "next_position", "positions")
 
     def __init__(
         self,
         positions: Mapping[str, int] | None = None,
         next_position: int = 0,
         messages: Mapping[str, BaseMessage] | None = None,
+        *,
+        merge_chunks: bool = False,
     ) -> None:
         self.positions: dict[str, int] = dict(positions or {})
         self.messages: dict[str, BaseMessage] = dict(messages or {})
         self.next_position = next_position
+        self.merge_chunks = merge_chunks
         self._effect = Effect()
 
     @classmethod
@@ -81,6 +87,8 @@ class ThreadFold:
                 if pos is None:
                     pos = positions[key] = self.next_position
                     self.next_position += 1
+                elif self.merge_chunks:
+                    m = merge_chunk(messages.get(key), m)
                 messages[key] = m
                 upserts[key] = (pos, m)
                 if removed:
@@ -112,3 +120,19 @@ class ThreadFold:
     def __repr__(self) -> str:
         return f"ThreadFold({len(self.positions)} ids, next_position={self.next_position})"
 
+
+
+def merge_chunk(previous: BaseMessage | None, incoming: BaseMessage) -> BaseMessage:
+    """The opt-in chunk step: a chunk arriving on a chunk of the same id is added to it.
+
+    LangChain's chunk ``+``, applied one arrival at a time in log order (it is not
+    associative, so nothing is ever pre-combined). Where ``+`` raises for the pair
+    (different tool_call_ids, roles or names), the new chunk replaces the old one, as
+    it would without merging: a fold step must not fail on a valid message.
+    """
+    if previous is None or not (is_chunk(previous) and is_chunk(incoming)):
+        return incoming
+    try:
+        return add_chunks(previous, incoming)
+    except ChunkMergeError:
+        return incoming

@@ -1,8 +1,17 @@
 """Tool calls, invalid tool calls and tool-call chunks, validated as LangChain does.
 
-LangChain rebuilds each entry through its factory (``tool_call(**entry)`` and friends)
-before pydantic sees it: a missing keyword or an unknown key is a ``TypeError`` there,
-a wrong value type a ``ValidationError`` after. Both are reproduced, with the path.
+LangChain handles them in two separate steps, and which step refuses decides the
+exception class, so both are reproduced:
+
+1. **Factories** (AIMessage's before-validator): each entry of a non-empty list is
+   rebuilt as ``tool_call(**entry)`` and friends. A value that is not iterable, an entry
+   without ``.items()``, a non-string key, an unknown key or a missing keyword fails
+   here, with a ``TypeError`` or ``AttributeError``.
+2. **Field validation** (pydantic, after every before-validator): the rebuilt entries'
+   value types. Everything refused here is a ``ValidationError``.
+
+The raw OpenAI parsers (:func:`parse_raw_calls`, :func:`parse_raw_chunks`) are the
+best-effort ones LangChain applies to ``additional_kwargs["tool_calls"]``.
 """
 
 from __future__ import annotations
@@ -18,73 +27,144 @@ _INVALID_KEYS: Final = ("name", "args", "id", "error")
 _CHUNK_KEYS: Final = ("name", "args", "id", "index")
 
 
-def _entries(value: Any, path: str) -> list[Any]:
-    if not isinstance(value, list | tuple):
-        # LangChain iterates the value and calls .items() on each entry.
-        raise InvalidMessage(path, "expected a list of objects", "AttributeError")
-    for i, entry in enumerate(value):
+def _kind(value: object) -> str:
+    return type(value).__name__
+
+
+# --- step 1: the factories ---------------------------------------------------------
+
+
+def _factory_entries(value: Any, path: str) -> list[dict[Any, Any]]:
+    """The entries as LangChain's loop sees them: any iterable, each with ``.items()``."""
+    try:
+        entries = list(value)
+    except TypeError as exc:
+        reason = f"expected a list of objects, got {_kind(value)}"
+        raise InvalidMessage(path, reason, "TypeError") from exc
+    for i, entry in enumerate(entries):
         if not isinstance(entry, dict):
-            raise InvalidMessage(f"{path}[{i}]", "expected an object", "AttributeError")
-    return list(value)
+            reason = f"expected an object, got {_kind(entry)}"
+            raise InvalidMessage(f"{path}[{i}]", reason, "AttributeError")
+    return entries
 
 
-def _unknown_key(entry: dict[str, Any], allowed: tuple[str, ...], path: str) -> None:
-    for key in entry:
+def _keywords(
+    given: dict[Any, Any], allowed: tuple[str, ...], required: tuple[str, ...], path: str
+) -> None:
+    """The checks Python makes when the factory is called with ``**given``."""
+    for key in given:
+        if not isinstance(key, str):
+            raise InvalidMessage(path, f"keys must be strings, got {key!r}", "TypeError")
         if key not in allowed:
-            raise InvalidMessage(f"{path}.{key}", "unexpected key", "TypeError")
-
-
-def tool_call(entry: dict[str, Any], path: str) -> dict[str, Any]:
-    """One ``ToolCall``: name, args and id are required; ``type``/``extras`` are dropped."""
-    given = {k: v for k, v in entry.items() if k not in ("type", "extras")}
-    _unknown_key(given, _CALL_KEYS, path)
-    for key in _CALL_KEYS:
+            reason = f"unexpected key {key!r}; allowed: {', '.join(allowed)}"
+            raise InvalidMessage(f"{path}.{key}", reason, "TypeError")
+    for key in required:
         if key not in given:
-            raise InvalidMessage(f"{path}.{key}", "tool call needs this key", "TypeError")
-    return {
-        "name": fields.required_str(given["name"], f"{path}.name"),
-        "args": fields.mapping(given["args"], f"{path}.args"),
-        "id": fields.optional_str(given["id"], f"{path}.id"),
-        "type": "tool_call",
-    }
+            raise InvalidMessage(f"{path}.{key}", "required key is missing", "TypeError")
 
 
-def invalid_tool_call(entry: dict[str, Any], path: str) -> dict[str, Any]:
-    """One ``InvalidToolCall``: every key optional, each a string or null."""
-    given = {k: v for k, v in entry.items() if k != "type"}
-    _unknown_key(given, _INVALID_KEYS, path)
-    result: dict[str, Any] = {"type": "invalid_tool_call"}
-    for key in ("id", "name", "args", "error"):
-        result[key] = fields.optional_str(given.get(key), f"{path}.{key}")
+def make_tool_calls(value: Any, path: str) -> list[dict[str, Any]]:
+    """``tool_call(**entry)`` for each entry; ``type`` and ``extras`` are dropped first."""
+    result: list[dict[str, Any]] = []
+    for i, entry in enumerate(_factory_entries(value, path)):
+        given = {k: v for k, v in entry.items() if k not in ("type", "extras")}
+        _keywords(given, _CALL_KEYS, _CALL_KEYS, f"{path}[{i}]")
+        result.append({**{k: given[k] for k in _CALL_KEYS}, "type": "tool_call"})
     return result
 
 
-def tool_call_chunk(entry: dict[str, Any], path: str) -> dict[str, Any]:
-    """One ``ToolCallChunk``: every key optional; ``index`` is an int or null."""
-    given = {k: v for k, v in entry.items() if k != "type"}
-    _unknown_key(given, _CHUNK_KEYS, path)
+def make_invalid_tool_calls(value: Any, path: str) -> list[dict[str, Any]]:
+    """``invalid_tool_call(**entry)`` for each entry; ``type`` is dropped first."""
+    result: list[dict[str, Any]] = []
+    for i, entry in enumerate(_factory_entries(value, path)):
+        given = {k: v for k, v in entry.items() if k != "type"}
+        _keywords(given, _INVALID_KEYS, (), f"{path}[{i}]")
+        made = {k: given.get(k) for k in ("id", "name", "args", "error")}
+        result.append({"type": "invalid_tool_call", **made})
+    return result
+
+
+def make_tool_call_chunks(value: Any, path: str) -> list[dict[str, Any]]:
+    """``tool_call_chunk(**entry)`` for each entry; ``type`` is dropped first."""
+    result: list[dict[str, Any]] = []
+    for i, entry in enumerate(_factory_entries(value, path)):
+        given = {k: v for k, v in entry.items() if k != "type"}
+        _keywords(given, _CHUNK_KEYS, (), f"{path}[{i}]")
+        result.append({**{k: given.get(k) for k in _CHUNK_KEYS}, "type": "tool_call_chunk"})
+    return result
+
+
+# --- step 2: pydantic's field validation -------------------------------------------
+
+
+def _validated_entries(value: Any, path: str) -> list[dict[Any, Any]]:
+    if not isinstance(value, list | tuple):
+        raise fields.fail(path, f"expected a list, got {_kind(value)}")
+    for i, entry in enumerate(value):
+        if not isinstance(entry, dict):
+            raise fields.fail(f"{path}[{i}]", f"expected an object, got {_kind(entry)}")
+    return list(value)
+
+
+def _tag(entry: dict[Any, Any], tag: str, path: str) -> str:
+    if "type" in entry and entry["type"] != tag:
+        raise fields.fail(f"{path}.type", f"expected {tag!r}, got {entry['type']!r}")
+    return tag
+
+
+def _required(entry: dict[Any, Any], key: str, path: str) -> Any:
+    if key not in entry:
+        raise fields.fail(f"{path}.{key}", "required field is missing")
+    return entry[key]
+
+
+def tool_call(entry: dict[Any, Any], path: str) -> dict[str, Any]:
+    """One ``ToolCall``: a string name, an object of args, a string or null id."""
     return {
-        "name": fields.optional_str(given.get("name"), f"{path}.name"),
-        "args": fields.optional_str(given.get("args"), f"{path}.args"),
-        "id": fields.optional_str(given.get("id"), f"{path}.id"),
-        "index": fields.optional_int(given.get("index"), f"{path}.index"),
-        "type": "tool_call_chunk",
+        "name": fields.required_str(_required(entry, "name", path), f"{path}.name"),
+        "args": fields.str_mapping(_required(entry, "args", path), f"{path}.args"),
+        "id": fields.optional_str(_required(entry, "id", path), f"{path}.id"),
+        "type": _tag(entry, "tool_call", path),
     }
+
+
+def invalid_tool_call(entry: dict[Any, Any], path: str) -> dict[str, Any]:
+    """One ``InvalidToolCall``: id, name, args and error, each a string or null."""
+    result: dict[str, Any] = {"type": _tag(entry, "invalid_tool_call", path)}
+    for key in ("id", "name", "args", "error"):
+        result[key] = fields.optional_str(_required(entry, key, path), f"{path}.{key}")
+    return result
+
+
+def tool_call_chunk(entry: dict[Any, Any], path: str) -> dict[str, Any]:
+    """One ``ToolCallChunk``: strings or null, and an integer or null ``index``."""
+    result = {
+        key: fields.optional_str(_required(entry, key, path), f"{path}.{key}")
+        for key in ("name", "args", "id")
+    }
+    result["index"] = fields.optional_int(_required(entry, "index", path), f"{path}.index")
+    result["type"] = _tag(entry, "tool_call_chunk", path)
+    return result
 
 
 def tool_calls(value: Any, path: str) -> list[dict[str, Any]]:
     """``AIMessage.tool_calls``."""
-    return [tool_call(e, f"{path}[{i}]") for i, e in enumerate(_entries(value, path))]
+    return [tool_call(e, f"{path}[{i}]") for i, e in enumerate(_validated_entries(value, path))]
 
 
 def invalid_tool_calls(value: Any, path: str) -> list[dict[str, Any]]:
     """``AIMessage.invalid_tool_calls``."""
-    return [invalid_tool_call(e, f"{path}[{i}]") for i, e in enumerate(_entries(value, path))]
+    entries = _validated_entries(value, path)
+    return [invalid_tool_call(e, f"{path}[{i}]") for i, e in enumerate(entries)]
 
 
 def tool_call_chunks(value: Any, path: str) -> list[dict[str, Any]]:
     """``AIMessageChunk.tool_call_chunks``."""
-    return [tool_call_chunk(e, f"{path}[{i}]") for i, e in enumerate(_entries(value, path))]
+    entries = _validated_entries(value, path)
+    return [tool_call_chunk(e, f"{path}[{i}]") for i, e in enumerate(entries)]
+
+
+# --- raw OpenAI tool calls in additional_kwargs -------------------------------------
 
 
 def parse_raw_calls(raw: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
@@ -92,7 +172,7 @@ def parse_raw_calls(raw: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]
 
     Bad JSON arguments give an invalid tool call. Any other failure abandons the whole
     parse (``None``): LangChain logs it at debug level and leaves the fields as given.
-    The entries still go through :func:`tool_call` afterwards, as in LangChain.
+    The entries still go through the factories afterwards, as in LangChain.
     """
     calls: list[dict[str, Any]] = []
     invalid: list[dict[str, Any]] = []

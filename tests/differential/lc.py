@@ -48,3 +48,19 @@ def deterministic_uuid4() -> Iterator[None]:
         yield
     finally:
         uuid.uuid4 = original
+
+
+LC_CLASSES: dict[str, Any] = {
+    "human": lc.HumanMessage, "ai": lc.AIMessage, "system": lc.SystemMessage,
+    "tool": lc.ToolMessage, "function": lc.FunctionMessage, "chat": lc.ChatMessage,
+    "remove": lc.RemoveMessage, **CHUNK_CLASSES,
+}
+
+
+def lc_from_ours(dumped: dict[str, Any]) -> Any:
+    """The LangChain object with exactly the fields of one of our flat dumps."""
+    fields = {k: v for k, v in dumped.items() if k != "type"}
+    cls = LC_CLASSES[dumped["type"]]
+    if cls is lc.RemoveMessage:
+        return lc.RemoveMessage(id=fields.pop("id"), **{k: v for k, v in fields.items() if k != "content"})
+    return cls(**fields)

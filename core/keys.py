@@ -1,0 +1,128 @@
+"""Every Redis key threadfold uses, built in this one place.
+
+All keys of one thread share one hash tag, so every script touches one slot and runs
+unchanged on Redis Cluster. The tag is the thread's *bucket* (``{tf:b0427}``), not the
+thread itself: the bucket's index keys (threads with a backlog, quarantined threads,
+all threads) then live in the same slot as the thread keys, and the ingest and commit
+scripts keep them exact atomically, with no global hot key. 1,024 buckets spread over
+the 16,384 slots of a cluster.
+
+A thread is named by its *ref*, ``<tenant>/<thread_id>``: tenants are namespaced in the
+keyspace itself, not filtered after reading.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from dataclasses import dataclass
+from typing import Final
+
+from core.errors import ThreadfoldError
+
+DEFAULT_TENANT: Final = "_"
+NAME_PATTERN: Final = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
+NAME_RULE: Final = "1 to 128 characters from A-Z a-z 0-9 . _ : @ -"
+
+
+class InvalidName(ThreadfoldError, ValueError):
+    """Raised when a thread id or tenant is outside the documented charset or length."""
+
+
+def check_name(value: object, what: str) -> str:
+    """``value`` if it is a valid thread id / tenant name, else :class:`InvalidName`."""
+    if not isinstance(value, str) or NAME_PATTERN.fullmatch(value) is None:
+        raise InvalidName(f"{what} must be {NAME_RULE}; got {value!r}")
+    return value
+
+
+def make_ref(tenant: str, thread_id: str) -> str:
+    """The ref of a thread: what tasks carry and index sets hold."""
+    return f"{check_name(tenant, 'tenant')}/{check_name(thread_id, 'thread id')}"
+
+
+def split_ref(ref: str) -> tuple[str, str]:
+    """``(tenant, thread_id)`` of a ref."""
+    tenant, sep, thread_id = ref.partition("/")
+    if not sep:
+        raise InvalidName(f"a thread ref is <tenant>/<thread id>; got {ref!r}")
+    return check_name(tenant, "tenant"), check_name(thread_id, "thread id")
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadKeys:
+    """The keys of one thread (and of its bucket)."""
+
+    ref: str
+    tag: str
+
+    @property
+    def log(self) -> str:
+        """STREAM: the deltas in arrival order; an entry id is a version."""
+        return f"{self.tag}:{self.ref}:log"
+
+    @property
+    def meta(self) -> str:
+        """HASH: cursor (version), next position, times, failures, quarantine."""
+        return f"{self.tag}:{self.ref}:meta"
+
+    @property
+    def msgs(self) -> str:
+        """HASH: message id -> msgpack message."""
+        return f"{self.tag}:{self.ref}:msgs"
+
+    @property
+    def order(self) -> str:
+        """ZSET: message id -> position."""
+        return f"{self.tag}:{self.ref}:order"
+
+    @property
+    def sched(self) -> str:
+        """STRING with a TTL: the wake-up flag, a lease on draining the thread."""
+        return f"{self.tag}:{self.ref}:sched"
+
+    @property
+    def dedupe(self) -> str:
+        """HASH: producer ``delta_id`` -> the version it was given."""
+        return f"{self.tag}:{self.ref}:dd"
+
+    @property
+    def dedupe_expiry(self) -> str:
+        """ZSET: ``delta_id`` -> ms its dedupe entry expires (Redis 7.0 has no field TTL)."""
+        return f"{self.tag}:{self.ref}:ddx"
+
+    @property
+    def dirty(self) -> str:
+        """ZSET of the bucket: ref -> ms since it has had a backlog."""
+        return f"{self.tag}:dirty"
+
+    @property
+    def quarantine(self) -> str:
+        """ZSET of the bucket: ref -> ms it was quarantined."""
+        return f"{self.tag}:quarantine"
+
+    @property
+    def threads(self) -> str:
+        """SET of the bucket: every ref ever written (for recompute and status)."""
+        return f"{self.tag}:threads"
+
+
+@dataclass(frozen=True, slots=True)
+class Keyspace:
+    """Key names under one prefix; ``buckets`` must stay fixed for a deployment."""
+
+    prefix: str = "tf"
+    buckets: int = 1024
+
+    def bucket_of(self, ref: str) -> int:
+        return zlib.crc32(ref.encode()) % self.buckets
+
+    def bucket_tag(self, bucket: int) -> str:
+        return f"{{{self.prefix}:b{bucket:04d}}}"
+
+    def thread(self, ref: str) -> ThreadKeys:
+        return ThreadKeys(ref, self.bucket_tag(self.bucket_of(ref)))
+
+    def bucket_keys(self, bucket: int) -> ThreadKeys:
+        """Keys of a bucket's index sets (the ref part is unused)."""
+        return ThreadKeys("", self.bucket_tag(bucket))

@@ -1,0 +1,260 @@
+"""The Lua scripts: every multi-key change of a thread, each one atomic.
+
+Every script names all its keys in KEYS and they share the thread's bucket tag, so each
+runs on one Redis Cluster slot. Versions are stream entry ids ``<ms>-<seq>``. Meta hash
+fields: ``c`` cursor (last applied entry id, the version), ``n`` next free position,
+``e`` last enqueued entry id, ``t`` last commit time (ms), ``a`` drain attempts since
+the last commit, ``q`` quarantine reason, ``qe`` the entry it failed on, ``w`` entries
+written, ``k`` entries applied (so the backlog is ``w - k`` whatever the retention).
+
+The scripts are the product: they are tested against a real ``redis-server``.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# Shared Lua helpers, prepended to the scripts that need them.
+_LUA_HELPERS: Final = r"""
+local function ms_of(id)
+  return tonumber(string.match(id, '^(%d+)'))
+end
+local function after(id)          -- the smallest entry id greater than id
+  local ms, seq = string.match(id, '^(%d+)-(%d+)$')
+  return ms .. '-' .. (tonumber(seq) + 1)
+end
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function cursor_of(meta)
+  return redis.call('HGET', meta, 'c') or '0-0'
+end
+local function has_backlog(log, cursor)
+  return #redis.call('XRANGE', log, '(' .. cursor, '+', 'COUNT', 1) > 0
+end
+local function chunked(cmd, key, args, width)   -- Lua's unpack has a stack limit
+  local step = 240 * width
+  for i = 1, #args, step do
+    local last = math.min(i + step - 1, #args)
+    redis.call(cmd, key, unpack(args, i, last))
+  end
+end
+"""
+
+INGEST: Final = _LUA_HELPERS + r"""
+-- KEYS: log meta sched dirty threads dd dd_expiry
+-- ARGV: ref dedupe_ms sched_ms n {delta_id payload}*n   (delta_id '' = no dedupe)
+local ref, dedupe_ms, sched_ms, n = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+local now = now_ms()
+local expired = redis.call('ZRANGEBYSCORE', KEYS[7], '-inf', now, 'LIMIT', 0, 2 * n + 8)
+if #expired > 0 then
+  chunked('HDEL', KEYS[6], expired, 1)
+  chunked('ZREM', KEYS[7], expired, 1)
+end
+local out = {0}
+local added = false
+local fresh = 0
+for i = 0, n - 1 do
+  local delta_id, payload = ARGV[5 + 2 * i], ARGV[6 + 2 * i]
+  local seen = false
+  if delta_id ~= '' then seen = redis.call('HGET', KEYS[6], delta_id) end
+  if seen then
+    out[#out + 1] = seen
+    out[#out + 1] = 0
+  else
+    local v = redis.call('XADD', KEYS[1], '*', 'd', payload)
+    if delta_id ~= '' then
+      redis.call('HSET', KEYS[6], delta_id, v)
+      redis.call('ZADD', KEYS[7], now + dedupe_ms, delta_id)
+    end
+    if not added then redis.call('ZADD', KEYS[4], 'NX', ms_of(v), ref) end
+    out[#out + 1] = v
+    out[#out + 1] = 1
+    added = v
+    fresh = fresh + 1
+  end
+end
+if added then
+  redis.call('HSET', KEYS[2], 'e', added)
+  redis.call('HINCRBY', KEYS[2], 'w', fresh)
+  redis.call('SADD', KEYS[5], ref)
+  if dedupe_ms > 0 and redis.call('EXISTS', KEYS[6]) == 1 then
+    redis.call('PEXPIRE', KEYS[6], dedupe_ms)
+    redis.call('PEXPIRE', KEYS[7], dedupe_ms)
+  end
+  if not redis.call('HGET', KEYS[2], 'q') and redis.call('SET', KEYS[3], '1', 'NX', 'PX', sched_ms) then
+    out[1] = 1
+  end
+end
+return out
+"""
+
+READ_BATCH: Final = _LUA_HELPERS + r"""
+-- KEYS: meta log      ARGV: max_entries
+-- -> {cursor, next_position, quarantine_reason, attempts, id1, payload1, ...}
+local cursor = cursor_of(KEYS[1])
+local meta = redis.call('HMGET', KEYS[1], 'n', 'q', 'a')
+local out = {cursor, meta[1] or '0', meta[2] or '', tonumber(meta[3] or '0')}
+if meta[2] then return out end
+local entries = redis.call('XRANGE', KEYS[2], '(' .. cursor, '+', 'COUNT', tonumber(ARGV[1]))
+if #entries == 0 then return out end
+out[4] = redis.call('HINCRBY', KEYS[1], 'a', 1)
+for _, entry in ipairs(entries) do
+  local payload = false
+  for j = 1, #entry[2], 2 do
+    if entry[2][j] == 'd' then payload = entry[2][j + 1] end
+  end
+  out[#out + 1] = entry[1]
+  out[#out + 1] = payload or ''
+end
+return out
+"""
+
+COMMIT: Final = _LUA_HELPERS + r"""
+-- KEYS: meta msgs order log sched dirty
+-- ARGV: expected_cursor new_cursor next_position cleared n_removed n_upserts
+--       retention_ms sched_ms ref n_entries {removed_id}*n_removed {id position payload}*n_upserts
+-- -> {0} when the cursor moved (a stale or concurrent worker: re-read), else {1, more}
+if cursor_of(KEYS[1]) ~= ARGV[1] then return {0} end
+local new_cursor, n_removed, n_upserts = ARGV[2], tonumber(ARGV[5]), tonumber(ARGV[6])
+if ARGV[4] == '1' then redis.call('DEL', KEYS[2], KEYS[3]) end
+local base = 11
+if n_removed > 0 then
+  local removed = {unpack(ARGV, base, base + n_removed - 1)}
+  chunked('HDEL', KEYS[2], removed, 1)
+  chunked('ZREM', KEYS[3], removed, 1)
+end
+base = base + n_removed
+if n_upserts > 0 then
+  local fields, scores = {}, {}
+  for i = 0, n_upserts - 1 do
+    local id, pos, payload = ARGV[base + 3 * i], ARGV[base + 3 * i + 1], ARGV[base + 3 * i + 2]
+    fields[#fields + 1] = id
+    fields[#fields + 1] = payload
+    scores[#scores + 1] = pos
+    scores[#scores + 1] = id
+  end
+  chunked('HSET', KEYS[2], fields, 2)
+  chunked('ZADD', KEYS[3], scores, 2)
+end
+local now = now_ms()
+redis.call('HSET', KEYS[1], 'c', new_cursor, 'n', ARGV[3], 't', now, 'a', 0)
+redis.call('HINCRBY', KEYS[1], 'k', ARGV[10])
+local threshold = after(new_cursor)
+local retention = tonumber(ARGV[7])
+if retention > 0 then
+  local keep_from = (now - retention) .. '-0'
+  if ms_of(keep_from) < ms_of(threshold) then threshold = keep_from end
+end
+redis.call('XTRIM', KEYS[4], 'MINID', threshold)
+if has_backlog(KEYS[4], new_cursor) then
+  redis.call('PEXPIRE', KEYS[5], ARGV[8])
+  return {1, 1}
+end
+redis.call('DEL', KEYS[5])
+redis.call('ZREM', KEYS[6], ARGV[9])
+return {1, 0}
+"""
+
+FAIL: Final = _LUA_HELPERS + r"""
+-- KEYS: meta sched dirty quarantine   ARGV: limit reason entry ref backoff_ms
+-- -> 1 when the thread is now quarantined
+local attempts = tonumber(redis.call('HGET', KEYS[1], 'a') or '0')
+if attempts < tonumber(ARGV[1]) then
+  redis.call('PEXPIRE', KEYS[2], ARGV[5])
+  return 0
+end
+redis.call('HSET', KEYS[1], 'q', ARGV[2], 'qe', ARGV[3])
+redis.call('ZREM', KEYS[3], ARGV[4])
+redis.call('ZADD', KEYS[4], now_ms(), ARGV[4])
+redis.call('DEL', KEYS[2])
+return 1
+"""
+
+RETRY: Final = _LUA_HELPERS + r"""
+-- KEYS: meta sched dirty quarantine log   ARGV: ref sched_ms skip('1'|'0')
+-- -> {woke, skipped_entry_or_''}
+local skipped = ''
+local qe = redis.call('HGET', KEYS[1], 'qe')
+if ARGV[3] == '1' and qe then
+  local cursor = cursor_of(KEYS[1])
+  local first = redis.call('XRANGE', KEYS[5], '(' .. cursor, '+', 'COUNT', 1)
+  if #first > 0 and first[1][1] == qe then
+    redis.call('HSET', KEYS[1], 'c', qe)
+    redis.call('HINCRBY', KEYS[1], 'k', 1)
+    redis.call('XDEL', KEYS[5], qe)
+    skipped = qe
+  end
+end
+redis.call('HDEL', KEYS[1], 'q', 'qe')
+redis.call('HSET', KEYS[1], 'a', 0)
+redis.call('ZREM', KEYS[4], ARGV[1])
+if not has_backlog(KEYS[5], cursor_of(KEYS[1])) then
+  redis.call('ZREM', KEYS[3], ARGV[1])
+  return {0, skipped}
+end
+redis.call('ZADD', KEYS[3], 'NX', now_ms(), ARGV[1])
+if redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[2]) then return {1, skipped} end
+return {0, skipped}
+"""
+
+WAKE: Final = _LUA_HELPERS + r"""
+-- The sweeper's check.  KEYS: meta log sched dirty   ARGV: ref sched_ms
+-- -> 1 when the caller must send the wake-up (it now holds the flag)
+if redis.call('HGET', KEYS[1], 'q') then return 0 end
+if not has_backlog(KEYS[2], cursor_of(KEYS[1])) then
+  redis.call('ZREM', KEYS[4], ARGV[1])
+  return 0
+end
+if redis.call('SET', KEYS[3], '1', 'NX', 'PX', ARGV[2]) then return 1 end
+return 0
+"""
+
+READ_STATE: Final = _LUA_HELPERS + r"""
+-- KEYS: meta order msgs   ARGV: mode('all'|'after'|'before') anchor_id limit(-1 = all)
+-- -> {cursor, total, has_more, anchor_found, id1, payload1, ...} or {} when never written
+if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
+local mode, anchor, limit = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local cursor = cursor_of(KEYS[1])
+local total = redis.call('ZCARD', KEYS[2])
+local ids
+local found = 1
+if mode == 'all' then
+  ids = redis.call('ZRANGE', KEYS[2], 0, limit < 0 and -1 or limit)
+else
+  local score = redis.call('ZSCORE', KEYS[2], anchor)
+  if not score then return {cursor, total, 0, 0} end
+  local lim = limit < 0 and total or limit + 1
+  if mode == 'after' then
+    ids = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. score, '+inf', 'LIMIT', 0, lim)
+  else
+    local rev = redis.call('ZREVRANGEBYSCORE', KEYS[2], '(' .. score, '-inf', 'LIMIT', 0, lim)
+    ids = {}
+    for i = #rev, 1, -1 do ids[#ids + 1] = rev[i] end
+  end
+end
+local more = 0
+if limit >= 0 and #ids > limit then
+  more = 1
+  if mode == 'before' then table.remove(ids, 1) else table.remove(ids) end
+end
+local out = {cursor, total, more, found}
+if #ids == 0 then return out end
+local bodies = redis.call('HMGET', KEYS[3], unpack(ids))
+for i, id in ipairs(ids) do
+  out[#out + 1] = id
+  out[#out + 1] = bodies[i]
+end
+return out
+"""
+
+DELETE: Final = r"""
+-- KEYS: log meta msgs order sched dd dd_expiry dirty quarantine threads   ARGV: ref
+local existed = redis.call('EXISTS', KEYS[2])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
+redis.call('ZREM', KEYS[8], ARGV[1])
+redis.call('ZREM', KEYS[9], ARGV[1])
+redis.call('SREM', KEYS[10], ARGV[1])
+return existed
+"""

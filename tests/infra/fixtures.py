@@ -1,0 +1,43 @@
+"""Pytest fixtures over real services; `tests/conftest.py` imports them by name.
+
+`redis_url` is the cheap default: one server for the whole session, emptied before each
+test. Ask for `redis_server` when a test kills, restarts or reconfigures its server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.infra.redis_cluster import RedisCluster
+from tests.infra.redis_server import RedisServer
+
+
+@pytest.fixture
+def redis_server() -> Iterator[RedisServer]:
+    """A fresh server of the test's own, closed (and its directory removed) afterwards."""
+    with RedisServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def redis_server_session() -> Iterator[RedisServer]:
+    """One server shared by the session; tests reach it through `redis_url`."""
+    with RedisServer() as server:
+        yield server
+
+
+@pytest.fixture
+def redis_url(redis_server_session: RedisServer) -> str:
+    """The shared server's URL, with every database flushed before the test."""
+    with redis_server_session.probe() as admin:
+        admin.flushall()
+    return redis_server_session.url
+
+
+@pytest.fixture(scope="module")
+def redis_cluster() -> Iterator[RedisCluster]:
+    """A 3-master cluster shared by the module's tests (not flushed between them)."""
+    with RedisCluster() as cluster:
+        yield cluster

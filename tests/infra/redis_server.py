@@ -1,0 +1,261 @@
+"""A real `redis-server` on a free loopback port, with a private data directory."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+import weakref
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, Self
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from tests.infra.errors import ExecutableNotFoundError, ServiceStartError
+from tests.infra.ports import HOST, free_port
+from tests.infra.processes import ManagedProcess, wait_until
+
+AppendFsync = Literal["always", "everysec", "no"]
+
+_PORT_ATTEMPTS = 5
+_LOG_TAIL_LINES = 20
+_PROBE_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+
+
+class _PortTakenError(Exception):
+    """The chosen port was taken between `free_port` and the server's bind."""
+
+
+@dataclass
+class _Runtime:
+    """What must be torn down with the server; the finalizer holds it, not the server."""
+
+    dir: Path
+    owns_dir: bool
+    process: ManagedProcess | None = None
+    clients: list[redis.Redis] = field(default_factory=list)
+
+    def teardown(self) -> None:
+        for client in self.clients:
+            client.close()
+        self.clients.clear()
+        if self.process is not None:
+            self.process.kill()
+        if self.owns_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class RedisServer:
+    """`redis-server` as a child process; starts on construction and is ready when it returns.
+
+    Persistence is off unless `appendonly`; `kill` then `restart` reuses the port and the
+    directory, so an append-only file is replayed. `close` (or leaving the `with` block)
+    stops the server, closes the clients it handed out and removes the directory it made.
+    """
+
+    def __init__(
+        self,
+        *,
+        port: int | None = None,
+        appendonly: bool = False,
+        appendfsync: AppendFsync = "everysec",
+        extra_args: Sequence[str] = (),
+        data_dir: Path | None = None,
+        cluster_bus: bool = False,
+        executable: str = "redis-server",
+        startup_timeout: float = 10.0,
+    ) -> None:
+        self._executable = _which(executable)
+        self._options = [
+            *("--appendonly", "yes" if appendonly else "no"),
+            *("--appendfsync", appendfsync),
+            *extra_args,
+        ]
+        self.startup_timeout = startup_timeout
+        self._runtime = _Runtime(
+            dir=data_dir or Path(tempfile.mkdtemp(prefix="threadfold-redis-")),
+            owns_dir=data_dir is None,
+        )
+        self._finalizer = weakref.finalize(self, self._runtime.teardown)
+        try:
+            self.port = self._start_on_free_port(port, cluster_bus)
+        except BaseException:
+            self._finalizer()
+            raise
+
+    @property
+    def url(self) -> str:
+        return f"redis://{HOST}:{self.port}/0"
+
+    @property
+    def dir(self) -> Path:
+        return self._runtime.dir
+
+    @property
+    def log_path(self) -> Path:
+        return self.dir / "redis.log"
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    @property
+    def alive(self) -> bool:
+        return self._runtime.process is not None and self._runtime.process.alive
+
+    def client(self, *, decode_responses: bool = False, **options: Any) -> redis.Redis:
+        """A client for db 0; closed with the server if the caller has not closed it."""
+        client = redis.Redis(
+            host=HOST, port=self.port, db=0, decode_responses=decode_responses, **options
+        )
+        self._runtime.clients.append(client)
+        return client
+
+    @contextlib.contextmanager
+    def probe(self, timeout: float = 1.0) -> Iterator[redis.Redis]:
+        """A short-lived client that never retries, for health checks and admin commands."""
+        with _probe_client(self.port, timeout) as client:
+            yield client
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown, no final fsync, as in a crash."""
+        self._process.kill()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SHUTDOWN NOSAVE and wait for the exit; falls back to SIGTERM, then SIGKILL."""
+        process = self._process
+        if not process.alive:
+            process.kill()
+            return
+        with contextlib.suppress(redis.exceptions.RedisError), self.probe(timeout) as admin:
+            admin.shutdown(nosave=True)
+        try:
+            process.wait(timeout)
+        except TimeoutError:
+            process.terminate(timeout)
+
+    def restart(self) -> None:
+        """Stop if running, then start on the same port and directory; ready when it returns."""
+        self.stop()
+        self._launch(self.port)
+
+    def close(self) -> None:
+        """Stop the server, close its clients and remove the directory it created."""
+        if self._finalizer.alive and self.alive:
+            self.stop()
+        self._finalizer()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<RedisServer {self.url} {'alive' if self.alive else 'stopped'}>"
+
+    @property
+    def _process(self) -> ManagedProcess:
+        if self._runtime.process is None:
+            raise RuntimeError("the server has not been started")
+        return self._runtime.process
+
+    def _start_on_free_port(self, port: int | None, cluster_bus: bool) -> int:
+        if port is not None:
+            self._launch(port)
+            return port
+        for _ in range(_PORT_ATTEMPTS):
+            candidate = free_port(cluster_bus=cluster_bus)
+            try:
+                self._launch(candidate)
+            except _PortTakenError:
+                continue
+            return candidate
+        raise ServiceStartError(f"redis-server lost the race for a free port {_PORT_ATTEMPTS}x")
+
+    def _launch(self, port: int) -> None:
+        log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
+        process = ManagedProcess(self._argv(port), log_path=self.dir / "process.log")
+        self._runtime.process = process
+        try:
+            wait_until(
+                lambda: _ready(process, port),
+                self.startup_timeout,
+                message=f"redis-server on port {port} did not become ready",
+                ignore=_PROBE_ERRORS,
+            )
+        except (TimeoutError, _ExitedError) as error:
+            process.kill()
+            log = self._log_since(log_start) + process.read_log()
+            if "Address already in use" in log:
+                raise _PortTakenError(port) from error
+            raise ServiceStartError(f"{error}; log tail:\n{_tail(log)}") from error
+
+    def _argv(self, port: int) -> list[str]:
+        return [
+            self._executable,
+            *("--bind", HOST, "--port", str(port), "--dir", str(self.dir)),
+            *("--save", "", "--daemonize", "no", "--protected-mode", "no"),
+            *("--logfile", str(self.log_path), "--maxmemory-policy", "noeviction"),
+            *self._options,
+        ]
+
+    def _log_since(self, offset: int) -> str:
+        try:
+            with self.log_path.open("rb") as log:
+                log.seek(offset)
+                return log.read().decode(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+
+class _ExitedError(Exception):
+    """The server process exited while we waited for it to become ready."""
+
+
+def _ready(process: ManagedProcess, port: int) -> bool:
+    """PING answers and the dataset (RDB or AOF) is fully loaded."""
+    if not process.alive:
+        raise _ExitedError(f"redis-server on port {port} exited while starting")
+    with _probe_client(port, timeout=1.0) as client:
+        client.ping()
+        return int(client.info("persistence")["loading"]) == 0
+
+
+@contextlib.contextmanager
+def _probe_client(port: int, timeout: float) -> Iterator[redis.Redis]:
+    client = redis.Redis(
+        host=HOST,
+        port=port,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+        retry=Retry(NoBackoff(), 0),
+    )
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def _which(executable: str) -> str:
+    found = shutil.which(executable)
+    if found is None:
+        raise ExecutableNotFoundError(
+            f"{executable!r} is not on PATH; the tests run a real Redis 7 "
+            "(install it, e.g. `apt-get install redis-server`)"
+        )
+    return found
+
+
+def _tail(text: str) -> str:
+    return "\n".join(text.splitlines()[-_LOG_TAIL_LINES:])

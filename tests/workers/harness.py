@@ -1,0 +1,139 @@
+"""Running the real pipeline in tests: settings, Celery worker and beat processes, oracles."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core import BaseMessage, apply_deltas, dump_messages, to_messages
+from tests.infra.processes import ManagedProcess, wait_until
+from workers.redis_io import SyncClient, sync_client
+from workers.settings import Settings
+from workers.store import Store
+
+ROOT = Path(__file__).resolve().parents[2]
+CELERY = str(Path(sys.executable).with_name("celery"))
+
+# Short leases and periods so recoveries happen within a test's patience.
+FAST = {
+    "drain_seconds": 0.5,
+    "task_soft_time_limit": 20.0,
+    "task_time_limit": 30.0,
+    "visibility_timeout": 40.0,
+    "wake_ttl_seconds": 1.5,
+    "sweep_seconds": 0.5,
+    "batch_size": 200,
+}
+
+
+def make_settings(redis_url: str, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {**FAST, "redis_url": redis_url, **overrides}
+    return Settings(**values)
+
+
+def settings_env(settings: Settings) -> dict[str, str]:
+    """The ``THREADFOLD_*`` variables that reproduce ``settings`` in a child process."""
+    env: dict[str, str] = {}
+    for name, value in settings.model_dump().items():
+        if value is None:
+            continue
+        raw = value.get_secret_value() if hasattr(value, "get_secret_value") else value
+        env[f"THREADFOLD_{name.upper()}"] = str(raw).lower() if isinstance(raw, bool) else str(raw)
+    return env
+
+
+def start_worker(settings: Settings, name: str, log_dir: Path, concurrency: int = 1) -> ManagedProcess:
+    """A real ``celery worker`` (prefork pool) in its own process group."""
+    return ManagedProcess(
+        [CELERY, "-A", "workers.worker", "worker", "--pool=prefork", f"--concurrency={concurrency}",
+         "-Q", settings.queue, "-n", f"{name}@%h", "--without-gossip", "--without-mingle",
+         "--without-heartbeat", "--loglevel=WARNING"],
+        env={**settings_env(settings), "PYTHONPATH": str(ROOT)},
+        log_path=log_dir / f"{name}.log", cwd=ROOT,
+    )
+
+
+def start_beat(settings: Settings, log_dir: Path) -> ManagedProcess:
+    return ManagedProcess(
+        [CELERY, "-A", "workers.worker", "beat", "-s", str(log_dir / "beat-schedule"),
+         "--loglevel=WARNING"],
+        env={**settings_env(settings), "PYTHONPATH": str(ROOT)},
+        log_path=log_dir / "beat.log", cwd=ROOT,
+    )
+
+
+def store_for(settings: Settings) -> Store:
+    client: SyncClient = sync_client(settings.redis_url.get_secret_value(), cluster=settings.cluster)
+    return Store(client, settings.keyspace)
+
+
+def wait_drained(store: Store, refs: Iterable[str], timeout: float) -> None:
+    """Until every thread has no backlog (checked through the status the API serves)."""
+    pending = set(refs)
+
+    def done() -> bool:
+        for ref in list(pending):
+            status = store.status(ref)
+            if status is not None and status.backlog == 0:
+                pending.discard(ref)
+        return not pending
+
+    wait_until(done, timeout, interval=0.1, message=f"threads still with a backlog: {sorted(pending)[:5]}")
+
+
+@dataclass
+class Sent:
+    """What producers were told: per thread, the accepted deltas with their stamped ids."""
+
+    deltas: dict[str, list[tuple[str, list[Any], list[str]]]] = field(default_factory=dict)
+
+    def add(self, ref: str, version: str, messages: list[Any], ids: Sequence[str]) -> None:
+        self.deltas.setdefault(ref, []).append((version, messages, list(ids)))
+
+    def load_jsonl(self, path: Path) -> None:
+        for line in path.read_text().splitlines():
+            row = json.loads(line)
+            if not row["duplicate"]:
+                self.add(row["ref"], row["version"], row["messages"], row["ids"])
+
+    def expected(self, ref: str) -> list[BaseMessage]:
+        """The one-delta-at-a-time fold of the thread's accepted deltas, in version order."""
+        state: list[BaseMessage] = []
+        for _, messages, ids in sorted(self.deltas.get(ref, []), key=lambda d: version_key(d[0])):
+            state = apply_deltas(state, [stamped(messages, ids)])
+        return state
+
+
+def version_key(version: str) -> tuple[int, int]:
+    ms, _, seq = version.partition("-")
+    return int(ms), int(seq)
+
+
+def stamped(messages: list[Any], ids: Sequence[str]) -> list[BaseMessage]:
+    import msgspec
+
+    return [msgspec.structs.replace(m, id=i) for m, i in zip(to_messages(messages), ids, strict=True)]
+
+
+def state_dump(store: Store, ref: str) -> list[dict[str, Any]]:
+    page = store.read_state(ref)
+    return [] if page is None else dump_messages(page.messages)
+
+
+def env_flag(name: str, default: float) -> float:
+    """Test sizes can be raised from the environment for soak runs."""
+    return float(os.environ.get(name, default))
+
+
+def monotonic() -> float:
+    return time.monotonic()
+
+
+def as_mapping(settings: Settings) -> Mapping[str, Any]:
+    return settings.model_dump()

@@ -1,0 +1,70 @@
+"""A producer process for the distributed tests: random deltas, every outcome recorded.
+
+    python -m tests.workers.produce SEED THREADS DELTAS OUT.jsonl
+
+Settings come from ``THREADFOLD_*``. Each accepted delta is written as one JSON line
+(ref, version, duplicate, raw messages, stamped ids) *after* its enqueue returned, so
+the file lists exactly what the producer was promised.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from typing import Any
+
+from workers.app import CeleryWaker, make_celery
+from workers.producer import Delta, Producer
+from workers.redis_io import sync_client
+from workers.settings import Settings
+
+POOL = [str(i) for i in range(8)]
+
+
+def random_messages(rng: random.Random, step: int) -> list[Any]:
+    """Appends, updates, removes (known and unknown), REMOVE_ALL, id-less messages."""
+    out: list[Any] = []
+    for _ in range(rng.randint(1, 3)):
+        roll = rng.random()
+        ident = rng.choice(POOL)
+        if roll < 0.45:  # noqa: PLR2004
+            out.append({"role": rng.choice(["user", "assistant"]), "content": f"s{step}", "id": ident})
+        elif roll < 0.6:  # noqa: PLR2004
+            out.append({"type": "tool", "content": f"r{step}", "tool_call_id": "c", "id": ident})
+        elif roll < 0.8:  # noqa: PLR2004
+            out.append({"type": "remove", "id": rng.choice([*POOL, "nope"]), "content": ""})
+        elif roll < 0.84:  # noqa: PLR2004
+            out.append({"type": "remove", "id": "__remove_all__", "content": ""})
+        else:
+            out.append(rng.choice([f"idless {step}", ["ai", f"pair {step}"]]))
+    return out
+
+
+def main(seed: int, threads: int, deltas: int, out_path: str, prefix: str = "t") -> None:
+    settings = Settings()
+    rng = random.Random(seed)
+    app = make_celery(settings)
+    producer = Producer(sync_client(settings.redis_url.get_secret_value(), cluster=settings.cluster,
+                                    retries=0), settings, CeleryWaker(app, settings.queue))
+    with open(out_path, "w") as out:
+        for step in range(deltas):
+            thread = f"{prefix}{rng.randrange(threads)}"
+            messages = random_messages(rng, step)
+            delta_id = f"{seed}-{step}" if rng.random() < 0.3 else None  # noqa: PLR2004
+            batch = [Delta(thread, messages, delta_id)]
+            if delta_id and rng.random() < 0.5:  # noqa: PLR2004
+                batch.append(Delta(thread, messages, delta_id))  # a retry in the same call
+            for delta, result in zip(batch, producer.enqueue_many(batch), strict=True):
+                row = {"ref": f"_/{delta.thread_id}", "version": result.version,
+                       "duplicate": result.duplicate, "messages": messages, "ids": result.ids}
+                out.write(json.dumps(row) + "\n")
+            if delta_id and rng.random() < 0.3:  # noqa: PLR2004
+                again = producer.enqueue(thread, messages, delta_id=delta_id)  # a later retry
+                assert again.duplicate and again.version == result.version
+    app.close()
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4],
+         *(sys.argv[5:6] or []))

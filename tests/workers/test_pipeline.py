@@ -1,0 +1,95 @@
+"""The distributed guarantees, with a real redis-server and real Celery worker processes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.graph.message import _messages_delta_reducer
+
+from core import dump_messages
+from tests.differential.lc import lc_from_ours
+from tests.infra.processes import ManagedProcess, wait_until
+from tests.infra.redis_server import RedisServer
+from tests.workers.harness import (
+    ROOT,
+    Sent,
+    make_settings,
+    settings_env,
+    start_worker,
+    stamped as stamped_messages,
+    state_dump,
+    store_for,
+    version_key,
+    wait_drained,
+)
+from workers.settings import Settings
+
+PRODUCERS = 3
+THREADS = 200
+DELTAS_PER_PRODUCER = 700
+
+
+def _run_producers(settings: Settings, tmp: Path, seeds: list[int], threads: int, deltas: int) -> Sent:
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tests.workers.produce", str(seed), str(threads), str(deltas),
+             str(tmp / f"produced-{seed}.jsonl")],
+            env={**settings_env(settings), "PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+            cwd=ROOT,
+        )
+        for seed in seeds
+    ]
+    for proc in procs:
+        assert proc.wait(timeout=300) == 0
+    sent = Sent()
+    for seed in seeds:
+        sent.load_jsonl(tmp / f"produced-{seed}.jsonl")
+    return sent
+
+
+def _assert_states(settings: Settings, sent: Sent) -> None:
+    store = store_for(settings)
+    wait_drained(store, sent.deltas, timeout=120)
+    wrong = [ref for ref in sent.deltas
+             if state_dump(store, ref) != dump_messages(sent.expected(ref))]
+    assert not wrong, f"{len(wrong)} threads differ from the fold, e.g. {wrong[:3]}"
+    for ref in sent.deltas:
+        k = settings.keyspace.thread(ref)
+        assert store.client.xlen(k.log) == 0, f"{ref}: applied entries left in the log"
+        assert store.client.hlen(k.msgs) == store.client.zcard(k.order), f"{ref}: orphan bodies"
+        assert store.client.zscore(k.dirty, ref) is None
+        status = store.status(ref)
+        assert status is not None
+        assert status.version == max((v for v, _, _ in sent.deltas[ref]), key=version_key)
+    store.client.close()
+
+
+def _langgraph_fold(sent: Sent, ref: str) -> list[dict[str, Any]]:
+    """The same deltas through the real LangGraph delta reducer, one delta per call."""
+    state: list[Any] = []
+    for _, messages, ids in sorted(sent.deltas[ref], key=lambda d: version_key(d[0])):
+        stamped = [lc_from_ours(m) for m in dump_messages(stamped_messages(messages, ids))]
+        state = _messages_delta_reducer(state, [stamped])
+    return [m.model_dump() for m in state]
+
+
+def test_random_deltas_from_several_producers_fold_to_the_one_at_a_time_state(
+    redis_url: str, tmp_path: Path
+) -> None:
+    settings = make_settings(redis_url)
+    workers = [start_worker(settings, f"w{i}", tmp_path) for i in range(4)]
+    try:
+        sent = _run_producers(settings, tmp_path, [1, 2, 3], THREADS, DELTAS_PER_PRODUCER)
+        assert len(sent.deltas) > THREADS * 0.9
+        _assert_states(settings, sent)
+        store = store_for(settings)
+        for ref in sorted(sent.deltas)[:50]:
+            assert state_dump(store, ref) == _langgraph_fold(sent, ref), ref
+        store.client.close()
+    finally:
+        for w in workers:
+            w.kill()

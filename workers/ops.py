@@ -1,0 +1,168 @@
+"""Script calls built and answers parsed: the pure half of the store.
+
+Each ``*_call`` returns a :class:`Call` (script, keys, args) and each ``parse_*`` turns
+the script's raw answer into a typed value, so the sync store, the asyncio store and
+the producer share one definition of every exchange with Redis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from core import scripts
+from core.codec import decode_message
+from core.fold import Effect
+from core.keys import Keyspace
+from core.messages import BaseMessage
+from workers.redis_io import Call, Script
+
+INGEST: Final = Script("ingest", scripts.INGEST)
+READ_BATCH: Final = Script("read_batch", scripts.READ_BATCH)
+COMMIT: Final = Script("commit", scripts.COMMIT)
+FAIL: Final = Script("fail", scripts.FAIL)
+RETRY: Final = Script("retry", scripts.RETRY)
+WAKE: Final = Script("wake", scripts.WAKE)
+READ_STATE: Final = Script("read_state", scripts.READ_STATE)
+DELETE: Final = Script("delete", scripts.DELETE)
+ALL_SCRIPTS: Final = (INGEST, READ_BATCH, COMMIT, FAIL, RETRY, WAKE, READ_STATE, DELETE)
+
+
+def text(value: Any) -> str:
+    """A Redis reply as text (clients may or may not decode responses)."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+# -- ingestion ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Appended:
+    """One delta's outcome: its version, and whether it is new (not a retried delta_id)."""
+
+    version: str
+    new: bool
+
+
+@dataclass(frozen=True, slots=True)
+class IngestAnswer:
+    """One ingest call: the deltas' outcomes and whether this call set the wake-up flag."""
+
+    appended: list[Appended]
+    woke: bool
+
+
+def ingest_call(
+    ks: Keyspace, ref: str, deltas: Sequence[tuple[str, bytes]], dedupe_ms: int, wake_ms: int
+) -> Call:
+    """Append ``(delta_id or '', payload)`` deltas to one thread, in order."""
+    k = ks.thread(ref)
+    keys = [k.log, k.meta, k.sched, k.dirty, k.threads, k.dedupe, k.dedupe_expiry]
+    args: list[str | bytes | int] = [ref, dedupe_ms, wake_ms, len(deltas)]
+    for delta_id, payload in deltas:
+        args += [delta_id, payload]
+    return Call(INGEST, keys, args)
+
+
+def parse_ingest(raw: list[Any]) -> IngestAnswer:
+    pairs = [Appended(text(raw[i]), bool(int(raw[i + 1]))) for i in range(1, len(raw), 2)]
+    return IngestAnswer(pairs, bool(int(raw[0])))
+
+
+# -- draining ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """What a worker reads before folding: the cursor it must commit against."""
+
+    cursor: str
+    next_position: int
+    quarantined: str
+    attempts: int
+    entries: list[tuple[str, bytes]] = field(default_factory=list)
+
+
+def read_batch_call(ks: Keyspace, ref: str, max_entries: int) -> Call:
+    k = ks.thread(ref)
+    return Call(READ_BATCH, [k.meta, k.log], [max_entries])
+
+
+def parse_read_batch(raw: list[Any]) -> Batch:
+    entries = [(text(raw[i]), _as_bytes(raw[i + 1])) for i in range(4, len(raw), 2)]
+    return Batch(text(raw[0]), int(raw[1]), text(raw[2]), int(raw[3]), entries)
+
+
+def _as_bytes(value: Any) -> bytes:
+    return value if isinstance(value, bytes) else str(value).encode()
+
+
+def commit_call(
+    ks: Keyspace, ref: str, batch: Batch, new_cursor: str, next_position: int, effect: Effect,
+    *, applied: int, retention_ms: int, wake_ms: int, encode: Any,
+) -> Call:
+    """The compare-and-set commit of one folded batch: only its net effect is written."""
+    k = ks.thread(ref)
+    keys = [k.meta, k.msgs, k.order, k.log, k.sched, k.dirty]
+    args: list[str | bytes | int] = [
+        batch.cursor, new_cursor, next_position, "1" if effect.cleared else "0",
+        len(effect.removed), len(effect.upserts), retention_ms, wake_ms, ref, applied,
+    ]
+    args += sorted(effect.removed)
+    for key, (position, message) in effect.upserts.items():
+        args += [key, position, encode(message)]
+    return Call(COMMIT, keys, args)
+
+
+def parse_commit(raw: list[Any]) -> tuple[bool, bool]:
+    """``(committed, more_backlog)``."""
+    return bool(int(raw[0])), len(raw) > 1 and bool(int(raw[1]))
+
+
+def fail_call(ks: Keyspace, ref: str, limit: int, reason: str, entry: str, backoff_ms: int) -> Call:
+    k = ks.thread(ref)
+    return Call(FAIL, [k.meta, k.sched, k.dirty, k.quarantine], [limit, reason, entry, ref, backoff_ms])
+
+
+def retry_call(ks: Keyspace, ref: str, wake_ms: int, skip: bool) -> Call:
+    k = ks.thread(ref)
+    return Call(RETRY, [k.meta, k.sched, k.dirty, k.quarantine, k.log], [ref, wake_ms, "1" if skip else "0"])
+
+
+def wake_call(ks: Keyspace, ref: str, wake_ms: int) -> Call:
+    k = ks.thread(ref)
+    return Call(WAKE, [k.meta, k.log, k.sched, k.dirty], [ref, wake_ms])
+
+
+# -- reading -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StatePage:
+    """A consistent read of a thread (one script): messages in order and their version."""
+
+    version: str
+    total: int
+    has_more: bool
+    anchor_found: bool
+    messages: list[BaseMessage]
+
+
+def read_state_call(ks: Keyspace, ref: str, mode: str = "all", anchor: str = "", limit: int = -1) -> Call:
+    k = ks.thread(ref)
+    return Call(READ_STATE, [k.meta, k.order, k.msgs], [mode, anchor, limit])
+
+
+def parse_read_state(raw: list[Any]) -> StatePage | None:
+    if not raw:
+        return None
+    messages = [decode_message(_as_bytes(raw[i + 1])) for i in range(4, len(raw), 2)]
+    return StatePage(text(raw[0]), int(raw[1]), bool(int(raw[2])), bool(int(raw[3])), messages)
+
+
+def delete_call(ks: Keyspace, ref: str) -> Call:
+    k = ks.thread(ref)
+    keys = [k.log, k.meta, k.msgs, k.order, k.sched, k.dedupe, k.dedupe_expiry, k.dirty,
+            k.quarantine, k.threads]
+    return Call(DELETE, keys, [ref])

@@ -1,0 +1,171 @@
+"""The producer client: validate, stamp ids, append to the thread's log, wake a worker.
+
+Usable from any Python backend, with or without the HTTP API. One script per thread
+appends the deltas, drops a retried ``delta_id`` (answering its original version) and
+sets the wake-up flag only if absent; only the caller that set the flag sends the
+Celery task, so one task drains many deltas and batches grow with the backlog.
+
+Everything is validated before anything is appended: a bad delta in a bulk call fails
+the whole call, naming the item, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from core.codec import encode_messages
+from core.errors import InvalidMessage
+from core.ids import IdSource, ensure_ids, uuid4_str
+from core.keys import DEFAULT_TENANT, InvalidName, make_ref
+from workers import ops
+from workers.redis_io import AsyncClient, SyncClient, arun_many, run_many
+from workers.settings import Settings
+
+MAX_DELTA_ID = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """One delta for one thread: a list of message-likes."""
+
+    thread_id: str
+    messages: Sequence[Any]
+    delta_id: str | None = None
+    tenant: str = DEFAULT_TENANT
+
+
+@dataclass(frozen=True, slots=True)
+class Enqueued:
+    """The outcome of one delta: its version, and whether it was a retried ``delta_id``.
+
+    ``ids`` are the ids of the delta's messages as stored, including the ones stamped on
+    id-less messages (a caller needs them to update or remove those later); a duplicate
+    stored nothing, so it has none.
+    """
+
+    thread_id: str
+    version: str
+    accepted: int
+    duplicate: bool
+    ids: tuple[str, ...]
+
+
+class Waker(Protocol):
+    """Sends the wake-up task of threads whose flag the caller set."""
+
+    def wake(self, refs: Sequence[str]) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    ref: str
+    delta_id: str
+    payload: bytes
+    ids: tuple[str, ...]
+
+
+def prepare(delta: Delta, where: str, new_id: IdSource) -> _Prepared:
+    """Validate and encode one delta; errors are located at ``where``."""
+    try:
+        ref = make_ref(delta.tenant, delta.thread_id)
+    except InvalidName as exc:
+        raise InvalidMessage(f"{where}.thread_id", str(exc)) from exc
+    if delta.delta_id is not None and not (
+        isinstance(delta.delta_id, str) and 0 < len(delta.delta_id) <= MAX_DELTA_ID
+    ):
+        raise InvalidMessage(f"{where}.delta_id", f"expected a string of 1 to {MAX_DELTA_ID} characters")
+    if not isinstance(delta.messages, list | tuple) or not delta.messages:
+        raise InvalidMessage(f"{where}.messages", "expected a non-empty list of messages")
+    messages = ensure_ids(delta.messages, new_id, f"{where}.messages")
+    payload = encode_messages(messages)
+    return _Prepared(ref, delta.delta_id or "", payload, tuple(str(m.id) for m in messages))
+
+
+def _group(prepared: Sequence[_Prepared]) -> dict[str, list[int]]:
+    """Indices per thread, in order: one script call per thread keeps its deltas in order."""
+    groups: dict[str, list[int]] = {}
+    for i, p in enumerate(prepared):
+        groups.setdefault(p.ref, []).append(i)
+    return groups
+
+
+def _calls(settings: Settings, prepared: Sequence[_Prepared], groups: dict[str, list[int]]) -> list[ops.Call]:
+    ks = settings.keyspace
+    return [
+        ops.ingest_call(ks, ref, [(prepared[i].delta_id, prepared[i].payload) for i in idx],
+                        settings.dedupe_ms, settings.wake_ttl_ms)
+        for ref, idx in groups.items()
+    ]
+
+
+def _outcomes(
+    deltas: Sequence[Delta], prepared: Sequence[_Prepared], groups: dict[str, list[int]],
+    answers: Sequence[Any],
+) -> tuple[list[Enqueued], list[str]]:
+    results: list[Enqueued | None] = [None] * len(deltas)
+    woken: list[str] = []
+    for (ref, idx), raw in zip(groups.items(), answers, strict=True):
+        answer = ops.parse_ingest(raw)
+        if answer.woke:
+            woken.append(ref)
+        for i, appended in zip(idx, answer.appended, strict=True):
+            ids = prepared[i].ids if appended.new else ()
+            results[i] = Enqueued(deltas[i].thread_id, appended.version, len(prepared[i].ids),
+                                  not appended.new, ids)
+    return [r for r in results if r is not None], woken
+
+
+class Producer:
+    """Synchronous producer."""
+
+    def __init__(self, client: SyncClient, settings: Settings, waker: Waker,
+                 new_id: IdSource = uuid4_str) -> None:
+        self.client = client
+        self.settings = settings
+        self.waker = waker
+        self.new_id = new_id
+
+    def enqueue(self, thread_id: str, messages: Sequence[Any], *, delta_id: str | None = None,
+                tenant: str = DEFAULT_TENANT) -> Enqueued:
+        """Append one delta; returns its version (a Redis stream id ``<ms>-<seq>``)."""
+        return self.enqueue_many([Delta(thread_id, messages, delta_id, tenant)], path="delta")[0]
+
+    def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Enqueued]:
+        """Append many deltas for many threads in one round trip; all validated first."""
+        prepared = [prepare(d, f"{path}[{i}]" if path == "deltas" else path, self.new_id)
+                    for i, d in enumerate(deltas)]
+        groups = _group(prepared)
+        answers = run_many(self.client, _calls(self.settings, prepared, groups))
+        results, woken = _outcomes(deltas, prepared, groups, answers)
+        if woken:
+            self.waker.wake(woken)
+        return results
+
+
+class AsyncProducer:
+    """asyncio producer (the HTTP API uses it); the wake-up is sent off the event loop."""
+
+    def __init__(self, client: AsyncClient, settings: Settings, waker: Waker,
+                 new_id: IdSource = uuid4_str) -> None:
+        self.client = client
+        self.settings = settings
+        self.waker = waker
+        self.new_id = new_id
+
+    async def enqueue(self, thread_id: str, messages: Sequence[Any], *,
+                      delta_id: str | None = None, tenant: str = DEFAULT_TENANT) -> Enqueued:
+        delta = Delta(thread_id, messages, delta_id, tenant)
+        return (await self.enqueue_many([delta], path="delta"))[0]
+
+    async def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Enqueued]:
+        prepared = [prepare(d, f"{path}[{i}]" if path == "deltas" else path, self.new_id)
+                    for i, d in enumerate(deltas)]
+        groups = _group(prepared)
+        answers = await arun_many(self.client, _calls(self.settings, prepared, groups))
+        results, woken = _outcomes(deltas, prepared, groups, answers)
+        if woken:
+            await asyncio.to_thread(self.waker.wake, woken)
+        return results

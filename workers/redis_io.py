@@ -1,0 +1,128 @@
+"""Redis clients and script calls, sync and asyncio, standalone or Cluster.
+
+Scripts go by EVALSHA; a ``NOSCRIPT`` answer (a restarted or new node has an empty
+script cache) falls back to EVAL, which also caches the script there. In a pipeline
+the calls that met ``NOSCRIPT`` did not run, so re-running exactly those is safe.
+
+Retries: worker-side calls may be retried after a lost connection (every worker script
+is idempotent or fenced by the cursor). Producer-side ingestion is *not* retried here:
+a lost reply would make the retry append the delta twice; callers retry with the same
+``delta_id`` instead, which the ingest script de-duplicates.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+import redis
+import redis.asyncio as aioredis
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+from redis.backoff import ExponentialBackoff
+from redis.cluster import RedisCluster
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import NoScriptError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.retry import Retry
+
+SyncClient: TypeAlias = "redis.Redis | RedisCluster"
+AsyncClient: TypeAlias = "aioredis.Redis | AsyncRedisCluster"
+Args = Sequence[str | bytes | int | float]
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    """A Lua script and its SHA1."""
+
+    name: str
+    source: str
+
+    @property
+    def sha(self) -> str:
+        return hashlib.sha1(self.source.encode()).hexdigest()  # noqa: S324  # Redis' own id
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One script call: what a pipeline is made of."""
+
+    script: Script
+    keys: Sequence[str]
+    args: Args
+
+
+def _retry(retries: int) -> dict[str, Any]:
+    if retries <= 0:
+        return {"retry": Retry(ExponentialBackoff(), 0)}
+    return {
+        "retry": Retry(ExponentialBackoff(cap=1.0, base=0.02), retries),
+        "retry_on_error": [RedisConnectionError, RedisTimeoutError],
+    }
+
+
+def sync_client(url: str, *, cluster: bool, retries: int = 20) -> SyncClient:
+    """A client for thread state; ``retries`` reconnects survive a Redis restart."""
+    options: dict[str, Any] = {"socket_keepalive": True, "health_check_interval": 30, **_retry(retries)}
+    if cluster:
+        return RedisCluster.from_url(url, **options)
+    return redis.Redis.from_url(url, **options)
+
+
+def async_client(url: str, *, cluster: bool, retries: int = 20) -> AsyncClient:
+    """The asyncio twin of :func:`sync_client`."""
+    options: dict[str, Any] = {"socket_keepalive": True, "health_check_interval": 30, **_retry(retries)}
+    if cluster:
+        return AsyncRedisCluster.from_url(url, **options)
+    return aioredis.Redis.from_url(url, **options)
+
+
+def run(client: SyncClient, call: Call) -> Any:
+    """Run one script call."""
+    n = len(call.keys)
+    try:
+        return client.evalsha(call.script.sha, n, *call.keys, *call.args)
+    except NoScriptError:
+        return client.eval(call.script.source, n, *call.keys, *call.args)
+
+
+def run_many(client: SyncClient, calls: Sequence[Call]) -> list[Any]:
+    """Run many script calls in one pipelined round trip (per node on a cluster)."""
+    if not calls:
+        return []
+    pipe = client.pipeline(transaction=False)
+    for call in calls:
+        pipe.evalsha(call.script.sha, len(call.keys), *call.keys, *call.args)
+    results: list[Any] = pipe.execute(raise_on_error=False)
+    for i, result in enumerate(results):
+        if isinstance(result, NoScriptError):
+            results[i] = run(client, calls[i])
+        elif isinstance(result, Exception):
+            raise result
+    return results
+
+
+async def arun(client: AsyncClient, call: Call) -> Any:
+    """Run one script call (asyncio)."""
+    n = len(call.keys)
+    try:
+        return await client.evalsha(call.script.sha, n, *call.keys, *call.args)
+    except NoScriptError:
+        return await client.eval(call.script.source, n, *call.keys, *call.args)
+
+
+async def arun_many(client: AsyncClient, calls: Sequence[Call]) -> list[Any]:
+    """Run many script calls in one pipelined round trip (asyncio)."""
+    if not calls:
+        return []
+    pipe = client.pipeline(transaction=False)
+    for call in calls:
+        pipe.evalsha(call.script.sha, len(call.keys), *call.keys, *call.args)
+    results: list[Any] = await pipe.execute(raise_on_error=False)
+    for i, result in enumerate(results):
+        if isinstance(result, NoScriptError):
+            results[i] = await arun(client, calls[i])
+        elif isinstance(result, Exception):
+            raise result
+    return results

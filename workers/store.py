@@ -1,0 +1,136 @@
+"""The thread store over a synchronous Redis client: each method is one exchange."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from core.codec import decode_message
+from core.fold import Effect
+from core.keys import Keyspace
+from core.messages import BaseMessage
+from workers import ops
+from workers.redis_io import SyncClient, run, run_many
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadStatus:
+    """What ``status`` reports about one thread."""
+
+    version: str
+    last_enqueued: str
+    backlog: int
+    messages: int
+    last_commit_ms: int | None
+    attempts: int
+    quarantined: str
+    quarantined_entry: str
+    dirty_since_ms: int | None
+
+
+class Store:
+    """Thread state in Redis (standalone or Cluster) for producers, workers and tools."""
+
+    def __init__(self, client: SyncClient, keyspace: Keyspace) -> None:
+        self.client = client
+        self.keyspace = keyspace
+
+    # -- ingestion -------------------------------------------------------------------------
+
+    def ingest_many(
+        self, groups: Sequence[tuple[str, Sequence[tuple[str, bytes]]]], dedupe_ms: int, wake_ms: int
+    ) -> list[ops.IngestAnswer]:
+        """Append each group's deltas to its thread; one pipelined round trip."""
+        calls = [ops.ingest_call(self.keyspace, ref, deltas, dedupe_ms, wake_ms) for ref, deltas in groups]
+        return [ops.parse_ingest(raw) for raw in run_many(self.client, calls)]
+
+    # -- draining --------------------------------------------------------------------------
+
+    def read_batch(self, ref: str, max_entries: int) -> ops.Batch:
+        return ops.parse_read_batch(run(self.client, ops.read_batch_call(self.keyspace, ref, max_entries)))
+
+    def positions(self, ref: str, ids: Sequence[str]) -> dict[str, int]:
+        """Positions of those ``ids`` that the thread holds."""
+        if not ids:
+            return {}
+        scores = self.client.zmscore(self.keyspace.thread(ref).order, list(ids))
+        return {key: int(score) for key, score in zip(ids, scores, strict=True) if score is not None}
+
+    def bodies(self, ref: str, ids: Sequence[str]) -> dict[str, BaseMessage]:
+        """The stored messages of those ``ids`` that the thread holds."""
+        if not ids:
+            return {}
+        raw = self.client.hmget(self.keyspace.thread(ref).msgs, list(ids))
+        return {key: decode_message(body) for key, body in zip(ids, raw, strict=True) if body is not None}
+
+    def commit(self, ref: str, batch: ops.Batch, new_cursor: str, next_position: int,
+               effect: Effect, *, applied: int, retention_ms: int, wake_ms: int,
+               encode: Any) -> tuple[bool, bool]:
+        """Compare-and-set commit; ``(committed, more_backlog)``."""
+        call = ops.commit_call(self.keyspace, ref, batch, new_cursor, next_position, effect,
+                               applied=applied, retention_ms=retention_ms, wake_ms=wake_ms,
+                               encode=encode)
+        return ops.parse_commit(run(self.client, call))
+
+    def fail(self, ref: str, limit: int, reason: str, entry: str, backoff_ms: int) -> bool:
+        """Count a failed drain; True when the thread is now quarantined."""
+        call = ops.fail_call(self.keyspace, ref, limit, reason, entry, backoff_ms)
+        return bool(int(run(self.client, call)))
+
+    def retry(self, ref: str, wake_ms: int, *, skip: bool = False) -> tuple[bool, str]:
+        """Lift a quarantine (optionally skipping the poison entry); ``(woke, skipped)``."""
+        raw = run(self.client, ops.retry_call(self.keyspace, ref, wake_ms, skip))
+        return bool(int(raw[0])), ops.text(raw[1])
+
+    def wake_if_stalled(self, refs: Sequence[str], wake_ms: int) -> list[str]:
+        """The refs whose flag this call set: the caller must send their wake-ups."""
+        calls = [ops.wake_call(self.keyspace, ref, wake_ms) for ref in refs]
+        return [ref for ref, raw in zip(refs, run_many(self.client, calls), strict=True) if int(raw)]
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def read_state(self, ref: str, mode: str = "all", anchor: str = "", limit: int = -1) -> ops.StatePage | None:
+        return ops.parse_read_state(run(self.client, ops.read_state_call(self.keyspace, ref, mode, anchor, limit)))
+
+    def status(self, ref: str) -> ThreadStatus | None:
+        k = self.keyspace.thread(ref)
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hmget(k.meta, ["c", "e", "t", "a", "q", "qe", "w", "k"])
+        pipe.zcard(k.order)
+        pipe.zscore(k.dirty, ref)
+        (c, e, t, a, q, qe, w, applied), count, dirty = pipe.execute()
+        if e is None and c is None:
+            return None
+        return ThreadStatus(
+            version=ops.text(c) if c else "0-0", last_enqueued=ops.text(e) if e else "0-0",
+            backlog=int(w or 0) - int(applied or 0), messages=int(count),
+            last_commit_ms=int(t) if t else None, attempts=int(a or 0),
+            quarantined=ops.text(q) if q else "", quarantined_entry=ops.text(qe) if qe else "",
+            dirty_since_ms=int(dirty) if dirty is not None else None,
+        )
+
+    def delete(self, ref: str) -> bool:
+        return bool(int(run(self.client, ops.delete_call(self.keyspace, ref))))
+
+    # -- indexes ---------------------------------------------------------------------------
+
+    def dirty(self, buckets: Sequence[int], older_than_ms: int | None = None, limit: int = 1000) -> list[str]:
+        """Refs with a backlog, across ``buckets`` (one pipelined round trip)."""
+        pipe = self.client.pipeline(transaction=False)
+        top = "+inf" if older_than_ms is None else older_than_ms
+        for bucket in buckets:
+            pipe.zrangebyscore(self.keyspace.bucket_keys(bucket).dirty, "-inf", top, start=0, num=limit)
+        return [ops.text(ref) for refs in pipe.execute() for ref in refs]
+
+    def quarantined(self, buckets: Sequence[int]) -> list[str]:
+        pipe = self.client.pipeline(transaction=False)
+        for bucket in buckets:
+            pipe.zrange(self.keyspace.bucket_keys(bucket).quarantine, 0, -1)
+        return [ops.text(ref) for refs in pipe.execute() for ref in refs]
+
+    def threads(self, buckets: Sequence[int]) -> list[str]:
+        pipe = self.client.pipeline(transaction=False)
+        for bucket in buckets:
+            pipe.smembers(self.keyspace.bucket_keys(bucket).threads)
+        return sorted(ops.text(ref) for refs in pipe.execute() for ref in refs)

@@ -1,0 +1,73 @@
+"""The Celery tasks: drain one thread, sweep for stalled threads."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from functools import cached_property
+
+from celery import Celery
+
+from core.keys import Keyspace
+from workers.app import DRAIN_TASK, SWEEP_TASK, CeleryWaker
+from workers.drain import Drainer, DrainReport
+from workers.redis_io import sync_client
+from workers.settings import Settings
+from workers.store import Store
+
+log = logging.getLogger("threadfold.tasks")
+
+
+@dataclass
+class Runtime:
+    """Per-process resources, made on first use (after the prefork pool has forked)."""
+
+    app: Celery
+    settings: Settings
+
+    @cached_property
+    def store(self) -> Store:
+        client = sync_client(self.settings.redis_url.get_secret_value(), cluster=self.settings.cluster)
+        return Store(client, self.settings.keyspace)
+
+    @cached_property
+    def drainer(self) -> Drainer:
+        return Drainer(self.store, self.settings)
+
+    @cached_property
+    def waker(self) -> CeleryWaker:
+        return CeleryWaker(self.app, self.settings.queue)
+
+
+def drain_once(runtime: Runtime, ref: str) -> DrainReport:
+    """One wake-up: drain, and hand the rest to a fresh task when the budget ran out."""
+    report = runtime.drainer.drain(ref)
+    if report.handed_off:
+        runtime.waker.wake([ref])
+    return report
+
+
+def sweep_once(runtime: Runtime) -> list[str]:
+    """Re-wake threads with a backlog and no live wake-up flag; returns the refs woken."""
+    ks: Keyspace = runtime.settings.keyspace
+    dirty = runtime.store.dirty(range(ks.buckets))
+    woken = runtime.store.wake_if_stalled(dirty, runtime.settings.wake_ttl_ms)
+    if woken:
+        log.info("sweeper woke %d stalled thread(s)", len(woken))
+        runtime.waker.wake(woken)
+    return woken
+
+
+def register(app: Celery, settings: Settings) -> Runtime:
+    """Register the tasks on ``app``; returns the runtime they use."""
+    runtime = Runtime(app, settings)
+
+    @app.task(name=DRAIN_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+    def drain(ref: str) -> None:
+        drain_once(runtime, ref)
+
+    @app.task(name=SWEEP_TASK, ignore_result=True)
+    def sweep() -> None:
+        sweep_once(runtime)
+
+    return runtime
