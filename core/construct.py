@@ -142,7 +142,8 @@ def _coerce_tool(values: dict[str, Any], path: str) -> None:
     """ToolMessage's ``coerce_args``: lenient content, stringified ``tool_call_id``."""
     values["content"] = fields.tool_content(values["content"])
     if "tool_call_id" not in values:
-        raise InvalidMessage(f"{path}.tool_call_id", "tool message needs 'tool_call_id'", "KeyError")
+        reason = "tool message needs 'tool_call_id'"
+        raise InvalidMessage(f"{path}.tool_call_id", reason, "KeyError")
     values["tool_call_id"] = fields.tool_call_id(values["tool_call_id"], f"{path}.tool_call_id")
 
 

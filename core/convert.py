@@ -1,14 +1,18 @@
 """Message-likes to messages: ``convert_to_messages`` of langchain-core 1.8.3.
 
 Accepted, exactly as LangChain accepts them: our messages (kept as they are), LangChain
-message objects (by their ``model_dump()``), bare strings, ``(role, content)`` pairs,
-OpenAI role dicts, flat ``{"type": ...}`` dicts and ``{"lc": 1, "type": "constructor"}``
-envelopes. Refused exactly where LangChain raises, with an :class:`InvalidMessage` that
-names the item and field.
+message objects (field for field, validators not re-run), bare strings, ``(role,
+content)`` pairs (any sequence, bytes included), OpenAI role dicts, flat ``{"type": ...}``
+dicts and ``{"lc": 1, "type": "constructor"}`` envelopes. Refused exactly where
+LangChain raises, with an :class:`InvalidMessage` that names the item and field and
+carries LangChain's exception class as ``lc_error`` (Python's own ``TypeError`` for a
+non-string key included, since LangChain passes the keys on as ``**kwargs``).
 
-One documented extension: a dict without ``role`` whose ``type`` is a chunk class name
-(``"AIMessageChunk"``, ...) builds that chunk from its other keys, as the constructor
-would. LangChain's dict path refuses it, and JSON has no other way to carry a chunk.
+One documented extension: a top-level dict without ``role`` whose ``type`` is a chunk
+class name (``"AIMessageChunk"``, ...) builds that chunk, as ``AIMessageChunk(**item)``
+would. LangChain's dict path refuses it, and JSON has no other way to carry a chunk. An
+lc envelope of a chunk class is still refused, as LangChain refuses it: the extension
+is for the flat form only.
 
 Where LangChain is lossy the conversion is too, on purpose (bug-compatible): a flat AI
 dict's ``usage_metadata`` and ``invalid_tool_calls`` land in ``additional_kwargs``.
@@ -78,7 +82,8 @@ def to_message(item: Any, path: str = "message") -> BaseMessage:
         return _from_pair(item, path)
     if _is_langchain_message(item):
         return _from_langchain(item, path)
-    reason = f"expected a message object, a string or a [role, content] pair, got {type(item).__name__}"
+    kind = type(item).__name__
+    reason = f"expected a message object, a string or a [role, content] pair, got {kind}"
     raise InvalidMessage(path, reason, "NotImplementedError")
 
 
@@ -91,7 +96,7 @@ def _is_chunk_dict(item: dict[Any, Any]) -> bool:
 def _from_pair(item: Sequence[Any], path: str) -> BaseMessage:
     """Any other sequence (bytes too, as in LangChain) must unpack to (role, content)."""
     parts = list(item)
-    if len(parts) != 2:  # noqa: PLR2004
+    if len(parts) != 2:
         reason = f"a message given as a list must be [role, content], got {len(parts)} items"
         raise InvalidMessage(path, reason, "NotImplementedError")
     return _from_role(parts[0], parts[1], {}, path)
@@ -147,8 +152,8 @@ def _envelope_type(item: dict[Any, Any], path: str) -> str | None:
 
 def _from_role(role: Any, content: Any, kwargs: dict[str, Any], path: str) -> BaseMessage:
     """LangChain's ``_create_message_from_message_type``."""
-    named = {k: kwargs.pop(k) for k in ("name", "tool_call_id", "id") if k in kwargs}
-    named = {k: v for k, v in named.items() if v is not None}
+    popped = {k: kwargs.pop(k) for k in ("name", "tool_call_id", "id") if k in kwargs}
+    named: dict[str, Any] = {k: v for k, v in popped.items() if v is not None}
     calls = kwargs.pop("tool_calls", None)
     if kwargs:
         metadata = kwargs.pop("response_metadata", None)
@@ -257,7 +262,8 @@ def _openai_call(call: Any, path: str) -> dict[str, Any]:
 
 
 def _is_langchain_message(item: object) -> bool:
-    return isinstance(getattr(item, "type", None), str) and callable(getattr(item, "model_dump", None))
+    dump = getattr(item, "model_dump", None)
+    return isinstance(getattr(item, "type", None), str) and callable(dump)
 
 
 def _from_langchain(item: Any, path: str) -> BaseMessage:
@@ -274,5 +280,5 @@ def _from_langchain(item: Any, path: str) -> BaseMessage:
         raise InvalidMessage(path, reason, "NotImplementedError")
     own = set(cls.__struct_fields__) - {"extra"}
     values = {key: value for key, value in dumped.items() if key in own}
-    extra = {key: value for key, value in dumped.items() if key not in own and key != "type"}
+    extra = {key: value for key, value in dumped.items() if key not in {*own, "type"}}
     return cls(**values, extra=extra)

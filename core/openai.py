@@ -152,23 +152,6 @@ def _b64(data: Any) -> str:
     return base64.b64encode(data).decode("utf-8")
 
 
-def _join(texts: list[Any]) -> str:
-    for k, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise _JoinError(k, f"sequence item {k}: expected str instance, "
-                                f"{type(text).__name__} found")
-    return "\n".join(texts)
-
-
-class _JoinError(Exception):
-    """A non-str text at position ``index`` of the texts being joined (LangChain: TypeError)."""
-
-    def __init__(self, index: int, reason: str) -> None:
-        super().__init__(reason)
-        self.index = index
-        self.reason = reason
-
-
 def _describe(exc: Exception) -> str:
     if isinstance(exc, KeyError):
         return f"missing key {exc.args[0]!r}"
@@ -184,9 +167,7 @@ def _is_data_block(block: Block) -> bool:
     if any(key in block for key in _DATA_KEYS):
         return True
     source_type = block.get("source_type")
-    return (source_type == "base64" and "data" in block) or (
-        source_type == "id" and "id" in block
-    )
+    return (source_type == "base64" and "data" in block) or (source_type == "id" and "id" in block)
 
 
 def _data_block(block: Block) -> Block:
@@ -323,8 +304,7 @@ class _Converter:
 
     def _unrecognized(self, detail: str, block: Block) -> _Refusal:
         return _Refusal(
-            f"Unrecognized content block at {self._where} {detail}. "
-            f"Full content block:\n\n{block}"
+            f"Unrecognized content block at {self._where} {detail}. Full content block:\n\n{block}"
         )
 
     def _require(self, holder: Any, keys: tuple[str, ...], lead: str, block: Block) -> None:
@@ -357,10 +337,12 @@ class _Converter:
             if not isinstance(block, str) and "text" not in block:
                 raise InvalidMessage(self._at(j), "missing key 'text'", "KeyError")
             texts.append(block if isinstance(block, str) else block["text"])
-        try:
-            return _join(texts)
-        except _JoinError as exc:
-            raise InvalidMessage(self._at(origins[exc.index]), exc.reason, "TypeError") from exc
+        for k, text in enumerate(texts):
+            if not isinstance(text, str):
+                kind = type(text).__name__
+                reason = f"sequence item {k}: expected str instance, {kind} found"
+                raise InvalidMessage(self._at(origins[k]), reason, "TypeError")
+        return "\n".join(texts)
 
     def _all_text(self) -> bool:
         for block, j in zip(self.blocks, self.origins, strict=True):

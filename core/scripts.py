@@ -4,8 +4,9 @@ Every script names all its keys in KEYS and they share the thread's bucket tag, 
 runs on one Redis Cluster slot. Versions are stream entry ids ``<ms>-<seq>``. Meta hash
 fields: ``c`` cursor (last applied entry id, the version), ``n`` next free position,
 ``e`` last enqueued entry id, ``t`` last commit time (ms), ``a`` drain attempts since
-the last commit, ``q`` quarantine reason, ``qe`` the entry it failed on, ``w`` entries
-written, ``k`` entries applied (so the backlog is ``w - k`` whatever the retention).
+the last commit, ``q`` quarantine reason, ``qe`` the entry it failed on, ``k`` entries
+applied or skipped (the backlog is the stream's ``entries-added`` minus ``k``, whatever
+the retention, hand-written entries included).
 
 The scripts are the product: they are tested against a real ``redis-server``.
 """
@@ -54,7 +55,6 @@ if #expired > 0 then
 end
 local out = {0}
 local added = false
-local fresh = 0
 for i = 0, n - 1 do
   local delta_id, payload = ARGV[5 + 2 * i], ARGV[6 + 2 * i]
   local seen = false
@@ -72,12 +72,10 @@ for i = 0, n - 1 do
     out[#out + 1] = v
     out[#out + 1] = 1
     added = v
-    fresh = fresh + 1
   end
 end
 if added then
   redis.call('HSET', KEYS[2], 'e', added)
-  redis.call('HINCRBY', KEYS[2], 'w', fresh)
   redis.call('SADD', KEYS[5], ref)
   if dedupe_ms > 0 and redis.call('EXISTS', KEYS[6]) == 1 then
     redis.call('PEXPIRE', KEYS[6], dedupe_ms)
@@ -257,4 +255,21 @@ redis.call('ZREM', KEYS[8], ARGV[1])
 redis.call('ZREM', KEYS[9], ARGV[1])
 redis.call('SREM', KEYS[10], ARGV[1])
 return existed
+"""
+
+STATUS: Final = r"""
+-- KEYS: meta log order dirty   ARGV: ref
+-- -> {} when never written, else {c, e, t, a, q, qe, applied, added, messages, dirty_since}
+if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
+local m = redis.call('HMGET', KEYS[1], 'c', 'e', 't', 'a', 'q', 'qe', 'k')
+local added = 0
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  local info = redis.call('XINFO', 'STREAM', KEYS[2])
+  for i = 1, #info, 2 do
+    if info[i] == 'entries-added' then added = info[i + 1] end
+  end
+end
+return {m[1] or '0-0', m[2] or '0-0', m[3] or '', m[4] or '0', m[5] or '', m[6] or '',
+        m[7] or '0', added, redis.call('ZCARD', KEYS[3]),
+        redis.call('ZSCORE', KEYS[4], ARGV[1]) or ''}
 """

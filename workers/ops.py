@@ -26,7 +26,8 @@ RETRY: Final = Script("retry", scripts.RETRY)
 WAKE: Final = Script("wake", scripts.WAKE)
 READ_STATE: Final = Script("read_state", scripts.READ_STATE)
 DELETE: Final = Script("delete", scripts.DELETE)
-ALL_SCRIPTS: Final = (INGEST, READ_BATCH, COMMIT, FAIL, RETRY, WAKE, READ_STATE, DELETE)
+STATUS: Final = Script("status", scripts.STATUS)
+ALL_SCRIPTS: Final = (INGEST, READ_BATCH, COMMIT, FAIL, RETRY, WAKE, READ_STATE, DELETE, STATUS)
 
 
 def text(value: Any) -> str:
@@ -166,3 +167,36 @@ def delete_call(ks: Keyspace, ref: str) -> Call:
     keys = [k.log, k.meta, k.msgs, k.order, k.sched, k.dedupe, k.dedupe_expiry, k.dirty,
             k.quarantine, k.threads]
     return Call(DELETE, keys, [ref])
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadStatus:
+    """What ``status`` reports about one thread."""
+
+    version: str
+    last_enqueued: str
+    backlog: int
+    messages: int
+    last_commit_ms: int | None
+    attempts: int
+    quarantined: str
+    quarantined_entry: str
+    dirty_since_ms: int | None
+    applied: int
+
+
+def status_call(ks: Keyspace, ref: str) -> Call:
+    k = ks.thread(ref)
+    return Call(STATUS, [k.meta, k.log, k.order, k.dirty], [ref])
+
+
+def parse_status(raw: list[Any]) -> ThreadStatus | None:
+    if not raw:
+        return None
+    c, e, t, a, q, qe, applied, added, count, dirty = (text(x) for x in raw)
+    return ThreadStatus(
+        version=c, last_enqueued=e, backlog=int(added) - int(applied), messages=int(count),
+        last_commit_ms=int(t) if t else None, attempts=int(a), quarantined=q,
+        quarantined_entry=qe, dirty_since_ms=int(float(dirty)) if dirty else None,
+        applied=int(applied),
+    )

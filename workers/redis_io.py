@@ -12,6 +12,7 @@ a lost reply would make the retry append the delta twice; callers retry with the
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.backoff import ExponentialBackoff
 from redis.cluster import RedisCluster
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
@@ -88,18 +89,45 @@ def run(client: SyncClient, call: Call) -> Any:
 
 
 def run_many(client: SyncClient, calls: Sequence[Call]) -> list[Any]:
-    """Run many script calls in one pipelined round trip (per node on a cluster)."""
+    """Run many script calls in one pipelined round trip (one per node on a cluster)."""
     if not calls:
         return []
-    pipe = client.pipeline(transaction=False)
-    for call in calls:
+    if isinstance(client, RedisCluster):
+        return _run_many_cluster(client, calls)
+    return _pipelined(client, client, calls, range(len(calls)))
+
+
+def _pipelined(conn: redis.Redis, client: SyncClient, calls: Sequence[Call], idx: Sequence[int]) -> list[Any]:
+    pipe = conn.pipeline(transaction=False)
+    for i in idx:
+        call = calls[i]
         pipe.evalsha(call.script.sha, len(call.keys), *call.keys, *call.args)
     results: list[Any] = pipe.execute(raise_on_error=False)
-    for i, result in enumerate(results):
+    for n, result in enumerate(results):
         if isinstance(result, NoScriptError):
-            results[i] = run(client, calls[i])
+            results[n] = run(client, calls[idx[n]])
+        elif isinstance(result, ResponseError) and str(result).startswith(("MOVED", "ASK")):
+            results[n] = run(client, calls[idx[n]])  # resharding: the cluster client follows it
         elif isinstance(result, Exception):
             raise result
+    return results
+
+
+def _run_many_cluster(client: RedisCluster, calls: Sequence[Call]) -> list[Any]:
+    """redis-py refuses EVALSHA in cluster pipelines: pipeline per node ourselves.
+
+    Each call's keys share one hash tag, so its first key names its node.
+    """
+    by_node: dict[str, list[int]] = {}
+    conns: dict[str, redis.Redis] = {}
+    for i, call in enumerate(calls):
+        node = client.get_node_from_key(call.keys[0])
+        by_node.setdefault(node.name, []).append(i)
+        conns[node.name] = client.get_redis_connection(node)
+    results: list[Any] = [None] * len(calls)
+    for name, idx in by_node.items():
+        for i, result in zip(idx, _pipelined(conns[name], client, calls, idx), strict=True):
+            results[i] = result
     return results
 
 
@@ -113,9 +141,15 @@ async def arun(client: AsyncClient, call: Call) -> Any:
 
 
 async def arun_many(client: AsyncClient, calls: Sequence[Call]) -> list[Any]:
-    """Run many script calls in one pipelined round trip (asyncio)."""
+    """Run many script calls in one pipelined round trip (asyncio).
+
+    On a cluster the calls run concurrently instead (redis-py refuses EVALSHA in cluster
+    pipelines); each still goes straight to its slot's node.
+    """
     if not calls:
         return []
+    if isinstance(client, AsyncRedisCluster):
+        return list(await asyncio.gather(*(arun(client, call) for call in calls)))
     pipe = client.pipeline(transaction=False)
     for call in calls:
         pipe.evalsha(call.script.sha, len(call.keys), *call.keys, *call.args)

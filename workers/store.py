@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from core.codec import decode_message
@@ -12,21 +11,6 @@ from core.keys import Keyspace
 from core.messages import BaseMessage
 from workers import ops
 from workers.redis_io import SyncClient, run, run_many
-
-
-@dataclass(frozen=True, slots=True)
-class ThreadStatus:
-    """What ``status`` reports about one thread."""
-
-    version: str
-    last_enqueued: str
-    backlog: int
-    messages: int
-    last_commit_ms: int | None
-    attempts: int
-    quarantined: str
-    quarantined_entry: str
-    dirty_since_ms: int | None
 
 
 class Store:
@@ -93,22 +77,8 @@ class Store:
     def read_state(self, ref: str, mode: str = "all", anchor: str = "", limit: int = -1) -> ops.StatePage | None:
         return ops.parse_read_state(run(self.client, ops.read_state_call(self.keyspace, ref, mode, anchor, limit)))
 
-    def status(self, ref: str) -> ThreadStatus | None:
-        k = self.keyspace.thread(ref)
-        pipe = self.client.pipeline(transaction=False)
-        pipe.hmget(k.meta, ["c", "e", "t", "a", "q", "qe", "w", "k"])
-        pipe.zcard(k.order)
-        pipe.zscore(k.dirty, ref)
-        (c, e, t, a, q, qe, w, applied), count, dirty = pipe.execute()
-        if e is None and c is None:
-            return None
-        return ThreadStatus(
-            version=ops.text(c) if c else "0-0", last_enqueued=ops.text(e) if e else "0-0",
-            backlog=int(w or 0) - int(applied or 0), messages=int(count),
-            last_commit_ms=int(t) if t else None, attempts=int(a or 0),
-            quarantined=ops.text(q) if q else "", quarantined_entry=ops.text(qe) if qe else "",
-            dirty_since_ms=int(dirty) if dirty is not None else None,
-        )
+    def status(self, ref: str) -> ops.ThreadStatus | None:
+        return ops.parse_status(run(self.client, ops.status_call(self.keyspace, ref)))
 
     def delete(self, ref: str) -> bool:
         return bool(int(run(self.client, ops.delete_call(self.keyspace, ref))))

@@ -30,7 +30,7 @@ from tests.differential.message_corpus import CHUNK_TYPES, corpus
 pytestmark = pytest.mark.differential
 
 SEEDS = (20240611, 7, 1_000_003)
-PER_SEED = 4_000
+PER_SEED = 5_000
 #: Every so many dict inputs, the LangChain message built from it is fed in as well.
 OBJECT_EVERY = 10
 SHOW = 30
@@ -81,7 +81,7 @@ def langchain_outcome(item: Any) -> Outcome:
                 built = [getattr(lc, item["type"])(**item)]
             else:
                 built = lc.convert_to_messages([item])
-        except Exception as exc:  # noqa: BLE001  # any refusal is an outcome to compare
+        except Exception as exc:  # any refusal is an outcome to compare
             return Outcome(False, type(exc).__name__, f"{type(exc).__name__}: {exc}"[:300])
         dumps = [m.model_dump() for m in built]
     return Outcome(True, canonical(dumps), repr(dumps))
@@ -96,7 +96,7 @@ def our_outcome(item: Any, problems: list[str]) -> Outcome:
         if not PATH_PREFIX.match(text) or len(exc.reason.strip()) < 4:
             problems.append(f"badly worded error for {item!r}: {text!r}")
         return Outcome(False, exc.lc_error, f"InvalidMessage[{exc.lc_error}]: {text}")
-    except Exception as exc:  # noqa: BLE001  # a crash is a mismatch, reported as such
+    except Exception as exc:  # a crash is a mismatch, reported as such
         return Outcome(False, f"crash:{type(exc).__name__}", f"CRASH {type(exc).__name__}: {exc}")
     return Outcome(True, canonical(dumps), repr(dumps))
 
@@ -114,7 +114,7 @@ def with_langchain_objects(items: list[tuple[str, Any]]) -> list[tuple[str, Any]
                     if is_extension(item)
                     else lc.convert_to_messages([copy.deepcopy(item)])[0]
                 )
-            except Exception:  # noqa: BLE001, S112  # only inputs LangChain accepts
+            except Exception:  # only inputs LangChain accepts
                 continue
         result.append(("langchain_object", built))
     return result

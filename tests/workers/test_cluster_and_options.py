@@ -1,0 +1,125 @@
+"""Redis Cluster for state (broker standalone), poison threads, retention, chunk merging."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from core import dump_messages
+from tests.infra.processes import wait_until
+from tests.infra.redis_cluster import RedisCluster
+from tests.infra.redis_server import RedisServer
+from tests.workers.harness import (
+    ROOT,
+    Sent,
+    make_settings,
+    settings_env,
+    start_worker,
+    state_dump,
+    store_for,
+    wait_drained,
+)
+from tests.workers.test_concurrency import NoWake
+from workers.drain import Drainer
+from workers.producer import Producer
+
+
+def test_a_three_master_cluster_holds_state_with_the_broker_outside_it(
+    redis_cluster: RedisCluster, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    settings = make_settings(redis_cluster.url, cluster=True, broker_url=redis_server.url,
+                             key_prefix="cl")
+    workers = [start_worker(settings, f"c{i}", tmp_path) for i in range(4)]
+    try:
+        seeds = [21, 22]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "tests.workers.produce", str(seed), "120", "500",
+                 str(tmp_path / f"p{seed}.jsonl"), "cl"],
+                env={**settings_env(settings), "PYTHONPATH": str(ROOT)}, cwd=ROOT)
+            for seed in seeds
+        ]
+        for proc in procs:
+            assert proc.wait(timeout=300) == 0
+        sent = Sent()
+        for seed in seeds:
+            sent.load_jsonl(tmp_path / f"p{seed}.jsonl")
+        store = store_for(settings)
+        wait_drained(store, sent.deltas, timeout=120)
+        for ref in sent.deltas:
+            assert state_dump(store, ref) == dump_messages(sent.expected(ref)), ref
+        nodes = {store.client.keyslot(settings.keyspace.thread(ref).log) for ref in sent.deltas}
+        assert len(nodes) > 20  # noqa: PLR2004  # threads really are spread over slots
+    finally:
+        for worker in workers:
+            worker.kill()
+
+
+def test_a_poison_entry_quarantines_its_thread_only_and_an_operator_can_skip_it(
+    redis_url: str,
+) -> None:
+    settings = make_settings(redis_url, failure_limit=3)
+    store = store_for(settings)
+    producer = Producer(store.client, settings, NoWake())
+    producer.enqueue("sick", [{"role": "user", "content": "before", "id": "1"}])
+    bad = store.client.xadd(settings.keyspace.thread("_/sick").log, {"d": b"\xc1not msgpack"})
+    producer.enqueue("sick", [{"role": "user", "content": "after", "id": "2"}])
+    producer.enqueue("well", [{"role": "user", "content": "fine", "id": "1"}])
+    drainer = Drainer(store, settings)
+    reports = [drainer.drain("_/sick") for _ in range(3)]
+    assert [r.quarantined for r in reports] == [False, False, True]
+    assert [m["content"] for m in state_dump(store, "_/sick")] == ["before"]
+    status = store.status("_/sick")
+    assert status is not None and status.quarantined.startswith("cannot decode")
+    assert status.quarantined_entry == bad.decode()
+    assert status.backlog == 2  # noqa: PLR2004  # the poison entry and the one after it
+    assert store.quarantined(range(settings.buckets)) == ["_/sick"]
+    drainer.drain("_/well")
+    assert [m["content"] for m in state_dump(store, "_/well")] == ["fine"]
+
+    producer.enqueue("sick", [{"role": "user", "content": "later", "id": "3"}])  # accepted, kept
+    woke, skipped = store.retry("_/sick", settings.wake_ttl_ms, skip=True)
+    assert (woke, skipped) == (True, bad.decode())
+    drainer.drain("_/sick")
+    assert [m["content"] for m in state_dump(store, "_/sick")] == ["before", "after", "later"]
+    assert store.quarantined(range(settings.buckets)) == []
+
+
+def test_retention_keeps_applied_entries_for_replay(redis_url: str) -> None:
+    settings = make_settings(redis_url, retention_seconds=3600)
+    store = store_for(settings)
+    producer = Producer(store.client, settings, NoWake())
+    for i in range(5):
+        producer.enqueue("kept", [{"role": "user", "content": str(i), "id": str(i % 2)}])
+    Drainer(store, settings).drain("_/kept")
+    assert store.client.xlen(settings.keyspace.thread("_/kept").log) == 5  # noqa: PLR2004
+    status = store.status("_/kept")
+    assert status is not None and status.backlog == 0
+    assert [m["content"] for m in state_dump(store, "_/kept")] == ["4", "3"]
+
+
+@pytest.mark.parametrize("merge", [False, True])
+def test_streamed_chunks_replace_by_default_and_merge_when_asked(redis_url: str, merge: bool) -> None:
+    settings = make_settings(redis_url, merge_chunks=merge, batch_size=2)
+    store = store_for(settings)
+    producer = Producer(store.client, settings, NoWake())
+    for part in ["Hel", "lo, ", "world"]:
+        producer.enqueue("s", [{"type": "AIMessageChunk", "content": part, "id": "run-1"}])
+    Drainer(store, settings).drain("_/s")
+    [message] = state_dump(store, "_/s")
+    assert message["type"] == "AIMessageChunk"
+    assert message["content"] == ("Hello, world" if merge else "world")
+
+
+def test_the_sweeper_ignores_a_thread_whose_wake_up_is_live(redis_url: str) -> None:
+    settings = make_settings(redis_url)
+    store = store_for(settings)
+    Producer(store.client, settings, NoWake()).enqueue("live", ["x"])
+    assert store.dirty(range(settings.buckets)) == ["_/live"]
+    assert store.wake_if_stalled(["_/live"], settings.wake_ttl_ms) == []
+    store.client.delete(settings.keyspace.thread("_/live").sched)  # the lease lapsed
+    assert store.wake_if_stalled(["_/live"], settings.wake_ttl_ms) == ["_/live"]
+    wait_until(lambda: True, 1)

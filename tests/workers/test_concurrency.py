@@ -1,0 +1,109 @@
+"""Duplicated, concurrent and stale drains change nothing (compare-and-set on the cursor)."""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from core import dump_messages
+from tests.workers.harness import Sent, make_settings, start_worker, state_dump, store_for, wait_drained
+from tests.workers.produce import random_messages
+from workers.app import CeleryWaker, make_celery
+from workers.drain import Drainer
+from workers.producer import Producer
+from workers.settings import Settings
+from workers.store import Store
+
+
+class NoWake:
+    """A producer that dies right after appending: no wake-up is ever sent."""
+
+    def __init__(self) -> None:
+        self.refs: list[str] = []
+
+    def wake(self, refs: Sequence[str]) -> None:
+        self.refs.extend(refs)
+
+
+def _produce(settings: Settings, store: Store, threads: int, deltas: int, seed: int) -> Sent:
+    producer = Producer(store.client, settings, NoWake())
+    rng = random.Random(seed)
+    sent = Sent()
+    for step in range(deltas):
+        thread = f"c{rng.randrange(threads)}"
+        messages = random_messages(rng, step)
+        result = producer.enqueue(thread, messages)
+        sent.add(f"_/{thread}", result.version, messages, result.ids)
+    return sent
+
+
+def test_the_same_drain_run_concurrently_and_repeatedly_applies_each_entry_once(redis_url: str) -> None:
+    settings = make_settings(redis_url, batch_size=7)
+    store = store_for(settings)
+    sent = _produce(settings, store, threads=3, deltas=400, seed=7)
+    refs = sorted(sent.deltas)
+
+    def drain_all() -> None:
+        drainer = Drainer(store_for(settings), settings)
+        for _ in range(3):
+            for ref in refs:
+                drainer.drain(ref)
+
+    runners = [threading.Thread(target=drain_all) for _ in range(4)]
+    for runner in runners:
+        runner.start()
+    for runner in runners:
+        runner.join()
+    for ref in refs:
+        assert state_dump(store, ref) == dump_messages(sent.expected(ref))
+        status = store.status(ref)
+        assert status is not None and status.backlog == 0
+        assert status.applied == len(sent.deltas[ref])  # every entry applied once, not more
+
+
+def test_a_stale_worker_committing_late_is_refused_and_changes_nothing(redis_url: str) -> None:
+    settings = make_settings(redis_url)
+    store = store_for(settings)
+    producer = Producer(store.client, settings, NoWake())
+    producer.enqueue("s", [{"role": "user", "content": "a", "id": "1"}])
+    stale = store.read_batch("_/s", 100)  # a worker reads, then stalls...
+
+    producer.enqueue("s", [{"role": "user", "content": "b", "id": "1"}])
+    Drainer(store, settings).drain("_/s")  # ...while another drains everything
+    before = state_dump(store, "_/s")
+
+    from core.codec import decode_messages, encode_message
+    from core.fold import ThreadFold
+
+    fold = ThreadFold({}, stale.next_position)
+    fold.apply(decode_messages(stale.entries[0][1]))
+    committed, _ = store.commit("_/s", stale, stale.entries[0][0], fold.next_position,
+                                fold.take_effect(), applied=1, retention_ms=0,
+                                wake_ms=settings.wake_ttl_ms, encode=encode_message)
+    assert not committed
+    assert state_dump(store, "_/s") == before == [
+        {"content": "b", "additional_kwargs": {}, "response_metadata": {}, "type": "human",
+         "name": None, "id": "1"}
+    ]
+
+
+def test_duplicate_wake_ups_sent_to_four_workers_leave_the_state_exact(
+    redis_url: str, tmp_path: Path
+) -> None:
+    settings = make_settings(redis_url, batch_size=5)
+    store = store_for(settings)
+    sent = _produce(settings, store, threads=4, deltas=300, seed=11)
+    app = make_celery(settings)
+    waker = CeleryWaker(app, settings.queue)
+    workers = [start_worker(settings, f"d{i}", tmp_path) for i in range(4)]
+    try:
+        waker.wake(sorted(sent.deltas) * 25)  # 100 wake-ups for 4 threads, all at once
+        wait_drained(store, sent.deltas, timeout=60)
+        for ref in sent.deltas:
+            assert state_dump(store, ref) == dump_messages(sent.expected(ref))
+    finally:
+        for worker in workers:
+            worker.kill()
+        app.close()
