@@ -40,8 +40,7 @@ def add_messages(
     if left is None or right is None:
         side = "left" if left else "right"
         raise ReducerError(
-            "Must specify non-null arguments for both 'left' and 'right'. "
-            f"Only received: '{side}'."
+            f"Must specify non-null arguments for both 'left' and 'right'. Only received: '{side}'."
         )
     return _merge(left, right, format, new_id)
 

@@ -41,7 +41,7 @@ def encode_messages(messages: Sequence[BaseMessage]) -> bytes:
 
 def decode_messages(data: bytes) -> list[BaseMessage]:
     """The messages :func:`encode_messages` encoded."""
-    result: list[BaseMessage] = _MANY.decode(data)
+    result: list[BaseMessage] = list(_MANY.decode(data))
     return result
 
 

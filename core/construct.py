@@ -1,10 +1,12 @@
 """Build one message the way ``Cls(**kwargs)`` does in langchain-core 1.8.3.
 
-The order is LangChain's: the class's ``__init__`` (content_blocks, RemoveMessage's id),
-then its before-validators (ToolMessage ``coerce_args``, AIMessage tool-call
-normalisation), then pydantic's field validation, then AIMessageChunk's after-validator
-``init_tool_calls``. Keys that are not fields become extra fields, as with
-``extra="allow"``. Each refusal names the field and LangChain's exception class.
+The order is LangChain's, and it decides which exception class a bad input gets:
+Python's own ``**kwargs`` checks (a non-string key, a ``self`` key: ``TypeError``), the
+class's ``__init__`` (content_blocks, RemoveMessage's id), its before-validators
+(ToolMessage ``coerce_args``; AIMessage's tool-call factories, ``TypeError`` or
+``AttributeError``), pydantic's field validation (always ``ValidationError``), then
+AIMessageChunk's after-validator ``init_tool_calls``. Keys that are not fields become
+extra fields, as with ``extra="allow"``. Each refusal names the field.
 """
 
 from __future__ import annotations

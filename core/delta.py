@@ -37,7 +37,9 @@ class Messages(list[BaseMessage]):
 
     __slots__ = ("_index",)
 
-    def __init__(self, items: Iterable[BaseMessage] = (), index: dict[Any, BaseMessage] | None = None):
+    def __init__(
+        self, items: Iterable[BaseMessage] = (), index: dict[Any, BaseMessage] | None = None
+    ):
         super().__init__(items)
         self._index = index
 
@@ -56,13 +58,15 @@ class Messages(list[BaseMessage]):
         self._forget()
         super().__delitem__(key)
 
-    def __iadd__(self, other: Iterable[BaseMessage]) -> Messages:  # type: ignore[override]
+    def __iadd__(self, other: Iterable[BaseMessage]) -> Messages:  # type: ignore[override,misc]
         self._forget()
-        return super().__iadd__(other)  # type: ignore[return-value]
+        super().__iadd__(other)
+        return self
 
-    def __imul__(self, n: SupportsIndex) -> Messages:  # type: ignore[override]
+    def __imul__(self, n: SupportsIndex) -> Messages:
         self._forget()
-        return super().__imul__(n)  # type: ignore[return-value]
+        super().__imul__(n)
+        return self
 
     def append(self, value: BaseMessage) -> None:
         self._forget()

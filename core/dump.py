@@ -20,8 +20,17 @@ _COMMON: Final = frozenset({*_HEAD, "name", "id", "extra"})
 def _own_fields(cls: type[BaseMessage]) -> tuple[str, ...]:
     """The type's own fields in LangChain's order (msgspec lists subclass fields first)."""
     own = [f for f in cls.__struct_fields__ if f not in _COMMON]
-    order = ("tool_calls", "invalid_tool_calls", "usage_metadata", "tool_call_chunks",
-             "chunk_position", "tool_call_id", "artifact", "status", "role")
+    order = (
+        "tool_calls",
+        "invalid_tool_calls",
+        "usage_metadata",
+        "tool_call_chunks",
+        "chunk_position",
+        "tool_call_id",
+        "artifact",
+        "status",
+        "role",
+    )
     return tuple(sorted(own, key=order.index))
 
 

@@ -87,10 +87,13 @@ class ThreadFold:
                 if pos is None:
                     pos = positions[key] = self.next_position
                     self.next_position += 1
+                    stored = m
                 elif self.merge_chunks:
-                    m = merge_chunk(messages.get(key), m)
-                messages[key] = m
-                upserts[key] = (pos, m)
+                    stored = merge_chunk(messages.get(key), m)
+                else:
+                    stored = m
+                messages[key] = stored
+                upserts[key] = (pos, stored)
                 if removed:
                     removed.discard(key)
             elif key == REMOVE_ALL_MESSAGES:
@@ -119,7 +122,6 @@ class ThreadFold:
 
     def __repr__(self) -> str:
         return f"ThreadFold({len(self.positions)} ids, next_position={self.next_position})"
-
 
 
 def merge_chunk(previous: BaseMessage | None, incoming: BaseMessage) -> BaseMessage:

@@ -24,9 +24,7 @@ import msgspec
 Json: TypeAlias = Any
 
 
-class BaseMessage(
-    msgspec.Struct, frozen=True, kw_only=True, array_like=True, tag_field="type"
-):
+class BaseMessage(msgspec.Struct, frozen=True, kw_only=True, array_like=True, tag_field="type"):
     """Fields every LangChain message has."""
 
     content: str | list[Json]
@@ -42,15 +40,15 @@ class BaseMessage(
         return TYPE_OF[type(self)]
 
 
-class HumanMessage(BaseMessage, tag="human"):
+class HumanMessage(BaseMessage, tag="human", frozen=True):
     """A message from the user."""
 
 
-class SystemMessage(BaseMessage, tag="system"):
+class SystemMessage(BaseMessage, tag="system", frozen=True):
     """A system (or OpenAI ``developer``) message."""
 
 
-class AIMessage(BaseMessage, tag="ai"):
+class AIMessage(BaseMessage, tag="ai", frozen=True):
     """A model's answer, with parsed tool calls and token usage."""
 
     tool_calls: list[dict[str, Json]] = []
@@ -58,7 +56,7 @@ class AIMessage(BaseMessage, tag="ai"):
     usage_metadata: dict[str, Json] | None = None
 
 
-class ToolMessage(BaseMessage, tag="tool"):
+class ToolMessage(BaseMessage, tag="tool", frozen=True):
     """The result of a tool call."""
 
     tool_call_id: str
@@ -66,46 +64,46 @@ class ToolMessage(BaseMessage, tag="tool"):
     status: str = "success"
 
 
-class FunctionMessage(BaseMessage, tag="function"):
+class FunctionMessage(BaseMessage, tag="function", frozen=True):
     """The legacy OpenAI function result; ``name`` is required."""
 
-    name: str  # type: ignore[assignment]  # required here, optional on the base
+    name: str  # required here, optional on the base
 
 
-class ChatMessage(BaseMessage, tag="chat"):
+class ChatMessage(BaseMessage, tag="chat", frozen=True):
     """A message with an arbitrary role."""
 
     role: str
 
 
-class RemoveMessage(BaseMessage, tag="remove"):
+class RemoveMessage(BaseMessage, tag="remove", frozen=True):
     """Removes the message with ``id`` from a thread; ``__remove_all__`` clears it."""
 
 
-class HumanMessageChunk(HumanMessage, tag="HumanMessageChunk"):
+class HumanMessageChunk(HumanMessage, tag="HumanMessageChunk", frozen=True):
     """A streamed piece of a human message."""
 
 
-class SystemMessageChunk(SystemMessage, tag="SystemMessageChunk"):
+class SystemMessageChunk(SystemMessage, tag="SystemMessageChunk", frozen=True):
     """A streamed piece of a system message."""
 
 
-class AIMessageChunk(AIMessage, tag="AIMessageChunk"):
+class AIMessageChunk(AIMessage, tag="AIMessageChunk", frozen=True):
     """A streamed piece of a model's answer."""
 
     tool_call_chunks: list[dict[str, Json]] = []
     chunk_position: str | None = None
 
 
-class ToolMessageChunk(ToolMessage, tag="ToolMessageChunk"):
+class ToolMessageChunk(ToolMessage, tag="ToolMessageChunk", frozen=True):
     """A streamed piece of a tool result."""
 
 
-class FunctionMessageChunk(FunctionMessage, tag="FunctionMessageChunk"):
+class FunctionMessageChunk(FunctionMessage, tag="FunctionMessageChunk", frozen=True):
     """A streamed piece of a function result."""
 
 
-class ChatMessageChunk(ChatMessage, tag="ChatMessageChunk"):
+class ChatMessageChunk(ChatMessage, tag="ChatMessageChunk", frozen=True):
     """A streamed piece of a chat message."""
 
 

@@ -43,7 +43,9 @@ local function chunked(cmd, key, args, width)   -- Lua's unpack has a stack limi
 end
 """
 
-INGEST: Final = _LUA_HELPERS + r"""
+INGEST: Final = (
+    _LUA_HELPERS
+    + r"""
 -- KEYS: log meta sched dirty threads dd dd_expiry
 -- ARGV: ref dedupe_ms sched_ms n {delta_id payload}*n   (delta_id '' = no dedupe)
 local ref, dedupe_ms, sched_ms, n = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
@@ -81,14 +83,18 @@ if added then
     redis.call('PEXPIRE', KEYS[6], dedupe_ms)
     redis.call('PEXPIRE', KEYS[7], dedupe_ms)
   end
-  if not redis.call('HGET', KEYS[2], 'q') and redis.call('SET', KEYS[3], '1', 'NX', 'PX', sched_ms) then
+  local quarantined = redis.call('HGET', KEYS[2], 'q')
+  if not quarantined and redis.call('SET', KEYS[3], '1', 'NX', 'PX', sched_ms) then
     out[1] = 1
   end
 end
 return out
 """
+)
 
-READ_BATCH: Final = _LUA_HELPERS + r"""
+READ_BATCH: Final = (
+    _LUA_HELPERS
+    + r"""
 -- KEYS: meta log      ARGV: max_entries
 -- -> {cursor, next_position, quarantine_reason, attempts, id1, payload1, ...}
 local cursor = cursor_of(KEYS[1])
@@ -108,8 +114,11 @@ for _, entry in ipairs(entries) do
 end
 return out
 """
+)
 
-COMMIT: Final = _LUA_HELPERS + r"""
+COMMIT: Final = (
+    _LUA_HELPERS
+    + r"""
 -- KEYS: meta msgs order log sched dirty
 -- ARGV: expected_cursor new_cursor next_position cleared n_removed n_upserts
 --       retention_ms sched_ms ref n_entries {removed_id}*n_removed {id position payload}*n_upserts
@@ -154,8 +163,11 @@ redis.call('DEL', KEYS[5])
 redis.call('ZREM', KEYS[6], ARGV[9])
 return {1, 0}
 """
+)
 
-FAIL: Final = _LUA_HELPERS + r"""
+FAIL: Final = (
+    _LUA_HELPERS
+    + r"""
 -- KEYS: meta sched dirty quarantine   ARGV: limit reason entry ref backoff_ms
 -- -> 1 when the thread is now quarantined
 local attempts = tonumber(redis.call('HGET', KEYS[1], 'a') or '0')
@@ -169,8 +181,11 @@ redis.call('ZADD', KEYS[4], now_ms(), ARGV[4])
 redis.call('DEL', KEYS[2])
 return 1
 """
+)
 
-RETRY: Final = _LUA_HELPERS + r"""
+RETRY: Final = (
+    _LUA_HELPERS
+    + r"""
 -- KEYS: meta sched dirty quarantine log   ARGV: ref sched_ms skip('1'|'0')
 -- -> {woke, skipped_entry_or_''}
 local skipped = ''
@@ -196,8 +211,11 @@ redis.call('ZADD', KEYS[3], 'NX', now_ms(), ARGV[1])
 if redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[2]) then return {1, skipped} end
 return {0, skipped}
 """
+)
 
-WAKE: Final = _LUA_HELPERS + r"""
+WAKE: Final = (
+    _LUA_HELPERS
+    + r"""
 -- The sweeper's check.  KEYS: meta log sched dirty   ARGV: ref sched_ms
 -- -> 1 when the caller must send the wake-up (it now holds the flag)
 if redis.call('HGET', KEYS[1], 'q') then return 0 end
@@ -208,8 +226,11 @@ end
 if redis.call('SET', KEYS[3], '1', 'NX', 'PX', ARGV[2]) then return 1 end
 return 0
 """
+)
 
-READ_STATE: Final = _LUA_HELPERS + r"""
+READ_STATE: Final = (
+    _LUA_HELPERS
+    + r"""
 -- KEYS: meta order msgs   ARGV: mode('all'|'after'|'before') anchor_id limit(-1 = all)
 -- -> {cursor, total, has_more, anchor_found, id1, payload1, ...} or {} when never written
 if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
@@ -246,6 +267,7 @@ for i, id in ipairs(ids) do
 end
 return out
 """
+)
 
 DELETE: Final = r"""
 -- KEYS: log meta msgs order sched dd dd_expiry dirty quarantine threads   ARGV: ref

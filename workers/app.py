@@ -47,8 +47,11 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "worker_hijack_root_logger": False,
         "worker_send_task_events": False,
         "beat_schedule": {
-            "threadfold-sweep": {"task": SWEEP_TASK, "schedule": settings.sweep_seconds,
-                                 "options": {"queue": settings.queue}},
+            "threadfold-sweep": {
+                "task": SWEEP_TASK,
+                "schedule": settings.sweep_seconds,
+                "options": {"queue": settings.queue},
+            },
         },
     }
 

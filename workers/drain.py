@@ -69,8 +69,9 @@ def _mentioned(decoded: list[tuple[str, list[BaseMessage]]]) -> list[str]:
 class Drainer:
     """Drains threads for one worker process."""
 
-    def __init__(self, store: Store, settings: Settings,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, store: Store, settings: Settings, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.store = store
         self.settings = settings
         self.clock = clock
@@ -100,17 +101,27 @@ class Drainer:
     def _fold_and_commit(self, ref: str, batch: Batch, report: DrainReport) -> tuple[bool, bool]:
         decoded = _decode(batch)
         ids = _mentioned(decoded)
-        fold = ThreadFold(self.store.positions(ref, ids), batch.next_position,
-                          self._bodies(ref, decoded), merge_chunks=self.settings.merge_chunks)
+        fold = ThreadFold(
+            self.store.positions(ref, ids),
+            batch.next_position,
+            self._bodies(ref, decoded),
+            merge_chunks=self.settings.merge_chunks,
+        )
         for entry, messages in decoded:
             try:
                 fold.apply(messages)
-            except Exception as exc:  # noqa: BLE001  # any failure here marks the entry as poison
+            except Exception as exc:  # any failure here marks the entry as poison
                 raise PoisonEntry(entry, f"cannot fold: {exc}") from exc
         last = decoded[-1][0]
         committed, more = self.store.commit(
-            ref, batch, last, fold.next_position, fold.take_effect(), applied=len(decoded),
-            retention_ms=self.settings.retention_ms, wake_ms=self.settings.wake_ttl_ms,
+            ref,
+            batch,
+            last,
+            fold.next_position,
+            fold.take_effect(),
+            applied=len(decoded),
+            retention_ms=self.settings.retention_ms,
+            wake_ms=self.settings.wake_ttl_ms,
             encode=encode_message,
         )
         if committed:
@@ -118,7 +129,9 @@ class Drainer:
             report.entries += len(decoded)
         return committed, more
 
-    def _bodies(self, ref: str, decoded: list[tuple[str, list[BaseMessage]]]) -> dict[str, BaseMessage]:
+    def _bodies(
+        self, ref: str, decoded: list[tuple[str, list[BaseMessage]]]
+    ) -> dict[str, BaseMessage]:
         """Stored bodies of the chunks' ids: only chunk merging needs them."""
         if not self.settings.merge_chunks:
             return {}

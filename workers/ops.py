@@ -91,24 +91,42 @@ def read_batch_call(ks: Keyspace, ref: str, max_entries: int) -> Call:
 
 
 def parse_read_batch(raw: list[Any]) -> Batch:
-    entries = [(text(raw[i]), _as_bytes(raw[i + 1])) for i in range(4, len(raw), 2)]
+    entries = [(text(raw[i]), as_bytes(raw[i + 1])) for i in range(4, len(raw), 2)]
     return Batch(text(raw[0]), int(raw[1]), text(raw[2]), int(raw[3]), entries)
 
 
-def _as_bytes(value: Any) -> bytes:
+def as_bytes(value: Any) -> bytes:
+    """A Redis reply as bytes."""
     return value if isinstance(value, bytes) else str(value).encode()
 
 
 def commit_call(
-    ks: Keyspace, ref: str, batch: Batch, new_cursor: str, next_position: int, effect: Effect,
-    *, applied: int, retention_ms: int, wake_ms: int, encode: Any,
+    ks: Keyspace,
+    ref: str,
+    *,
+    batch: Batch,
+    new_cursor: str,
+    next_position: int,
+    effect: Effect,
+    applied: int,
+    retention_ms: int,
+    wake_ms: int,
+    encode: Any,
 ) -> Call:
     """The compare-and-set commit of one folded batch: only its net effect is written."""
     k = ks.thread(ref)
     keys = [k.meta, k.msgs, k.order, k.log, k.sched, k.dirty]
     args: list[str | bytes | int] = [
-        batch.cursor, new_cursor, next_position, "1" if effect.cleared else "0",
-        len(effect.removed), len(effect.upserts), retention_ms, wake_ms, ref, applied,
+        batch.cursor,
+        new_cursor,
+        next_position,
+        "1" if effect.cleared else "0",
+        len(effect.removed),
+        len(effect.upserts),
+        retention_ms,
+        wake_ms,
+        ref,
+        applied,
     ]
     args += sorted(effect.removed)
     for key, (position, message) in effect.upserts.items():
@@ -121,14 +139,20 @@ def parse_commit(raw: list[Any]) -> tuple[bool, bool]:
     return bool(int(raw[0])), len(raw) > 1 and bool(int(raw[1]))
 
 
-def fail_call(ks: Keyspace, ref: str, limit: int, reason: str, entry: str, backoff_ms: int) -> Call:
+def fail_call(
+    ks: Keyspace, ref: str, *, limit: int, reason: str, entry: str, backoff_ms: int
+) -> Call:
     k = ks.thread(ref)
-    return Call(FAIL, [k.meta, k.sched, k.dirty, k.quarantine], [limit, reason, entry, ref, backoff_ms])
+    return Call(
+        FAIL, [k.meta, k.sched, k.dirty, k.quarantine], [limit, reason, entry, ref, backoff_ms]
+    )
 
 
 def retry_call(ks: Keyspace, ref: str, wake_ms: int, skip: bool) -> Call:
     k = ks.thread(ref)
-    return Call(RETRY, [k.meta, k.sched, k.dirty, k.quarantine, k.log], [ref, wake_ms, "1" if skip else "0"])
+    return Call(
+        RETRY, [k.meta, k.sched, k.dirty, k.quarantine, k.log], [ref, wake_ms, "1" if skip else "0"]
+    )
 
 
 def wake_call(ks: Keyspace, ref: str, wake_ms: int) -> Call:
@@ -150,7 +174,9 @@ class StatePage:
     messages: list[BaseMessage]
 
 
-def read_state_call(ks: Keyspace, ref: str, mode: str = "all", anchor: str = "", limit: int = -1) -> Call:
+def read_state_call(
+    ks: Keyspace, ref: str, mode: str = "all", anchor: str = "", limit: int = -1
+) -> Call:
     k = ks.thread(ref)
     return Call(READ_STATE, [k.meta, k.order, k.msgs], [mode, anchor, limit])
 
@@ -158,14 +184,24 @@ def read_state_call(ks: Keyspace, ref: str, mode: str = "all", anchor: str = "",
 def parse_read_state(raw: list[Any]) -> StatePage | None:
     if not raw:
         return None
-    messages = [decode_message(_as_bytes(raw[i + 1])) for i in range(4, len(raw), 2)]
+    messages = [decode_message(as_bytes(raw[i + 1])) for i in range(4, len(raw), 2)]
     return StatePage(text(raw[0]), int(raw[1]), bool(int(raw[2])), bool(int(raw[3])), messages)
 
 
 def delete_call(ks: Keyspace, ref: str) -> Call:
     k = ks.thread(ref)
-    keys = [k.log, k.meta, k.msgs, k.order, k.sched, k.dedupe, k.dedupe_expiry, k.dirty,
-            k.quarantine, k.threads]
+    keys = [
+        k.log,
+        k.meta,
+        k.msgs,
+        k.order,
+        k.sched,
+        k.dedupe,
+        k.dedupe_expiry,
+        k.dirty,
+        k.quarantine,
+        k.threads,
+    ]
     return Call(DELETE, keys, [ref])
 
 
@@ -195,8 +231,14 @@ def parse_status(raw: list[Any]) -> ThreadStatus | None:
         return None
     c, e, t, a, q, qe, applied, added, count, dirty = (text(x) for x in raw)
     return ThreadStatus(
-        version=c, last_enqueued=e, backlog=int(added) - int(applied), messages=int(count),
-        last_commit_ms=int(t) if t else None, attempts=int(a), quarantined=q,
-        quarantined_entry=qe, dirty_since_ms=int(float(dirty)) if dirty else None,
+        version=c,
+        last_enqueued=e,
+        backlog=int(added) - int(applied),
+        messages=int(count),
+        last_commit_ms=int(t) if t else None,
+        attempts=int(a),
+        quarantined=q,
+        quarantined_entry=qe,
+        dirty_since_ms=int(float(dirty)) if dirty else None,
         applied=int(applied),
     )

@@ -21,7 +21,7 @@ from core.errors import InvalidMessage
 from core.ids import IdSource, ensure_ids, uuid4_str
 from core.keys import DEFAULT_TENANT, InvalidName, make_ref
 from workers import ops
-from workers.redis_io import AsyncClient, SyncClient, arun_many, run_many
+from workers.redis_io import AsyncClient, Call, SyncClient, arun_many, run_many
 from workers.settings import Settings
 
 MAX_DELTA_ID = 200
@@ -76,7 +76,9 @@ def prepare(delta: Delta, where: str, new_id: IdSource) -> _Prepared:
     if delta.delta_id is not None and not (
         isinstance(delta.delta_id, str) and 0 < len(delta.delta_id) <= MAX_DELTA_ID
     ):
-        raise InvalidMessage(f"{where}.delta_id", f"expected a string of 1 to {MAX_DELTA_ID} characters")
+        raise InvalidMessage(
+            f"{where}.delta_id", f"expected a string of 1 to {MAX_DELTA_ID} characters"
+        )
     if not isinstance(delta.messages, list | tuple) or not delta.messages:
         raise InvalidMessage(f"{where}.messages", "expected a non-empty list of messages")
     messages = ensure_ids(delta.messages, new_id, f"{where}.messages")
@@ -92,17 +94,26 @@ def _group(prepared: Sequence[_Prepared]) -> dict[str, list[int]]:
     return groups
 
 
-def _calls(settings: Settings, prepared: Sequence[_Prepared], groups: dict[str, list[int]]) -> list[ops.Call]:
+def _calls(
+    settings: Settings, prepared: Sequence[_Prepared], groups: dict[str, list[int]]
+) -> list[Call]:
     ks = settings.keyspace
     return [
-        ops.ingest_call(ks, ref, [(prepared[i].delta_id, prepared[i].payload) for i in idx],
-                        settings.dedupe_ms, settings.wake_ttl_ms)
+        ops.ingest_call(
+            ks,
+            ref,
+            [(prepared[i].delta_id, prepared[i].payload) for i in idx],
+            settings.dedupe_ms,
+            settings.wake_ttl_ms,
+        )
         for ref, idx in groups.items()
     ]
 
 
 def _outcomes(
-    deltas: Sequence[Delta], prepared: Sequence[_Prepared], groups: dict[str, list[int]],
+    deltas: Sequence[Delta],
+    prepared: Sequence[_Prepared],
+    groups: dict[str, list[int]],
     answers: Sequence[Any],
 ) -> tuple[list[Enqueued], list[str]]:
     results: list[Enqueued | None] = [None] * len(deltas)
@@ -113,30 +124,40 @@ def _outcomes(
             woken.append(ref)
         for i, appended in zip(idx, answer.appended, strict=True):
             ids = prepared[i].ids if appended.new else ()
-            results[i] = Enqueued(deltas[i].thread_id, appended.version, len(prepared[i].ids),
-                                  not appended.new, ids)
+            results[i] = Enqueued(
+                deltas[i].thread_id, appended.version, len(prepared[i].ids), not appended.new, ids
+            )
     return [r for r in results if r is not None], woken
 
 
 class Producer:
     """Synchronous producer."""
 
-    def __init__(self, client: SyncClient, settings: Settings, waker: Waker,
-                 new_id: IdSource = uuid4_str) -> None:
+    def __init__(
+        self, client: SyncClient, settings: Settings, waker: Waker, new_id: IdSource = uuid4_str
+    ) -> None:
         self.client = client
         self.settings = settings
         self.waker = waker
         self.new_id = new_id
 
-    def enqueue(self, thread_id: str, messages: Sequence[Any], *, delta_id: str | None = None,
-                tenant: str = DEFAULT_TENANT) -> Enqueued:
+    def enqueue(
+        self,
+        thread_id: str,
+        messages: Sequence[Any],
+        *,
+        delta_id: str | None = None,
+        tenant: str = DEFAULT_TENANT,
+    ) -> Enqueued:
         """Append one delta; returns its version (a Redis stream id ``<ms>-<seq>``)."""
         return self.enqueue_many([Delta(thread_id, messages, delta_id, tenant)], path="delta")[0]
 
     def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Enqueued]:
         """Append many deltas for many threads in one round trip; all validated first."""
-        prepared = [prepare(d, f"{path}[{i}]" if path == "deltas" else path, self.new_id)
-                    for i, d in enumerate(deltas)]
+        prepared = [
+            prepare(d, f"{path}[{i}]" if path == "deltas" else path, self.new_id)
+            for i, d in enumerate(deltas)
+        ]
         groups = _group(prepared)
         answers = run_many(self.client, _calls(self.settings, prepared, groups))
         results, woken = _outcomes(deltas, prepared, groups, answers)
@@ -148,21 +169,30 @@ class Producer:
 class AsyncProducer:
     """asyncio producer (the HTTP API uses it); the wake-up is sent off the event loop."""
 
-    def __init__(self, client: AsyncClient, settings: Settings, waker: Waker,
-                 new_id: IdSource = uuid4_str) -> None:
+    def __init__(
+        self, client: AsyncClient, settings: Settings, waker: Waker, new_id: IdSource = uuid4_str
+    ) -> None:
         self.client = client
         self.settings = settings
         self.waker = waker
         self.new_id = new_id
 
-    async def enqueue(self, thread_id: str, messages: Sequence[Any], *,
-                      delta_id: str | None = None, tenant: str = DEFAULT_TENANT) -> Enqueued:
+    async def enqueue(
+        self,
+        thread_id: str,
+        messages: Sequence[Any],
+        *,
+        delta_id: str | None = None,
+        tenant: str = DEFAULT_TENANT,
+    ) -> Enqueued:
         delta = Delta(thread_id, messages, delta_id, tenant)
         return (await self.enqueue_many([delta], path="delta"))[0]
 
     async def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Enqueued]:
-        prepared = [prepare(d, f"{path}[{i}]" if path == "deltas" else path, self.new_id)
-                    for i, d in enumerate(deltas)]
+        prepared = [
+            prepare(d, f"{path}[{i}]" if path == "deltas" else path, self.new_id)
+            for i, d in enumerate(deltas)
+        ]
         groups = _group(prepared)
         answers = await arun_many(self.client, _calls(self.settings, prepared, groups))
         results, woken = _outcomes(deltas, prepared, groups, answers)

@@ -42,7 +42,7 @@ class Script:
 
     @property
     def sha(self) -> str:
-        return hashlib.sha1(self.source.encode()).hexdigest()  # noqa: S324  # Redis' own id
+        return hashlib.sha1(self.source.encode()).hexdigest()  # Redis' own id
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +65,11 @@ def _retry(retries: int) -> dict[str, Any]:
 
 def sync_client(url: str, *, cluster: bool, retries: int = 20) -> SyncClient:
     """A client for thread state; ``retries`` reconnects survive a Redis restart."""
-    options: dict[str, Any] = {"socket_keepalive": True, "health_check_interval": 30, **_retry(retries)}
+    options: dict[str, Any] = {
+        "socket_keepalive": True,
+        "health_check_interval": 30,
+        **_retry(retries),
+    }
     if cluster:
         return RedisCluster.from_url(url, **options)
     return redis.Redis.from_url(url, **options)
@@ -73,7 +77,11 @@ def sync_client(url: str, *, cluster: bool, retries: int = 20) -> SyncClient:
 
 def async_client(url: str, *, cluster: bool, retries: int = 20) -> AsyncClient:
     """The asyncio twin of :func:`sync_client`."""
-    options: dict[str, Any] = {"socket_keepalive": True, "health_check_interval": 30, **_retry(retries)}
+    options: dict[str, Any] = {
+        "socket_keepalive": True,
+        "health_check_interval": 30,
+        **_retry(retries),
+    }
     if cluster:
         return AsyncRedisCluster.from_url(url, **options)
     return aioredis.Redis.from_url(url, **options)
@@ -97,7 +105,9 @@ def run_many(client: SyncClient, calls: Sequence[Call]) -> list[Any]:
     return _pipelined(client, client, calls, range(len(calls)))
 
 
-def _pipelined(conn: redis.Redis, client: SyncClient, calls: Sequence[Call], idx: Sequence[int]) -> list[Any]:
+def _pipelined(
+    conn: redis.Redis, client: SyncClient, calls: Sequence[Call], idx: Sequence[int]
+) -> list[Any]:
     pipe = conn.pipeline(transaction=False)
     for i in idx:
         call = calls[i]
@@ -121,7 +131,7 @@ def _run_many_cluster(client: RedisCluster, calls: Sequence[Call]) -> list[Any]:
     by_node: dict[str, list[int]] = {}
     conns: dict[str, redis.Redis] = {}
     for i, call in enumerate(calls):
-        node = client.get_node_from_key(call.keys[0])
+        node = client.get_node_from_key(call.keys[0])  # type: ignore[no-untyped-call]
         by_node.setdefault(node.name, []).append(i)
         conns[node.name] = client.get_redis_connection(node)
     results: list[Any] = [None] * len(calls)

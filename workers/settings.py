@@ -21,7 +21,7 @@ class Settings(BaseSettings):
 
     redis_url: SecretStr = Field(
         SecretStr("redis://127.0.0.1:6379/0"),
-        description="Redis holding thread state (redis://, rediss:// for TLS; a node of a cluster).",
+        description="Redis holding thread state: redis://, rediss:// (TLS), a cluster node.",
     )
     broker_url: SecretStr | None = Field(
         None,
@@ -29,40 +29,68 @@ class Settings(BaseSettings):
         "(never a cluster: kombu has no cluster transport).",
     )
     cluster: bool = Field(False, description="redis_url names a Redis Cluster node.")
-    key_prefix: str = Field("tf", pattern=r"^[A-Za-z0-9_.-]{1,32}$",
-                            description="Prefix of every key threadfold writes.")
-    buckets: int = Field(1024, ge=1, le=16384,
-                         description="Index buckets (fixed for the life of a deployment).")
+    key_prefix: str = Field(
+        "tf",
+        pattern=r"^[A-Za-z0-9_.-]{1,32}$",
+        description="Prefix of every key threadfold writes.",
+    )
+    buckets: int = Field(
+        1024, ge=1, le=16384, description="Index buckets (fixed for the life of a deployment)."
+    )
     queue: str = Field("threadfold", description="Celery queue of the wake-up tasks.")
-    batch_size: int = Field(1000, ge=1, le=100_000,
-                            description="Most log entries a worker folds per commit.")
-    drain_seconds: float = Field(2.0, gt=0, description="A task drains one thread at most this "
-                                 "long, then hands the rest to a new task (fairness).")
-    dedupe_window_seconds: float = Field(3600.0, ge=0,
-                                         description="How long a producer delta_id is remembered.")
-    wake_ttl_seconds: float = Field(30.0, gt=0, description="Lease of the wake-up flag; a "
-                                    "crashed drain is retried by the sweeper after it lapses.")
+    batch_size: int = Field(
+        1000, ge=1, le=100_000, description="Most log entries a worker folds per commit."
+    )
+    drain_seconds: float = Field(
+        2.0,
+        gt=0,
+        description="A task drains one thread at most this "
+        "long, then hands the rest to a new task (fairness).",
+    )
+    dedupe_window_seconds: float = Field(
+        3600.0, ge=0, description="How long a producer delta_id is remembered."
+    )
+    wake_ttl_seconds: float = Field(
+        30.0,
+        gt=0,
+        description="Lease of the wake-up flag; a "
+        "crashed drain is retried by the sweeper after it lapses.",
+    )
     sweep_seconds: float = Field(5.0, gt=0, description="Sweeper (Celery beat) period.")
-    retention_seconds: float = Field(0.0, ge=0, description="Keep applied log entries this long "
-                                     "(for replay and time travel); 0 trims at once.")
-    merge_chunks: bool = Field(False, description="Merge message chunks of one id with LangChain's "
-                               "chunk '+', folded strictly left in log order.")
-    failure_limit: int = Field(5, ge=1, description="Failed drains in a row before a thread is "
-                               "quarantined.")
+    retention_seconds: float = Field(
+        0.0,
+        ge=0,
+        description="Keep applied log entries this long "
+        "(for replay and time travel); 0 trims at once.",
+    )
+    merge_chunks: bool = Field(
+        False,
+        description="Merge message chunks of one id with LangChain's "
+        "chunk '+', folded strictly left in log order.",
+    )
+    failure_limit: int = Field(
+        5, ge=1, description="Failed drains in a row before a thread is quarantined."
+    )
     task_soft_time_limit: float = Field(60.0, gt=0, description="Celery soft time limit per task.")
     task_time_limit: float = Field(90.0, gt=0, description="Celery hard time limit per task.")
-    visibility_timeout: float = Field(300.0, gt=0, description="Redis broker redelivery timeout; "
-                                      "above the hard time limit.")
+    visibility_timeout: float = Field(
+        300.0, gt=0, description="Redis broker redelivery timeout; above the hard time limit."
+    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     @model_validator(mode="after")
     def _limits_are_ordered(self) -> Settings:
         # A drain must end before its soft limit, which must end before the hard one, which
         # must end before the broker redelivers the message to another worker.
-        if not (self.drain_seconds < self.task_soft_time_limit < self.task_time_limit
-                < self.visibility_timeout):
-            raise ValueError("need drain_seconds < task_soft_time_limit < task_time_limit "
-                             "< visibility_timeout")
+        if not (
+            self.drain_seconds
+            < self.task_soft_time_limit
+            < self.task_time_limit
+            < self.visibility_timeout
+        ):
+            raise ValueError(
+                "need drain_seconds < task_soft_time_limit < task_time_limit < visibility_timeout"
+            )
         return self
 
     @property

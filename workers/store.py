@@ -23,43 +23,78 @@ class Store:
     # -- ingestion -------------------------------------------------------------------------
 
     def ingest_many(
-        self, groups: Sequence[tuple[str, Sequence[tuple[str, bytes]]]], dedupe_ms: int, wake_ms: int
+        self,
+        groups: Sequence[tuple[str, Sequence[tuple[str, bytes]]]],
+        dedupe_ms: int,
+        wake_ms: int,
     ) -> list[ops.IngestAnswer]:
         """Append each group's deltas to its thread; one pipelined round trip."""
-        calls = [ops.ingest_call(self.keyspace, ref, deltas, dedupe_ms, wake_ms) for ref, deltas in groups]
+        calls = [
+            ops.ingest_call(self.keyspace, ref, deltas, dedupe_ms, wake_ms)
+            for ref, deltas in groups
+        ]
         return [ops.parse_ingest(raw) for raw in run_many(self.client, calls)]
 
     # -- draining --------------------------------------------------------------------------
 
     def read_batch(self, ref: str, max_entries: int) -> ops.Batch:
-        return ops.parse_read_batch(run(self.client, ops.read_batch_call(self.keyspace, ref, max_entries)))
+        return ops.parse_read_batch(
+            run(self.client, ops.read_batch_call(self.keyspace, ref, max_entries))
+        )
 
     def positions(self, ref: str, ids: Sequence[str]) -> dict[str, int]:
         """Positions of those ``ids`` that the thread holds."""
         if not ids:
             return {}
         scores = self.client.zmscore(self.keyspace.thread(ref).order, list(ids))
-        return {key: int(score) for key, score in zip(ids, scores, strict=True) if score is not None}
+        return {
+            key: int(score) for key, score in zip(ids, scores, strict=True) if score is not None
+        }
 
     def bodies(self, ref: str, ids: Sequence[str]) -> dict[str, BaseMessage]:
         """The stored messages of those ``ids`` that the thread holds."""
         if not ids:
             return {}
         raw = self.client.hmget(self.keyspace.thread(ref).msgs, list(ids))
-        return {key: decode_message(body) for key, body in zip(ids, raw, strict=True) if body is not None}
+        return {
+            key: decode_message(ops.as_bytes(body))
+            for key, body in zip(ids, raw, strict=True)
+            if body is not None
+        }
 
-    def commit(self, ref: str, batch: ops.Batch, new_cursor: str, next_position: int,
-               effect: Effect, *, applied: int, retention_ms: int, wake_ms: int,
-               encode: Any) -> tuple[bool, bool]:
+    def commit(
+        self,
+        ref: str,
+        batch: ops.Batch,
+        new_cursor: str,
+        next_position: int,
+        effect: Effect,
+        *,
+        applied: int,
+        retention_ms: int,
+        wake_ms: int,
+        encode: Any,
+    ) -> tuple[bool, bool]:
         """Compare-and-set commit; ``(committed, more_backlog)``."""
-        call = ops.commit_call(self.keyspace, ref, batch, new_cursor, next_position, effect,
-                               applied=applied, retention_ms=retention_ms, wake_ms=wake_ms,
-                               encode=encode)
+        call = ops.commit_call(
+            self.keyspace,
+            ref,
+            batch=batch,
+            new_cursor=new_cursor,
+            next_position=next_position,
+            effect=effect,
+            applied=applied,
+            retention_ms=retention_ms,
+            wake_ms=wake_ms,
+            encode=encode,
+        )
         return ops.parse_commit(run(self.client, call))
 
     def fail(self, ref: str, limit: int, reason: str, entry: str, backoff_ms: int) -> bool:
         """Count a failed drain; True when the thread is now quarantined."""
-        call = ops.fail_call(self.keyspace, ref, limit, reason, entry, backoff_ms)
+        call = ops.fail_call(
+            self.keyspace, ref, limit=limit, reason=reason, entry=entry, backoff_ms=backoff_ms
+        )
         return bool(int(run(self.client, call)))
 
     def retry(self, ref: str, wake_ms: int, *, skip: bool = False) -> tuple[bool, str]:
@@ -70,12 +105,18 @@ class Store:
     def wake_if_stalled(self, refs: Sequence[str], wake_ms: int) -> list[str]:
         """The refs whose flag this call set: the caller must send their wake-ups."""
         calls = [ops.wake_call(self.keyspace, ref, wake_ms) for ref in refs]
-        return [ref for ref, raw in zip(refs, run_many(self.client, calls), strict=True) if int(raw)]
+        return [
+            ref for ref, raw in zip(refs, run_many(self.client, calls), strict=True) if int(raw)
+        ]
 
     # -- reading ---------------------------------------------------------------------------
 
-    def read_state(self, ref: str, mode: str = "all", anchor: str = "", limit: int = -1) -> ops.StatePage | None:
-        return ops.parse_read_state(run(self.client, ops.read_state_call(self.keyspace, ref, mode, anchor, limit)))
+    def read_state(
+        self, ref: str, mode: str = "all", anchor: str = "", limit: int = -1
+    ) -> ops.StatePage | None:
+        return ops.parse_read_state(
+            run(self.client, ops.read_state_call(self.keyspace, ref, mode, anchor, limit))
+        )
 
     def status(self, ref: str) -> ops.ThreadStatus | None:
         return ops.parse_status(run(self.client, ops.status_call(self.keyspace, ref)))
@@ -85,12 +126,16 @@ class Store:
 
     # -- indexes ---------------------------------------------------------------------------
 
-    def dirty(self, buckets: Sequence[int], older_than_ms: int | None = None, limit: int = 1000) -> list[str]:
+    def dirty(
+        self, buckets: Sequence[int], older_than_ms: int | None = None, limit: int = 1000
+    ) -> list[str]:
         """Refs with a backlog, across ``buckets`` (one pipelined round trip)."""
         pipe = self.client.pipeline(transaction=False)
         top = "+inf" if older_than_ms is None else older_than_ms
         for bucket in buckets:
-            pipe.zrangebyscore(self.keyspace.bucket_keys(bucket).dirty, "-inf", top, start=0, num=limit)
+            pipe.zrangebyscore(
+                self.keyspace.bucket_keys(bucket).dirty, "-inf", top, start=0, num=limit
+            )
         return [ops.text(ref) for refs in pipe.execute() for ref in refs]
 
     def quarantined(self, buckets: Sequence[int]) -> list[str]:

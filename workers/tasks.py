@@ -27,7 +27,9 @@ class Runtime:
 
     @cached_property
     def store(self) -> Store:
-        client = sync_client(self.settings.redis_url.get_secret_value(), cluster=self.settings.cluster)
+        client = sync_client(
+            self.settings.redis_url.get_secret_value(), cluster=self.settings.cluster
+        )
         return Store(client, self.settings.keyspace)
 
     @cached_property
@@ -62,12 +64,13 @@ def register(app: Celery, settings: Settings) -> Runtime:
     """Register the tasks on ``app``; returns the runtime they use."""
     runtime = Runtime(app, settings)
 
-    @app.task(name=DRAIN_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
     def drain(ref: str) -> None:
         drain_once(runtime, ref)
 
-    @app.task(name=SWEEP_TASK, ignore_result=True)
     def sweep() -> None:
         sweep_once(runtime)
+
+    app.task(name=DRAIN_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True)(drain)
+    app.task(name=SWEEP_TASK, ignore_result=True)(sweep)
 
     return runtime

@@ -12,6 +12,8 @@ from workers.settings import Settings
 from workers.tasks import register
 
 settings = Settings()
-logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+logging.basicConfig(
+    level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s"
+)
 app = make_celery(settings)
 runtime = register(app, settings)

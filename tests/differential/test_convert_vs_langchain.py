@@ -7,9 +7,12 @@ Where LangChain raises, ours must raise :class:`InvalidMessage` whose ``lc_error
 the name of LangChain's exception class, and whose text locates the item
 (``messages[0]...``) and says what was expected.
 
-The one documented extension: a dict without ``role`` whose ``type`` is a chunk class
-name builds that chunk. For those inputs the expectation is LangChain's own constructor,
-``AIMessageChunk(**item)`` and so on, instead of the refusal of ``convert_to_messages``.
+The one documented extension: a top-level dict without ``role`` whose ``type`` is a
+chunk class name builds that chunk. For those inputs the expectation is LangChain's own
+constructor, ``AIMessageChunk(**item)`` and so on, instead of the refusal of
+``convert_to_messages``. lc envelopes of chunk classes are not part of the extension and
+must still be refused as LangChain refuses them. Nothing else is excluded: inputs only
+Python can produce (bytes, sets, non-string keys) are compared like the rest.
 """
 
 from __future__ import annotations
