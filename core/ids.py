@@ -24,6 +24,21 @@ def uuid4_str() -> str:
     return str(uuid.uuid4())
 
 
+#: Namespace of the ids derived from a producer's delta_id (uuid5).
+DELTA_NAMESPACE = uuid.UUID("6f1c1a52-5d0e-4a8e-9a53-1c0ffee7f01d")
+
+
+def derived_ids(ref: str, delta_id: str) -> IdSource:
+    """Ids for a delta that has a ``delta_id``: the same on every retry of it.
+
+    A retry after a lost reply must stamp its id-less messages with the ids the first
+    attempt stored, or the caller could never address them; a uuid5 of the thread, the
+    delta_id and the message's rank among the stamped ones gives exactly that.
+    """
+    counter = iter(range(1 << 62))
+    return lambda: str(uuid.uuid5(DELTA_NAMESPACE, f"{ref}\x00{delta_id}\x00{next(counter)}"))
+
+
 def ensure_ids(
     messages: Iterable[Any], new_id: IdSource = uuid4_str, path: str = "messages"
 ) -> list[BaseMessage]:

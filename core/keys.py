@@ -126,3 +126,12 @@ class Keyspace:
     def bucket_keys(self, bucket: int) -> ThreadKeys:
         """Keys of a bucket's index sets (the ref part is unused)."""
         return ThreadKeys("", self.bucket_tag(bucket))
+
+    @property
+    def metrics_procs(self) -> str:
+        """ZSET: process id -> ms of its last metrics flush (one slot for all metrics)."""
+        return f"{{{self.prefix}:metrics}}:procs"
+
+    def metrics_of(self, process: str) -> str:
+        """HASH: one process's counters (flushed about once a second, expiring when it dies)."""
+        return f"{{{self.prefix}:metrics}}:p:{process}"

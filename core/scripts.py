@@ -122,7 +122,7 @@ COMMIT: Final = (
 -- KEYS: meta msgs order log sched dirty
 -- ARGV: expected_cursor new_cursor next_position cleared n_removed n_upserts
 --       retention_ms sched_ms ref n_entries {removed_id}*n_removed {id position payload}*n_upserts
--- -> {0} when the cursor moved (a stale or concurrent worker: re-read), else {1, more}
+-- -> {0} when the cursor moved (a stale or concurrent worker: re-read), else {1, more, now_ms}
 if cursor_of(KEYS[1]) ~= ARGV[1] then return {0} end
 local new_cursor, n_removed, n_upserts = ARGV[2], tonumber(ARGV[5]), tonumber(ARGV[6])
 if ARGV[4] == '1' then redis.call('DEL', KEYS[2], KEYS[3]) end
@@ -157,11 +157,11 @@ end
 redis.call('XTRIM', KEYS[4], 'MINID', threshold)
 if has_backlog(KEYS[4], new_cursor) then
   redis.call('PEXPIRE', KEYS[5], ARGV[8])
-  return {1, 1}
+  return {1, 1, now}
 end
 redis.call('DEL', KEYS[5])
 redis.call('ZREM', KEYS[6], ARGV[9])
-return {1, 0}
+return {1, 0, now}
 """
 )
 

@@ -189,7 +189,7 @@ def parse_raw_calls(raw: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]
                 invalid.append(entry)
                 continue
             calls.append({"name": name or "", "args": args or {}, "id": raw_call.get("id")})
-    except Exception:  # LangChain swallows every failure here
+    except Exception:  # noqa: BLE001  # LangChain swallows every failure here
         return None
     return calls, invalid
 
@@ -206,6 +206,6 @@ def parse_raw_chunks(raw: Any) -> list[dict[str, Any]] | None:
             entry = {"name": name, "args": args, "id": raw_call.get("id")}
             entry["index"] = raw_call.get("index")
             chunks.append(entry)
-    except Exception:  # LangChain swallows every failure here
+    except Exception:  # noqa: BLE001  # LangChain swallows every failure here
         return None
     return chunks

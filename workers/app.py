@@ -17,6 +17,7 @@ Why each setting (see docs/operations.md for the failure modes):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from celery import Celery
@@ -64,13 +65,23 @@ def make_celery(settings: Settings) -> Celery:
 
 
 class CeleryWaker:
-    """Sends the drain task of each thread, by name (no task import needed)."""
+    """Sends drain tasks by name (no task import needed), several threads per task.
 
-    def __init__(self, app: Celery, queue: str) -> None:
+    Building and publishing one Celery message costs a few hundred microseconds of CPU,
+    far more than appending a delta; under load many threads need waking at once, so
+    they share messages of up to ``refs_per_task`` refs, published in one batch.
+    """
+
+    def __init__(self, app: Celery, queue: str, refs_per_task: int = 16) -> None:
         self.app = app
         self.queue = queue
+        self.refs_per_task = refs_per_task
 
-    def wake(self, refs: list[str] | tuple[str, ...] | Any) -> None:
-        with self.app.producer_or_acquire() as producer:
-            for ref in refs:
-                self.app.send_task(DRAIN_TASK, args=[ref], queue=self.queue, producer=producer)
+    def wake(self, refs: Sequence[str]) -> None:
+        refs = list(dict.fromkeys(refs))
+        step = self.refs_per_task
+        with self.app.producer_or_acquire() as producer, producer.batch(max_size=256):
+            for i in range(0, len(refs), step):
+                self.app.send_task(
+                    DRAIN_TASK, args=[refs[i : i + step]], queue=self.queue, producer=producer
+                )

@@ -17,7 +17,8 @@ import msgspec
 from core.codec import decode_messages, encode_message
 from core.fold import ThreadFold
 from core.messages import REMOVE_ALL_MESSAGES, BaseMessage, is_chunk
-from workers.ops import Batch
+from workers.metrics import BATCH_BUCKETS, LAG_BUCKETS_MS, Metrics
+from workers.ops import Batch, Committed
 from workers.settings import Settings
 from workers.store import Store
 
@@ -35,7 +36,6 @@ class DrainReport:
     quarantined: bool = False
     failed: bool = False
     handed_off: bool = False
-    lag_ms: list[int] | None = None
 
 
 class PoisonEntry(Exception):
@@ -70,35 +70,42 @@ class Drainer:
     """Drains threads for one worker process."""
 
     def __init__(
-        self, store: Store, settings: Settings, clock: Callable[[], float] = time.monotonic
+        self,
+        store: Store,
+        settings: Settings,
+        clock: Callable[[], float] = time.monotonic,
+        metrics: Metrics | None = None,
     ) -> None:
         self.store = store
         self.settings = settings
         self.clock = clock
+        self.metrics = metrics or Metrics(settings.keyspace, "worker")
 
-    def drain(self, ref: str) -> DrainReport:
+    def drain(self, ref: str, deadline: float | None = None) -> DrainReport:
         """Fold every entry after the cursor, batch by batch, until none is left or the
         time budget is spent (then ``handed_off``: the caller sends a new wake-up)."""
         report = DrainReport(ref)
-        deadline = self.clock() + self.settings.drain_seconds
+        if deadline is None:
+            deadline = self.clock() + self.settings.drain_seconds
         while True:
             batch = self.store.read_batch(ref, self.settings.batch_size)
             if batch.quarantined or not batch.entries:
                 return report
             try:
-                committed, more = self._fold_and_commit(ref, batch, report)
+                done = self._fold_and_commit(ref, batch, report)
             except PoisonEntry as exc:
                 return self._failed(ref, exc, report)
-            if not committed:
+            if not done.ok:
                 report.conflicts += 1
+                self.metrics.add("commit_conflicts")
                 continue
-            if not more:
+            if not done.more:
                 return report
             if self.clock() >= deadline:
                 report.handed_off = True
                 return report
 
-    def _fold_and_commit(self, ref: str, batch: Batch, report: DrainReport) -> tuple[bool, bool]:
+    def _fold_and_commit(self, ref: str, batch: Batch, report: DrainReport) -> Committed:
         decoded = _decode(batch)
         ids = _mentioned(decoded)
         fold = ThreadFold(
@@ -113,7 +120,7 @@ class Drainer:
             except Exception as exc:  # any failure here marks the entry as poison
                 raise PoisonEntry(entry, f"cannot fold: {exc}") from exc
         last = decoded[-1][0]
-        committed, more = self.store.commit(
+        done = self.store.commit(
             ref,
             batch,
             last,
@@ -124,10 +131,28 @@ class Drainer:
             wake_ms=self.settings.wake_ttl_ms,
             encode=encode_message,
         )
-        if committed:
+        if done.ok:
             report.batches += 1
             report.entries += len(decoded)
-        return committed, more
+            self._record(decoded, done.now_ms)
+        return done
+
+    def _record(self, decoded: list[tuple[str, list[BaseMessage]]], now_ms: int) -> None:
+        """Batch size and enqueue-to-visible lag (entry ids carry their enqueue ms)."""
+        metrics = self.metrics
+        metrics.add("commits")
+        metrics.add("entries_applied", len(decoded))
+        metrics.observe("batch_entries", len(decoded), BATCH_BUCKETS)
+        lags = (now_ms - int(entry.partition("-")[0]) for entry, _ in decoded)
+        metrics.observe_many("visible_lag_ms", lags, LAG_BUCKETS_MS)
+        if metrics.due():
+            self.flush_metrics()
+
+    def flush_metrics(self) -> None:
+        try:
+            self.metrics.flush(self.store.client)
+        except Exception:  # metrics must never fail a drain
+            log.warning("could not flush metrics", exc_info=True)
 
     def _bodies(
         self, ref: str, decoded: list[tuple[str, list[BaseMessage]]]
@@ -141,8 +166,11 @@ class Drainer:
     def _failed(self, ref: str, exc: PoisonEntry, report: DrainReport) -> DrainReport:
         backoff_ms = self.settings.wake_ttl_ms
         report.failed = True
+        self.metrics.add("drain_failures")
         report.quarantined = self.store.fail(
             ref, self.settings.failure_limit, exc.reason[:500], exc.entry, backoff_ms
         )
         log.warning("thread %s: %s (quarantined=%s)", ref, exc, report.quarantined)
+        if report.quarantined:
+            self.metrics.add("quarantines")
         return report

@@ -134,9 +134,19 @@ def commit_call(
     return Call(COMMIT, keys, args)
 
 
-def parse_commit(raw: list[Any]) -> tuple[bool, bool]:
-    """``(committed, more_backlog)``."""
-    return bool(int(raw[0])), len(raw) > 1 and bool(int(raw[1]))
+@dataclass(frozen=True, slots=True)
+class Committed:
+    """A commit's answer: refused (the cursor moved), or done, with backlog left or not."""
+
+    ok: bool
+    more: bool = False
+    now_ms: int = 0
+
+
+def parse_commit(raw: list[Any]) -> Committed:
+    if not int(raw[0]):
+        return Committed(ok=False)
+    return Committed(ok=True, more=bool(int(raw[1])), now_ms=int(raw[2]))
 
 
 def fail_call(

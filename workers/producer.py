@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from core.codec import encode_messages
 from core.errors import InvalidMessage
-from core.ids import IdSource, ensure_ids, uuid4_str
+from core.ids import IdSource, derived_ids, ensure_ids, uuid4_str
 from core.keys import DEFAULT_TENANT, InvalidName, make_ref
 from workers import ops
 from workers.redis_io import AsyncClient, Call, SyncClient, arun_many, run_many
@@ -42,8 +42,9 @@ class Enqueued:
     """The outcome of one delta: its version, and whether it was a retried ``delta_id``.
 
     ``ids`` are the ids of the delta's messages as stored, including the ones stamped on
-    id-less messages (a caller needs them to update or remove those later); a duplicate
-    stored nothing, so it has none.
+    id-less messages (a caller needs them to update or remove those later). With a
+    ``delta_id`` the stamped ids are derived from it, so a retry that is answered as a
+    duplicate reports the same ids as the attempt that was stored.
     """
 
     thread_id: str
@@ -68,22 +69,34 @@ class _Prepared:
 
 
 def prepare(delta: Delta, where: str, new_id: IdSource) -> _Prepared:
-    """Validate and encode one delta; errors are located at ``where``."""
+    """Validate and encode one delta; errors are located under ``where`` ('' for none)."""
+
+    def at(field: str) -> str:
+        return f"{where}.{field}" if where else field
+
     try:
         ref = make_ref(delta.tenant, delta.thread_id)
     except InvalidName as exc:
-        raise InvalidMessage(f"{where}.thread_id", str(exc)) from exc
+        raise InvalidMessage(at("thread_id"), str(exc)) from exc
     if delta.delta_id is not None and not (
         isinstance(delta.delta_id, str) and 0 < len(delta.delta_id) <= MAX_DELTA_ID
     ):
-        raise InvalidMessage(
-            f"{where}.delta_id", f"expected a string of 1 to {MAX_DELTA_ID} characters"
-        )
+        reason = f"expected a string of 1 to {MAX_DELTA_ID} characters"
+        raise InvalidMessage(at("delta_id"), reason)
     if not isinstance(delta.messages, list | tuple) or not delta.messages:
-        raise InvalidMessage(f"{where}.messages", "expected a non-empty list of messages")
-    messages = ensure_ids(delta.messages, new_id, f"{where}.messages")
+        raise InvalidMessage(at("messages"), "expected a non-empty list of messages")
+    source = derived_ids(ref, delta.delta_id) if delta.delta_id else new_id
+    messages = ensure_ids(delta.messages, source, at("messages"))
     payload = encode_messages(messages)
     return _Prepared(ref, delta.delta_id or "", payload, tuple(str(m.id) for m in messages))
+
+
+def _prepare_all(deltas: Sequence[Delta], path: str, new_id: IdSource) -> list[_Prepared]:
+    """``path`` 'deltas' locates errors as deltas[i].<field>; any other is used as is."""
+    return [
+        prepare(d, f"{path}[{i}]" if path == "deltas" else path, new_id)
+        for i, d in enumerate(deltas)
+    ]
 
 
 def _group(prepared: Sequence[_Prepared]) -> dict[str, list[int]]:
@@ -123,7 +136,7 @@ def _outcomes(
         if answer.woke:
             woken.append(ref)
         for i, appended in zip(idx, answer.appended, strict=True):
-            ids = prepared[i].ids if appended.new else ()
+            ids = prepared[i].ids
             results[i] = Enqueued(
                 deltas[i].thread_id, appended.version, len(prepared[i].ids), not appended.new, ids
             )
@@ -154,10 +167,7 @@ class Producer:
 
     def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Enqueued]:
         """Append many deltas for many threads in one round trip; all validated first."""
-        prepared = [
-            prepare(d, f"{path}[{i}]" if path == "deltas" else path, self.new_id)
-            for i, d in enumerate(deltas)
-        ]
+        prepared = _prepare_all(deltas, path, self.new_id)
         groups = _group(prepared)
         answers = run_many(self.client, _calls(self.settings, prepared, groups))
         results, woken = _outcomes(deltas, prepared, groups, answers)
@@ -189,10 +199,7 @@ class AsyncProducer:
         return (await self.enqueue_many([delta], path="delta"))[0]
 
     async def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Enqueued]:
-        prepared = [
-            prepare(d, f"{path}[{i}]" if path == "deltas" else path, self.new_id)
-            for i, d in enumerate(deltas)
-        ]
+        prepared = _prepare_all(deltas, path, self.new_id)
         groups = _group(prepared)
         answers = await arun_many(self.client, _calls(self.settings, prepared, groups))
         results, woken = _outcomes(deltas, prepared, groups, answers)

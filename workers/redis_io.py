@@ -21,6 +21,7 @@ from typing import Any, TypeAlias
 import redis
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import ExponentialBackoff
 from redis.cluster import RedisCluster
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -42,7 +43,8 @@ class Script:
 
     @property
     def sha(self) -> str:
-        return hashlib.sha1(self.source.encode()).hexdigest()  # Redis' own id
+        # SHA1 because Redis names scripts by it, not for security.
+        return hashlib.sha1(self.source.encode(), usedforsecurity=False).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,11 +56,13 @@ class Call:
     args: Args
 
 
-def _retry(retries: int) -> dict[str, Any]:
+def _retry(retries: int, retry_class: Any = Retry) -> dict[str, Any]:
+    # The asyncio client needs redis.asyncio.retry.Retry: given the sync class it
+    # silently never retries (the coroutine escapes the try).
     if retries <= 0:
-        return {"retry": Retry(ExponentialBackoff(), 0)}
+        return {"retry": retry_class(ExponentialBackoff(), 0)}
     return {
-        "retry": Retry(ExponentialBackoff(cap=1.0, base=0.02), retries),
+        "retry": retry_class(ExponentialBackoff(cap=1.0, base=0.02), retries),
         "retry_on_error": [RedisConnectionError, RedisTimeoutError],
     }
 
@@ -80,7 +84,7 @@ def async_client(url: str, *, cluster: bool, retries: int = 20) -> AsyncClient:
     options: dict[str, Any] = {
         "socket_keepalive": True,
         "health_check_interval": 30,
-        **_retry(retries),
+        **_retry(retries, AsyncRetry),
     }
     if cluster:
         return AsyncRedisCluster.from_url(url, **options)

@@ -38,6 +38,9 @@ class Settings(BaseSettings):
         1024, ge=1, le=16384, description="Index buckets (fixed for the life of a deployment)."
     )
     queue: str = Field("threadfold", description="Celery queue of the wake-up tasks.")
+    refs_per_task: int = Field(
+        16, ge=1, le=1000, description="Most threads one wake-up task carries."
+    )
     batch_size: int = Field(
         1000, ge=1, le=100_000, description="Most log entries a worker folds per commit."
     )

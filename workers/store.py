@@ -74,8 +74,8 @@ class Store:
         retention_ms: int,
         wake_ms: int,
         encode: Any,
-    ) -> tuple[bool, bool]:
-        """Compare-and-set commit; ``(committed, more_backlog)``."""
+    ) -> ops.Committed:
+        """Compare-and-set commit of a folded batch's net effect."""
         call = ops.commit_call(
             self.keyspace,
             ref,

@@ -38,15 +38,32 @@ class Runtime:
 
     @cached_property
     def waker(self) -> CeleryWaker:
-        return CeleryWaker(self.app, self.settings.queue)
+        return CeleryWaker(self.app, self.settings.queue, self.settings.refs_per_task)
 
 
-def drain_once(runtime: Runtime, ref: str) -> DrainReport:
-    """One wake-up: drain, and hand the rest to a fresh task when the budget ran out."""
-    report = runtime.drainer.drain(ref)
-    if report.handed_off:
-        runtime.waker.wake([ref])
-    return report
+def drain_once(runtime: Runtime, refs: list[str] | str) -> list[DrainReport]:
+    """One wake-up task: drain its threads in turn within one time budget; threads not
+    finished (or not reached) when it runs out go to a fresh task, so one hot thread
+    never holds a worker for long."""
+    todo = [refs] if isinstance(refs, str) else list(refs)
+    drainer = runtime.drainer
+    deadline = drainer.clock() + runtime.settings.drain_seconds
+    reports: list[DrainReport] = []
+    later: list[str] = []
+    for i, ref in enumerate(todo):
+        if drainer.clock() >= deadline:
+            later.extend(todo[i:])
+            break
+        report = drainer.drain(ref, deadline)
+        reports.append(report)
+        if report.handed_off:
+            later.append(ref)
+    if later:
+        drainer.metrics.add("handoffs", len(later))
+        runtime.waker.wake(later)
+    if drainer.metrics.due():
+        drainer.flush_metrics()
+    return reports
 
 
 def sweep_once(runtime: Runtime) -> list[str]:
@@ -64,8 +81,8 @@ def register(app: Celery, settings: Settings) -> Runtime:
     """Register the tasks on ``app``; returns the runtime they use."""
     runtime = Runtime(app, settings)
 
-    def drain(ref: str) -> None:
-        drain_once(runtime, ref)
+    def drain(refs: list[str] | str) -> None:
+        drain_once(runtime, refs)
 
     def sweep() -> None:
         sweep_once(runtime)

@@ -17,8 +17,8 @@ from bench.timing import Repeats
 ONCE = Repeats(least=1, most=1, budget_s=0.0)
 TINY = core_bench.Sizes(
     append_lengths=(10, 40), thread_length=20, update_count=60, mix_count=80,
-    batch_sizes=(1, 7, 1_000), fold_deltas=100, fold_lengths=(10, 50), fold_reps=3,
-    convert_items=40, codec_round_trips=5, repeats=ONCE, micro_repeats=ONCE,
+    batch_sizes=(1, 7, 1_000), min_run_s=0.0, fold_deltas=100, fold_lengths=(10, 50),
+    fold_reps=3, convert_items=40, codec_round_trips=5, repeats=ONCE, micro_repeats=ONCE,
 )
 
 

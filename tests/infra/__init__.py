@@ -8,7 +8,7 @@ when the interpreter exits. Tests wait on conditions with `wait_until`, never wi
 
 from tests.infra.errors import ExecutableNotFoundError, InfraError, ServiceStartError
 from tests.infra.ports import free_port
-from tests.infra.processes import ManagedProcess, pid_alive, wait_until
+from tests.infra.processes import ManagedProcess, find_executable, pid_alive, wait_until
 from tests.infra.redis_cluster import RedisCluster
 from tests.infra.redis_server import RedisServer
 
@@ -19,6 +19,7 @@ __all__ = [
     "RedisCluster",
     "RedisServer",
     "ServiceStartError",
+    "find_executable",
     "free_port",
     "pid_alive",
     "wait_until",

@@ -14,6 +14,7 @@ import ctypes
 import ctypes.util
 import functools
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -53,6 +54,17 @@ def wait_until(
         if time.monotonic() >= deadline:
             raise TimeoutError(f"{message} (waited {timeout:g}s)") from last_error
         time.sleep(interval)
+
+
+def find_executable(name: str) -> str:
+    """The full path of `name` on PATH, or a clear error naming the missing service."""
+    found = shutil.which(name)
+    if found is None:
+        raise ExecutableNotFoundError(
+            f"{name!r} is not on PATH; the tests run the real service "
+            "(for Redis 7: `apt-get install redis-server`)"
+        )
+    return found
 
 
 def pid_alive(pid: int) -> bool:

@@ -13,8 +13,8 @@ import redis.cluster
 
 from tests.infra.errors import ServiceStartError
 from tests.infra.ports import HOST
-from tests.infra.processes import wait_until
-from tests.infra.redis_server import RedisServer, _which
+from tests.infra.processes import find_executable, wait_until
+from tests.infra.redis_server import RedisServer
 
 SLOTS = 16384
 _MIN_MASTERS = 3
@@ -45,7 +45,7 @@ class RedisCluster:
     ) -> None:
         if masters < _MIN_MASTERS:
             raise ValueError(f"redis-cli --cluster create needs >= 3 masters, got {masters}")
-        cli = _which(redis_cli)
+        cli = find_executable(redis_cli)
         cluster_args = [
             *("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"),
             *("--cluster-node-timeout", str(node_timeout_ms)),

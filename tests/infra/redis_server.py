@@ -16,9 +16,9 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from tests.infra.errors import ExecutableNotFoundError, ServiceStartError
+from tests.infra.errors import ServiceStartError
 from tests.infra.ports import HOST, free_port
-from tests.infra.processes import ManagedProcess, wait_until
+from tests.infra.processes import ManagedProcess, find_executable, wait_until
 
 AppendFsync = Literal["always", "everysec", "no"]
 
@@ -70,7 +70,7 @@ class RedisServer:
         executable: str = "redis-server",
         startup_timeout: float = 10.0,
     ) -> None:
-        self._executable = _which(executable)
+        self._executable = find_executable(executable)
         self._options = [
             *("--appendonly", "yes" if appendonly else "no"),
             *("--appendfsync", appendfsync),
@@ -245,16 +245,6 @@ def _probe_client(port: int, timeout: float) -> Iterator[redis.Redis]:
         yield client
     finally:
         client.close()
-
-
-def _which(executable: str) -> str:
-    found = shutil.which(executable)
-    if found is None:
-        raise ExecutableNotFoundError(
-            f"{executable!r} is not on PATH; the tests run a real Redis 7 "
-            "(install it, e.g. `apt-get install redis-server`)"
-        )
-    return found
 
 
 def _tail(text: str) -> str:

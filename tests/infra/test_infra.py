@@ -24,11 +24,10 @@ from tests.infra import (
     pid_alive,
     wait_until,
 )
-from tests.infra.fixtures import redis_server, redis_server_session, redis_url
 from tests.infra.ports import CLUSTER_BUS_OFFSET
 
-# Fixtures are found by name; re-exporting them marks the import as used.
-__all__ = ["redis_server", "redis_server_session", "redis_url"]
+# The fixtures (redis_server, redis_url, ...) come from tests/conftest.py, which imports
+# them from tests.infra.fixtures; importing them here too would start a second session server.
 
 
 def _gone(pid: int) -> bool:

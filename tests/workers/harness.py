@@ -48,28 +48,54 @@ def settings_env(settings: Settings) -> dict[str, str]:
     return env
 
 
-def start_worker(settings: Settings, name: str, log_dir: Path, concurrency: int = 1) -> ManagedProcess:
+def start_worker(
+    settings: Settings, name: str, log_dir: Path, concurrency: int = 1
+) -> ManagedProcess:
     """A real ``celery worker`` (prefork pool) in its own process group."""
     return ManagedProcess(
-        [CELERY, "-A", "workers.worker", "worker", "--pool=prefork", f"--concurrency={concurrency}",
-         "-Q", settings.queue, "-n", f"{name}@%h", "--without-gossip", "--without-mingle",
-         "--without-heartbeat", "--loglevel=WARNING"],
+        [
+            CELERY,
+            "-A",
+            "workers.worker",
+            "worker",
+            "--pool=prefork",
+            f"--concurrency={concurrency}",
+            "-Q",
+            settings.queue,
+            "-n",
+            f"{name}@%h",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "--loglevel=WARNING",
+        ],
         env={**settings_env(settings), "PYTHONPATH": str(ROOT)},
-        log_path=log_dir / f"{name}.log", cwd=ROOT,
+        log_path=log_dir / f"{name}.log",
+        cwd=ROOT,
     )
 
 
 def start_beat(settings: Settings, log_dir: Path) -> ManagedProcess:
     return ManagedProcess(
-        [CELERY, "-A", "workers.worker", "beat", "-s", str(log_dir / "beat-schedule"),
-         "--loglevel=WARNING"],
+        [
+            CELERY,
+            "-A",
+            "workers.worker",
+            "beat",
+            "-s",
+            str(log_dir / "beat-schedule"),
+            "--loglevel=WARNING",
+        ],
         env={**settings_env(settings), "PYTHONPATH": str(ROOT)},
-        log_path=log_dir / "beat.log", cwd=ROOT,
+        log_path=log_dir / "beat.log",
+        cwd=ROOT,
     )
 
 
 def store_for(settings: Settings) -> Store:
-    client: SyncClient = sync_client(settings.redis_url.get_secret_value(), cluster=settings.cluster)
+    client: SyncClient = sync_client(
+        settings.redis_url.get_secret_value(), cluster=settings.cluster
+    )
     return Store(client, settings.keyspace)
 
 
@@ -84,7 +110,9 @@ def wait_drained(store: Store, refs: Iterable[str], timeout: float) -> None:
                 pending.discard(ref)
         return not pending
 
-    wait_until(done, timeout, interval=0.1, message=f"threads still with a backlog: {sorted(pending)[:5]}")
+    wait_until(
+        done, timeout, interval=0.1, message=f"threads still with a backlog: {sorted(pending)[:5]}"
+    )
 
 
 @dataclass
@@ -118,7 +146,9 @@ def version_key(version: str) -> tuple[int, int]:
 def stamped(messages: list[Any], ids: Sequence[str]) -> list[BaseMessage]:
     import msgspec
 
-    return [msgspec.structs.replace(m, id=i) for m, i in zip(to_messages(messages), ids, strict=True)]
+    return [
+        msgspec.structs.replace(m, id=i) for m, i in zip(to_messages(messages), ids, strict=True)
+    ]
 
 
 def state_dump(store: Store, ref: str) -> list[dict[str, Any]]:

@@ -29,7 +29,9 @@ def random_messages(rng: random.Random, step: int) -> list[Any]:
         roll = rng.random()
         ident = rng.choice(POOL)
         if roll < 0.45:  # noqa: PLR2004
-            out.append({"role": rng.choice(["user", "assistant"]), "content": f"s{step}", "id": ident})
+            out.append(
+                {"role": rng.choice(["user", "assistant"]), "content": f"s{step}", "id": ident}
+            )
         elif roll < 0.6:  # noqa: PLR2004
             out.append({"type": "tool", "content": f"r{step}", "tool_call_id": "c", "id": ident})
         elif roll < 0.8:  # noqa: PLR2004
@@ -45,8 +47,11 @@ def main(seed: int, threads: int, deltas: int, out_path: str, prefix: str = "t")
     settings = Settings()
     rng = random.Random(seed)
     app = make_celery(settings)
-    producer = Producer(sync_client(settings.redis_url.get_secret_value(), cluster=settings.cluster,
-                                    retries=0), settings, CeleryWaker(app, settings.queue))
+    producer = Producer(
+        sync_client(settings.redis_url.get_secret_value(), cluster=settings.cluster, retries=0),
+        settings,
+        CeleryWaker(app, settings.queue),
+    )
     with open(out_path, "w") as out:
         for step in range(deltas):
             thread = f"{prefix}{rng.randrange(threads)}"
@@ -56,8 +61,13 @@ def main(seed: int, threads: int, deltas: int, out_path: str, prefix: str = "t")
             if delta_id and rng.random() < 0.5:  # noqa: PLR2004
                 batch.append(Delta(thread, messages, delta_id))  # a retry in the same call
             for delta, result in zip(batch, producer.enqueue_many(batch), strict=True):
-                row = {"ref": f"_/{delta.thread_id}", "version": result.version,
-                       "duplicate": result.duplicate, "messages": messages, "ids": result.ids}
+                row = {
+                    "ref": f"_/{delta.thread_id}",
+                    "version": result.version,
+                    "duplicate": result.duplicate,
+                    "messages": messages,
+                    "ids": result.ids,
+                }
                 out.write(json.dumps(row) + "\n")
             if delta_id and rng.random() < 0.3:  # noqa: PLR2004
                 again = producer.enqueue(thread, messages, delta_id=delta_id)  # a later retry
@@ -66,5 +76,4 @@ def main(seed: int, threads: int, deltas: int, out_path: str, prefix: str = "t")
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4],
-         *(sys.argv[5:6] or []))
+    main(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], *(sys.argv[5:6] or []))

@@ -30,16 +30,27 @@ from workers.producer import Producer
 def test_a_three_master_cluster_holds_state_with_the_broker_outside_it(
     redis_cluster: RedisCluster, redis_server: RedisServer, tmp_path: Path
 ) -> None:
-    settings = make_settings(redis_cluster.url, cluster=True, broker_url=redis_server.url,
-                             key_prefix="cl")
+    settings = make_settings(
+        redis_cluster.url, cluster=True, broker_url=redis_server.url, key_prefix="cl"
+    )
     workers = [start_worker(settings, f"c{i}", tmp_path) for i in range(4)]
     try:
         seeds = [21, 22]
         procs = [
             subprocess.Popen(
-                [sys.executable, "-m", "tests.workers.produce", str(seed), "120", "500",
-                 str(tmp_path / f"p{seed}.jsonl"), "cl"],
-                env={**settings_env(settings), "PYTHONPATH": str(ROOT)}, cwd=ROOT)
+                [
+                    sys.executable,
+                    "-m",
+                    "tests.workers.produce",
+                    str(seed),
+                    "120",
+                    "500",
+                    str(tmp_path / f"p{seed}.jsonl"),
+                    "cl",
+                ],
+                env={**settings_env(settings), "PYTHONPATH": str(ROOT)},
+                cwd=ROOT,
+            )
             for seed in seeds
         ]
         for proc in procs:
@@ -102,7 +113,9 @@ def test_retention_keeps_applied_entries_for_replay(redis_url: str) -> None:
 
 
 @pytest.mark.parametrize("merge", [False, True])
-def test_streamed_chunks_replace_by_default_and_merge_when_asked(redis_url: str, merge: bool) -> None:
+def test_streamed_chunks_replace_by_default_and_merge_when_asked(
+    redis_url: str, merge: bool
+) -> None:
     settings = make_settings(redis_url, merge_chunks=merge, batch_size=2)
     store = store_for(settings)
     producer = Producer(store.client, settings, NoWake())

@@ -8,7 +8,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core import dump_messages
-from tests.workers.harness import Sent, make_settings, start_worker, state_dump, store_for, wait_drained
+from tests.workers.harness import (
+    Sent,
+    make_settings,
+    start_worker,
+    state_dump,
+    store_for,
+    wait_drained,
+)
 from tests.workers.produce import random_messages
 from workers.app import CeleryWaker, make_celery
 from workers.drain import Drainer
@@ -39,7 +46,9 @@ def _produce(settings: Settings, store: Store, threads: int, deltas: int, seed: 
     return sent
 
 
-def test_the_same_drain_run_concurrently_and_repeatedly_applies_each_entry_once(redis_url: str) -> None:
+def test_the_same_drain_run_concurrently_and_repeatedly_applies_each_entry_once(
+    redis_url: str,
+) -> None:
     settings = make_settings(redis_url, batch_size=7)
     store = store_for(settings)
     sent = _produce(settings, store, threads=3, deltas=400, seed=7)
@@ -79,14 +88,32 @@ def test_a_stale_worker_committing_late_is_refused_and_changes_nothing(redis_url
 
     fold = ThreadFold({}, stale.next_position)
     fold.apply(decode_messages(stale.entries[0][1]))
-    committed, _ = store.commit("_/s", stale, stale.entries[0][0], fold.next_position,
-                                fold.take_effect(), applied=1, retention_ms=0,
-                                wake_ms=settings.wake_ttl_ms, encode=encode_message)
-    assert not committed
-    assert state_dump(store, "_/s") == before == [
-        {"content": "b", "additional_kwargs": {}, "response_metadata": {}, "type": "human",
-         "name": None, "id": "1"}
-    ]
+    done = store.commit(
+        "_/s",
+        stale,
+        stale.entries[0][0],
+        fold.next_position,
+        fold.take_effect(),
+        applied=1,
+        retention_ms=0,
+        wake_ms=settings.wake_ttl_ms,
+        encode=encode_message,
+    )
+    assert not done.ok
+    assert (
+        state_dump(store, "_/s")
+        == before
+        == [
+            {
+                "content": "b",
+                "additional_kwargs": {},
+                "response_metadata": {},
+                "type": "human",
+                "name": None,
+                "id": "1",
+            }
+        ]
+    )
 
 
 def test_duplicate_wake_ups_sent_to_four_workers_leave_the_state_exact(
@@ -99,7 +126,9 @@ def test_duplicate_wake_ups_sent_to_four_workers_leave_the_state_exact(
     waker = CeleryWaker(app, settings.queue)
     workers = [start_worker(settings, f"d{i}", tmp_path) for i in range(4)]
     try:
-        waker.wake(sorted(sent.deltas) * 25)  # 100 wake-ups for 4 threads, all at once
+        for _ in range(25):  # 100 wake-ups for 4 threads, all at once
+            for ref in sorted(sent.deltas):
+                waker.wake([ref])
         wait_drained(store, sent.deltas, timeout=60)
         for ref in sent.deltas:
             assert state_dump(store, ref) == dump_messages(sent.expected(ref))

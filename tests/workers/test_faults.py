@@ -29,8 +29,9 @@ from workers.producer import Delta, Producer
 from workers.settings import Settings
 
 
-def _producer_loop(settings: Settings, sent: Sent, stop: threading.Event, seed: int,
-                   errors: list[BaseException]) -> None:
+def _producer_loop(
+    settings: Settings, sent: Sent, stop: threading.Event, seed: int, errors: list[BaseException]
+) -> None:
     """Enqueue until told to stop; every delta carries a delta_id and is retried until it
     is accepted, the documented way to survive a lost reply."""
     app = make_celery(settings)
@@ -49,8 +50,10 @@ def _producer_loop(settings: Settings, sent: Sent, stop: threading.Event, seed: 
                     break
                 except (redis.ConnectionError, redis.TimeoutError, OSError):
                     time.sleep(0.05)
-            if not result.duplicate:
-                sent.add(f"_/{thread}", result.version, messages, result.ids)
+            # Recorded once per delta_id, even when the answer is "duplicate": that means an
+            # attempt whose reply was lost did store it (its ids are derived from the
+            # delta_id, so this answer carries the same ids).
+            sent.add(f"_/{thread}", result.version, messages, result.ids)
             step += 1
             time.sleep(0.002)
     except BaseException as exc:  # noqa: BLE001  # surfaced by the test
@@ -159,14 +162,27 @@ def test_a_redis_restart_mid_run_keeps_every_acknowledged_delta(tmp_path: Path) 
 
 
 BAD_DELTAS = [
-    ([{"role": "tool", "content": "x"}], r"^delta\.messages\[0\]\.tool_call_id: tool message needs"),
-    ([{"role": "critic", "content": "x"}], r"^delta\.messages\[0\]\.type: unknown message type 'critic'"),
+    (
+        [{"role": "tool", "content": "x"}],
+        r"^delta\.messages\[0\]\.tool_call_id: tool message needs",
+    ),
+    (
+        [{"role": "critic", "content": "x"}],
+        r"^delta\.messages\[0\]\.type: unknown message type 'critic'",
+    ),
     ([{"type": "remove", "content": ""}], r"^delta\.messages\[0\]\.id: remove message needs"),
     ([{"role": "user", "content": "ok"}, 5], r"^delta\.messages\[1\]: expected a message"),
     ([], r"^delta\.messages: expected a non-empty list"),
-    ([{"role": "assistant", "content": "", "tool_calls": [
-        {"id": "c", "function": {"name": "f", "arguments": "{bad"}}]}],
-     r"^delta\.messages\[0\]\.tool_calls\[0\]\.function\.arguments: arguments are not valid JSON"),
+    (
+        [
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "{bad"}}],
+            }
+        ],
+        r"^delta\.messages\[0\]\.tool_calls\[0\]\.function\.arguments: arguments are not valid JSON",
+    ),
 ]
 
 
@@ -193,13 +209,18 @@ def test_one_bad_delta_in_a_bulk_call_appends_none_of_them(redis_url: str) -> No
     assert store.client.dbsize() == 0
 
 
-def test_a_retried_delta_id_answers_the_original_version(redis_url: str) -> None:
+def test_a_retried_delta_id_answers_the_original_version_and_ids(redis_url: str) -> None:
     settings = make_settings(redis_url)
     store = store_for(settings)
     producer = Producer(store.client, settings, NoWake())
-    first = producer.enqueue("r", ["hello"], delta_id="once")
-    again = producer.enqueue("r", ["hello"], delta_id="once")
+    first = producer.enqueue("r", ["hello", {"role": "user", "content": "x", "id": "k"}],
+                             delta_id="once")
+    again = producer.enqueue("r", ["hello", {"role": "user", "content": "x", "id": "k"}],
+                             delta_id="once")
     assert (again.version, again.duplicate, first.duplicate) == (first.version, True, False)
+    assert again.ids == first.ids and first.ids[1] == "k"
+    other = producer.enqueue("r2", ["hello"], delta_id="once")
+    assert other.ids != first.ids[:1]  # derived per thread: no collision across threads
     assert store.client.xlen(settings.keyspace.thread("_/r").log) == 1
 
 

@@ -33,11 +33,20 @@ THREADS = 200
 DELTAS_PER_PRODUCER = 700
 
 
-def _run_producers(settings: Settings, tmp: Path, seeds: list[int], threads: int, deltas: int) -> Sent:
+def _run_producers(
+    settings: Settings, tmp: Path, seeds: list[int], threads: int, deltas: int
+) -> Sent:
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "tests.workers.produce", str(seed), str(threads), str(deltas),
-             str(tmp / f"produced-{seed}.jsonl")],
+            [
+                sys.executable,
+                "-m",
+                "tests.workers.produce",
+                str(seed),
+                str(threads),
+                str(deltas),
+                str(tmp / f"produced-{seed}.jsonl"),
+            ],
             env={**settings_env(settings), "PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
             cwd=ROOT,
         )
@@ -54,8 +63,9 @@ def _run_producers(settings: Settings, tmp: Path, seeds: list[int], threads: int
 def _assert_states(settings: Settings, sent: Sent) -> None:
     store = store_for(settings)
     wait_drained(store, sent.deltas, timeout=120)
-    wrong = [ref for ref in sent.deltas
-             if state_dump(store, ref) != dump_messages(sent.expected(ref))]
+    wrong = [
+        ref for ref in sent.deltas if state_dump(store, ref) != dump_messages(sent.expected(ref))
+    ]
     assert not wrong, f"{len(wrong)} threads differ from the fold, e.g. {wrong[:3]}"
     for ref in sent.deltas:
         k = settings.keyspace.thread(ref)

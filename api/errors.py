@@ -1,0 +1,129 @@
+"""The API's error tree, and how every failure becomes a precise JSON answer.
+
+::
+
+    ApiError                  root: an HTTP status, a code, a message, the field at fault
+    ├── BadRequest            400: unreadable JSON, malformed query parameters
+    ├── Unauthorized          401: no or unknown bearer token
+    ├── NotFound              404: a thread never written (or deleted)
+    ├── VersionNotReached     409: min_version not reached within the wait
+    ├── PayloadTooLarge       413: body over the configured size
+    ├── UnsupportedMediaType  415: not application/json
+    ├── Invalid               422: well-formed JSON that is not a valid request
+    └── Unavailable           503: Redis or the broker cannot be reached (retry)
+
+Nothing else reaches a client: an unexpected exception is logged and answered as a
+500 without internals, and the tests (schemathesis included) demand that never happens.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+
+
+class ApiError(Exception):
+    """Raised to answer a request with ``status`` and a JSON error body."""
+
+    status = 500
+    code = "internal_error"
+
+    def __init__(self, message: str, *, field: str | None = None, **extra: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+        self.extra = extra
+        self.headers: dict[str, str] = {}
+
+    def body(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"status": self.status, "code": self.code, "message": self.message}
+        if self.field is not None:
+            error["field"] = self.field
+            error["pointer"] = pointer(self.field)
+        error.update(self.extra)
+        return {"error": error}
+
+
+class BadRequest(ApiError):
+    """Raised when the body is not JSON or a query parameter is malformed."""
+
+    status, code = 400, "bad_request"
+
+
+class Unauthorized(ApiError):
+    """Raised when API keys are configured and the request has no valid bearer token."""
+
+    status, code = 401, "unauthorized"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.headers = {"WWW-Authenticate": 'Bearer realm="threadfold"'}
+
+
+class NotFound(ApiError):
+    """Raised when a thread was never written (or was deleted), or a route does not exist."""
+
+    status, code = 404, "not_found"
+
+
+class VersionNotReached(ApiError):
+    """Raised when ``min_version`` is not reached within ``wait`` seconds."""
+
+    status, code = 409, "version_not_reached"
+
+    def __init__(self, message: str, *, version: str) -> None:
+        super().__init__(message, version=version)
+        self.headers = {"Retry-After": "1"}
+
+
+class PayloadTooLarge(ApiError):
+    """Raised when a body is over the configured limit."""
+
+    status, code = 413, "payload_too_large"
+
+
+class UnsupportedMediaType(ApiError):
+    """Raised when a body is not sent as ``application/json``."""
+
+    status, code = 415, "unsupported_media_type"
+
+
+class Invalid(ApiError):
+    """Raised when a well-formed request is not valid (the field says where)."""
+
+    status, code = 422, "invalid"
+
+
+class Unavailable(ApiError):
+    """Raised when Redis or the broker cannot be reached; retrying later may succeed."""
+
+    status, code = 503, "unavailable"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.headers = {"Retry-After": "1"}
+
+
+_STEP = re.compile(r"\.?([^.\[\]]+)|\[(\d+)\]")
+
+
+def pointer(field: str) -> str:
+    """``messages[3].tool_call_id`` -> ``/messages/3/tool_call_id`` (RFC 6901)."""
+    parts = [m[1] if m[1] is not None else m[2] for m in _STEP.finditer(field)]
+    return "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+_MSGSPEC_PATH = re.compile(r" - at `\$(.*)`$")
+
+
+def from_msgspec(exc: msgspec.ValidationError) -> Invalid:
+    """msgspec's ``Expected int, got str - at `$.deltas[0].thread_id``` as an Invalid."""
+    text = str(exc)
+    match = _MSGSPEC_PATH.search(text)
+    field = match[1].lstrip(".") if match else None
+    reason = _MSGSPEC_PATH.sub("", text)
+    reason = reason.replace("`", "'")
+    message = f"{field}: {reason[0].lower()}{reason[1:]}" if field else reason
+    return Invalid(message, field=field or None)

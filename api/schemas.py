@@ -1,0 +1,87 @@
+"""Request and response bodies: msgspec Structs, decoded and encoded without a dict step.
+
+Messages travel as LangChain message-likes on the way in (every form LangChain's
+``convert_to_messages`` accepts) and as LangChain's flat ``model_dump()`` form on the
+way out; the OpenAPI schema describes both.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+MessageLike = Any  # dict, [role, content] pair or string: validated by core, not here
+
+
+class DeltaIn(msgspec.Struct, forbid_unknown_fields=True):
+    """``POST /threads/{thread_id}/deltas``."""
+
+    messages: list[MessageLike]
+    delta_id: str | None = None
+
+
+class BulkItem(msgspec.Struct, forbid_unknown_fields=True):
+    """One delta of a bulk request."""
+
+    thread_id: str
+    messages: list[MessageLike]
+    delta_id: str | None = None
+
+
+class BulkIn(msgspec.Struct, forbid_unknown_fields=True):
+    """``POST /deltas``: validated as a whole before any delta is appended."""
+
+    deltas: list[BulkItem]
+
+
+class Accepted(msgspec.Struct):
+    """A delta's outcome: its version (``<ms>-<seq>``) and the ids of its messages."""
+
+    thread_id: str
+    version: str
+    accepted: int
+    duplicate: bool
+    ids: list[str]
+
+
+class BulkAccepted(msgspec.Struct):
+    results: list[Accepted]
+
+
+class StateOut(msgspec.Struct):
+    """A thread's merged messages and the version they reflect."""
+
+    thread_id: str
+    version: str
+    total: int
+    has_more: bool
+    format: Literal["langchain", "openai"]
+    messages: list[dict[str, Any]]
+
+
+class StatusOut(msgspec.Struct):
+    thread_id: str
+    version: str
+    last_enqueued: str
+    backlog: int
+    messages: int
+    last_commit_ms: int | None
+    attempts: int
+    quarantined: bool
+    quarantine_reason: str | None
+    quarantined_entry: str | None
+    dirty_since_ms: int | None
+
+
+class ErrorDetail(msgspec.Struct):
+    status: int
+    code: str
+    message: str
+    field: str | None = None
+    pointer: str | None = None
+    version: str | None = None
+
+
+class ErrorOut(msgspec.Struct):
+    error: ErrorDetail

@@ -1,0 +1,171 @@
+"""What the endpoints do, independent of the web framework: ingest, read, wait, delete."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+
+from api.errors import BadRequest, Invalid, NotFound, Unavailable, VersionNotReached
+from api.schemas import Accepted, BulkIn, DeltaIn, StateOut, StatusOut
+from api.settings import ApiSettings
+from core import dump_messages
+from core.errors import InvalidMessage
+from core.keys import InvalidName, check_name
+from core.openai import to_openai
+from core.versions import InvalidVersion, parse_version, reached
+from workers.astore import AsyncStore
+from workers.producer import AsyncProducer, Delta, Enqueued
+
+_POLL_START, _POLL_MAX = 0.002, 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """A validated state query."""
+
+    format: str = "langchain"
+    min_version: str | None = None
+    wait: float = 0.0
+    limit: int = -1
+    before: str | None = None
+    after: str | None = None
+
+
+def _accepted(result: Enqueued) -> Accepted:
+    return Accepted(result.thread_id, result.version, result.accepted, result.duplicate,
+                    list(result.ids))
+
+
+def thread_name(thread_id: str) -> str:
+    try:
+        return check_name(thread_id, "thread id")
+    except InvalidName as exc:
+        raise Invalid(str(exc), field="thread_id") from exc
+
+
+class Service:
+    """One per process; every method is one request's work."""
+
+    def __init__(self, settings: ApiSettings, producer: AsyncProducer, store: AsyncStore) -> None:
+        self.settings = settings
+        self.producer = producer
+        self.store = store
+
+    async def ingest(self, tenant: str, thread_id: str, body: DeltaIn) -> Accepted:
+        self._check_size(body.messages, "messages")
+        delta = Delta(thread_name(thread_id), body.messages, body.delta_id, tenant)
+        [result] = await self._enqueue([delta], path="")
+        return _accepted(result)
+
+    async def ingest_bulk(self, tenant: str, body: BulkIn) -> list[Accepted]:
+        if len(body.deltas) > self.settings.max_deltas_per_request:
+            limit = self.settings.max_deltas_per_request
+            raise Invalid(f"deltas: at most {limit} deltas per request", field="deltas")
+        for i, item in enumerate(body.deltas):
+            self._check_size(item.messages, f"deltas[{i}].messages")
+        deltas = [Delta(d.thread_id, d.messages, d.delta_id, tenant) for d in body.deltas]
+        return [_accepted(r) for r in await self._enqueue(deltas, path="deltas")]
+
+    def _check_size(self, messages: Sequence[Any], field: str) -> None:
+        limit = self.settings.max_messages_per_delta
+        if len(messages) > limit:
+            raise Invalid(f"{field}: at most {limit} messages per delta", field=field)
+
+    async def _enqueue(self, deltas: list[Delta], path: str) -> list[Enqueued]:
+        try:
+            return await self.producer.enqueue_many(deltas, path=path)
+        except InvalidMessage as exc:
+            raise Invalid(str(exc), field=exc.path or None) from exc
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise Unavailable("thread state is unreachable; retry with the same delta_id") from exc
+
+    async def state(self, tenant: str, thread_id: str, page: Page) -> StateOut:
+        ref = f"{tenant}/{thread_name(thread_id)}"
+        if page.min_version is not None:
+            await self._wait_for(ref, thread_id, page.min_version, page.wait)
+        mode, anchor = ("after", page.after) if page.after else ("before", page.before or "")
+        found = await self.store.read_state(ref, mode if anchor else "all", anchor or "", page.limit)
+        if found is None:
+            raise NotFound(f"thread {thread_id!r} has never been written", field="thread_id")
+        if anchor and not found.anchor_found:
+            field = "after" if page.after else "before"
+            raise Invalid(f"{field}: no message with id {anchor!r} in this thread", field=field)
+        messages = to_openai(found.messages) if page.format == "openai" else dump_messages(found.messages)
+        return StateOut(thread_id, found.version, found.total, found.has_more, page.format, messages)
+
+    async def _wait_for(self, ref: str, thread_id: str, wanted: str, wait: float) -> None:
+        """Read-your-writes: poll the version with a growing interval, up to ``wait``."""
+        deadline = time.monotonic() + wait
+        interval = _POLL_START
+        while True:
+            version = await self.store.version(ref)
+            if version is None:
+                raise NotFound(f"thread {thread_id!r} has never been written", field="thread_id")
+            if reached(version, wanted):
+                return
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise VersionNotReached(
+                    f"thread {thread_id!r} is at version {version}; min_version {wanted} was not "
+                    f"reached within {wait:g} s",
+                    version=version,
+                )
+            await asyncio.sleep(min(interval, left))
+            interval = min(interval * 2, _POLL_MAX)
+
+    async def status(self, tenant: str, thread_id: str) -> StatusOut:
+        found = await self.store.status(f"{tenant}/{thread_name(thread_id)}")
+        if found is None:
+            raise NotFound(f"thread {thread_id!r} has never been written", field="thread_id")
+        return StatusOut(
+            thread_id, found.version, found.last_enqueued, found.backlog, found.messages,
+            found.last_commit_ms, found.attempts, bool(found.quarantined),
+            found.quarantined or None, found.quarantined_entry or None, found.dirty_since_ms,
+        )
+
+    async def delete(self, tenant: str, thread_id: str) -> None:
+        if not await self.store.delete(f"{tenant}/{thread_name(thread_id)}"):
+            raise NotFound(f"thread {thread_id!r} has never been written", field="thread_id")
+
+
+def parse_page(query: dict[str, str], settings: ApiSettings) -> Page:
+    """The query string of ``GET /threads/{id}/state``, validated field by field."""
+    unknown = set(query) - {"format", "min_version", "wait", "limit", "before", "after"}
+    if unknown:
+        name = sorted(unknown)[0]
+        raise BadRequest(f"{name}: unknown query parameter", field=name)
+    fmt = query.get("format", "langchain")
+    if fmt not in ("langchain", "openai"):
+        raise BadRequest("format: expected 'langchain' or 'openai'", field="format")
+    min_version = query.get("min_version")
+    if min_version is not None:
+        try:
+            parse_version(min_version)
+        except InvalidVersion as exc:
+            raise BadRequest(f"min_version: {exc}", field="min_version") from exc
+    wait = _number(query, "wait", 0.0, settings.max_wait_seconds)
+    limit = int(_number(query, "limit", -1, settings.max_page, integer=True))
+    before, after = query.get("before"), query.get("after")
+    if before and after:
+        raise BadRequest("before: give either before or after, not both", field="before")
+    return Page(fmt, min_version, wait, limit, before, after)
+
+
+def _number(query: dict[str, str], name: str, default: float, top: float,
+            *, integer: bool = False) -> float:
+    raw = query.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw) if integer else float(raw)
+    except ValueError:
+        kind = "an integer" if integer else "a number"
+        raise BadRequest(f"{name}: expected {kind}, got {raw!r}", field=name) from None
+    if not 0 <= value <= top:
+        raise BadRequest(f"{name}: expected a value from 0 to {top:g}, got {raw}", field=name)
+    return value

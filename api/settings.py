@@ -1,0 +1,52 @@
+"""The API process's settings: the shared ones plus HTTP limits and API keys."""
+
+from __future__ import annotations
+
+import json
+
+from pydantic import Field, SecretStr, field_validator
+
+from core.keys import DEFAULT_TENANT, check_name
+from workers.settings import Settings
+
+
+class ApiSettings(Settings):
+    """``THREADFOLD_*`` settings of the HTTP API."""
+
+    host: str = Field("127.0.0.1", description="Address the API listens on.")
+    port: int = Field(8000, ge=0, le=65535, description="Port the API listens on.")
+    api_keys: SecretStr | None = Field(
+        None,
+        description='Bearer tokens as JSON: {"<token>": "<tenant or null>"}. Unset: no auth, '
+        "one default tenant.",
+    )
+    max_body_bytes: int = Field(1_048_576, ge=1024, description="Largest request body (413 above).")
+    max_messages_per_delta: int = Field(1000, ge=1, description="Most messages in one delta.")
+    max_deltas_per_request: int = Field(10_000, ge=1, description="Most deltas in one bulk call.")
+    max_wait_seconds: float = Field(30.0, ge=0, description="Longest read-your-writes wait.")
+    max_page: int = Field(10_000, ge=1, description="Largest ?limit of a state page.")
+
+    @field_validator("api_keys")
+    @classmethod
+    def _keys_are_a_token_map(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            parse_keys(value.get_secret_value())
+        return value
+
+    def key_map(self) -> dict[str, str] | None:
+        """token -> tenant, or None when auth is off."""
+        if self.api_keys is None:
+            return None
+        return parse_keys(self.api_keys.get_secret_value())
+
+
+def parse_keys(text: str) -> dict[str, str]:
+    raw = json.loads(text)
+    if not isinstance(raw, dict) or not raw:
+        raise ValueError("api_keys must be a non-empty JSON object of token -> tenant")
+    keys: dict[str, str] = {}
+    for token, tenant in raw.items():
+        if not isinstance(token, str) or len(token) < 16:  # noqa: PLR2004
+            raise ValueError("every API key must be a string of at least 16 characters")
+        keys[token] = DEFAULT_TENANT if tenant is None else check_name(tenant, "tenant")
+    return keys

@@ -1,0 +1,38 @@
+"""The reads and deletes of the HTTP API, over an asyncio Redis client."""
+
+from __future__ import annotations
+
+from core.keys import Keyspace
+from workers import ops
+from workers.redis_io import AsyncClient, arun
+
+
+class AsyncStore:
+    """Thread reads for the API: consistent pages, status, deletion, readiness."""
+
+    def __init__(self, client: AsyncClient, keyspace: Keyspace) -> None:
+        self.client = client
+        self.keyspace = keyspace
+
+    async def read_state(
+        self, ref: str, mode: str = "all", anchor: str = "", limit: int = -1
+    ) -> ops.StatePage | None:
+        call = ops.read_state_call(self.keyspace, ref, mode, anchor, limit)
+        return ops.parse_read_state(await arun(self.client, call))
+
+    async def version(self, ref: str) -> str | None:
+        """The thread's version (cursor), or None when it was never written."""
+        k = self.keyspace.thread(ref)
+        cursor, enqueued = await self.client.hmget(k.meta, ["c", "e"])
+        if cursor is None and enqueued is None:
+            return None
+        return ops.text(cursor) if cursor is not None else "0-0"
+
+    async def status(self, ref: str) -> ops.ThreadStatus | None:
+        return ops.parse_status(await arun(self.client, ops.status_call(self.keyspace, ref)))
+
+    async def delete(self, ref: str) -> bool:
+        return bool(int(await arun(self.client, ops.delete_call(self.keyspace, ref))))
+
+    async def ping(self) -> bool:
+        return bool(await self.client.ping())
