@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from core.construct import build
 from core.errors import InvalidMessage
+from core.fastpath import fast_message
 from core.messages import (
     CLASS_OF,
     AIMessage,
@@ -65,11 +66,33 @@ _ROLES: Final = "'human', 'user', 'ai', 'assistant', 'function', 'tool', 'system
 
 def to_messages(items: Iterable[Any], path: str = "messages") -> list[BaseMessage]:
     """Convert every item; the first bad one raises, located as ``path[i]``."""
-    return [to_message(item, f"{path}[{i}]") for i, item in enumerate(items)]
+    out: list[BaseMessage] = []
+    append = out.append
+    for i, item in enumerate(items):
+        # The common shapes first, with no path string built for them.
+        if type(item) is dict:
+            message = fast_message(item)
+            if message is not None:
+                append(message)
+                continue
+        elif isinstance(item, BaseMessage):
+            append(item)
+            continue
+        append(_convert(item, f"{path}[{i}]"))
+    return out
 
 
 def to_message(item: Any, path: str = "message") -> BaseMessage:
     """Convert one message-like (see the module doc for the forms)."""
+    if type(item) is dict:
+        message = fast_message(item)
+        if message is not None:
+            return message
+    return _convert(item, path)
+
+
+def _convert(item: Any, path: str) -> BaseMessage:
+    """The general path: every form, every check, LangChain's errors."""
     if isinstance(item, BaseMessage):
         return item
     if isinstance(item, str):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from core.chunks import add_chunks
 from core.errors import ChunkMergeError
@@ -44,8 +45,9 @@ class ThreadFold:
     """A thread's state under the delta reducer, updated batch by batch.
 
     ``positions`` must hold every id of the thread that the coming batches can mention
-    (all of them for a full fold, or those a batch mentions for a sparse one); with
-    ``merge_chunks``, ``messages`` must hold their bodies too.
+    (all of them for a full fold, or those a batch mentions for a sparse one).
+    ``messages`` (their bodies) are tracked only when asked for: a full fold that can
+    list the thread (``track=True``), or chunk merging, which adds to the stored body.
     Messages must carry ids (ingestion stamps them): an id-less message has no key to
     store it under, and is refused.
     """
@@ -59,57 +61,91 @@ class ThreadFold:
         messages: Mapping[str, BaseMessage] | None = None,
         *,
         merge_chunks: bool = False,
+        track: bool = False,
     ) -> None:
         self.positions: dict[str, int] = dict(positions or {})
-        self.messages: dict[str, BaseMessage] = dict(messages or {})
+        tracked = track or merge_chunks or messages is not None
+        self.messages: dict[str, BaseMessage] | None = dict(messages or {}) if tracked else None
         self.next_position = next_position
         self.merge_chunks = merge_chunks
         self._effect = Effect()
 
     @classmethod
-    def from_messages(cls, messages: Iterable[BaseMessage]) -> ThreadFold:
+    def from_messages(
+        cls, messages: Iterable[BaseMessage], *, merge_chunks: bool = False
+    ) -> ThreadFold:
         """A full fold seeded with a duplicate-free, id-carrying message list."""
-        fold = cls()
+        fold = cls(track=True, merge_chunks=merge_chunks)
         fold.apply(messages)
         fold.take_effect()
         return fold
 
     def apply(self, batch: Iterable[BaseMessage]) -> None:
         """Fold ``batch`` in; the effect accumulates until :meth:`take_effect`."""
-        positions, messages = self.positions, self.messages
-        upserts, removed = self._effect.upserts, self._effect.removed
-        for m in batch:
-            key = m.id
-            if key is None:
-                raise ValueError("the incremental fold needs message ids; stamp them at ingestion")
-            if type(m) is not RemoveMessage:
+        if self.messages is not None:
+            self._apply_tracked(batch, self.messages)
+            return
+        # The workers' hot loop: one dict lookup and one store per delta. (Keys are typed
+        # loosely here: a None id is caught when it misses the dict, not per delta.)
+        positions: dict[Any, int] = self.positions
+        upserts: dict[Any, tuple[int, BaseMessage]] = self._effect.upserts
+        removed: set[Any] = self._effect.removed
+        nxt = self.next_position
+        try:
+            for m in batch:
+                key = m.id
+                if type(m) is RemoveMessage:
+                    self._remove(key)
+                    upserts, removed = self._effect.upserts, self._effect.removed
+                    continue
                 pos = positions.get(key)
                 if pos is None:
-                    pos = positions[key] = self.next_position
-                    self.next_position += 1
-                    stored = m
-                elif self.merge_chunks:
-                    stored = merge_chunk(messages.get(key), m)
-                else:
-                    stored = m
-                messages[key] = stored
-                upserts[key] = (pos, stored)
+                    _require_id(key)
+                    pos = positions[key] = nxt
+                    nxt += 1
+                upserts[key] = (pos, m)
                 if removed:
                     removed.discard(key)
-            elif key == REMOVE_ALL_MESSAGES:
-                self._clear()
-                upserts, removed = self._effect.upserts, self._effect.removed
-            elif positions.pop(key, None) is not None:
-                # Listed even when the id was new in this batch: deleting a missing
-                # field is a no-op for the store, and knowing costs a lookup per remove.
-                messages.pop(key, None)
-                upserts.pop(key, None)
-                removed.add(key)
+        finally:
+            self.next_position = nxt
 
-    def _clear(self) -> None:
-        self.positions.clear()
-        self.messages.clear()
-        self._effect = Effect(cleared=True)
+    def _apply_tracked(
+        self, batch: Iterable[BaseMessage], messages: dict[str, BaseMessage]
+    ) -> None:
+        """The same step, keeping bodies (and merging chunks when asked)."""
+        for m in batch:
+            if type(m) is RemoveMessage:
+                self._remove(m.id)
+                continue
+            key = _require_id(m.id)
+            pos = self.positions.get(key)
+            if pos is None:
+                pos = self.positions[key] = self.next_position
+                self.next_position += 1
+                stored = m
+            elif self.merge_chunks:
+                stored = merge_chunk(messages.get(key), m)
+            else:
+                stored = m
+            messages[key] = stored
+            self._effect.upserts[key] = (pos, stored)
+            self._effect.removed.discard(key)
+
+    def _remove(self, key: str | None) -> None:
+        if key == REMOVE_ALL_MESSAGES:
+            self.positions.clear()
+            if self.messages is not None:
+                self.messages.clear()
+            self._effect = Effect(cleared=True)
+            return
+        known = _require_id(key)
+        if self.positions.pop(known, None) is not None:
+            # Listed even when the id was new in this batch: deleting a missing field
+            # is a no-op for the store, and knowing costs a lookup per remove.
+            if self.messages is not None:
+                self.messages.pop(known, None)
+            self._effect.upserts.pop(known, None)
+            self._effect.removed.add(known)
 
     def take_effect(self) -> Effect:
         """The net effect since the last call, and a fresh one started."""
@@ -117,11 +153,19 @@ class ThreadFold:
         return effect
 
     def ordered(self) -> list[BaseMessage]:
-        """The full thread in list order (meaningful for a full fold only)."""
+        """The full thread in list order (for a tracking, full fold)."""
+        if self.messages is None:
+            raise ValueError("ordered() needs a fold made with track=True")
         return sorted(self.messages.values(), key=lambda m: self.positions[str(m.id)])
 
     def __repr__(self) -> str:
         return f"ThreadFold({len(self.positions)} ids, next_position={self.next_position})"
+
+
+def _require_id(key: str | None) -> str:
+    if key is None:
+        raise ValueError("the incremental fold needs message ids; stamp them at ingestion")
+    return key
 
 
 def merge_chunk(previous: BaseMessage | None, incoming: BaseMessage) -> BaseMessage:

@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from core.convert import to_message
+from core.convert import to_messages
 from core.messages import BaseMessage
 
 IdSource = Callable[[], str]
@@ -48,11 +48,10 @@ def ensure_ids(
     an empty id as missing; a message object is stamped only when its id is None, so
     ``id=""`` on an object stays ``""``.
     """
-    result: list[BaseMessage] = []
-    for i, item in enumerate(messages):
-        message = to_message(item, f"{path}[{i}]")
+    items = list(messages)
+    converted = to_messages(items, path)
+    for i, (item, message) in enumerate(zip(items, converted, strict=True)):
         missing = message.id is None if isinstance(item, BaseMessage) else not message.id
         if missing:
-            message = msgspec.structs.replace(message, id=new_id())
-        result.append(message)
-    return result
+            converted[i] = msgspec.structs.replace(message, id=new_id())
+    return converted

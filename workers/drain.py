@@ -156,10 +156,10 @@ class Drainer:
 
     def _bodies(
         self, ref: str, decoded: list[tuple[str, list[BaseMessage]]]
-    ) -> dict[str, BaseMessage]:
+    ) -> dict[str, BaseMessage] | None:
         """Stored bodies of the chunks' ids: only chunk merging needs them."""
         if not self.settings.merge_chunks:
-            return {}
+            return None
         ids = {m.id for _, msgs in decoded for m in msgs if m.id is not None and is_chunk(m)}
         return self.store.bodies(ref, list(ids))
 

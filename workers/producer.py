@@ -11,10 +11,9 @@ the whole call, naming the item, and nothing is written.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from core.codec import encode_messages
 from core.errors import InvalidMessage
@@ -23,6 +22,7 @@ from core.keys import DEFAULT_TENANT, InvalidName, make_ref
 from workers import ops
 from workers.redis_io import AsyncClient, Call, SyncClient, arun_many, run_many
 from workers.settings import Settings
+from workers.wakeup import AsyncWaker, Waker
 
 MAX_DELTA_ID = 200
 
@@ -52,12 +52,6 @@ class Enqueued:
     accepted: int
     duplicate: bool
     ids: tuple[str, ...]
-
-
-class Waker(Protocol):
-    """Sends the wake-up task of threads whose flag the caller set."""
-
-    def wake(self, refs: Sequence[str]) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,10 +171,15 @@ class Producer:
 
 
 class AsyncProducer:
-    """asyncio producer (the HTTP API uses it); the wake-up is sent off the event loop."""
+    """asyncio producer (the HTTP API uses it); wake-ups go through an :class:`AsyncWaker`
+    (see :mod:`workers.wakeup`), never blocking the event loop."""
 
     def __init__(
-        self, client: AsyncClient, settings: Settings, waker: Waker, new_id: IdSource = uuid4_str
+        self,
+        client: AsyncClient,
+        settings: Settings,
+        waker: AsyncWaker,
+        new_id: IdSource = uuid4_str,
     ) -> None:
         self.client = client
         self.settings = settings
@@ -204,5 +203,5 @@ class AsyncProducer:
         answers = await arun_many(self.client, _calls(self.settings, prepared, groups))
         results, woken = _outcomes(deltas, prepared, groups, answers)
         if woken:
-            await asyncio.to_thread(self.waker.wake, woken)
+            await self.waker.wake(woken)
         return results

@@ -11,7 +11,8 @@ from langchain_core.messages import HumanMessage
 import core
 from bench import core_bench
 from bench.checks import first_difference, same_state
-from bench.inputs import Workload, appends, mix, updates
+from bench.folds import TRACKED, WORKER, Prepared
+from bench.inputs import Workload, appends, batches, mix, updates
 from bench.timing import Repeats
 
 ONCE = Repeats(least=1, most=1, budget_s=0.0)
@@ -89,3 +90,16 @@ def test_the_command_line_writes_json(tmp_path: Path, monkeypatch: pytest.Monkey
     assert len(data["targets"]) == 5
     assert len(data["reducers"]) == len(core_bench.workloads(TINY)) * 2 * len(TINY.batch_sizes)
     assert "## Targets" in capsys.readouterr().out
+
+
+def test_a_wrong_fold_is_reported_as_a_mismatch() -> None:
+    prepared = Prepared.of(appends(12, seed=4), "append")
+    calls = batches(prepared.deltas, 3)
+    for mode in (WORKER, TRACKED):
+        fold = prepared.seed.fold(mode)
+        for batch in calls[:-1]:  # the last batch left out: a wrong final state
+            fold.apply(batch)
+        assert not prepared.check(mode, calls, fold).ok
+        for batch in calls[-1:]:
+            fold.apply(batch)
+        assert prepared.check(mode, calls, fold).ok

@@ -51,9 +51,14 @@ def deterministic_uuid4() -> Iterator[None]:
 
 
 LC_CLASSES: dict[str, Any] = {
-    "human": lc.HumanMessage, "ai": lc.AIMessage, "system": lc.SystemMessage,
-    "tool": lc.ToolMessage, "function": lc.FunctionMessage, "chat": lc.ChatMessage,
-    "remove": lc.RemoveMessage, **CHUNK_CLASSES,
+    "human": lc.HumanMessage,
+    "ai": lc.AIMessage,
+    "system": lc.SystemMessage,
+    "tool": lc.ToolMessage,
+    "function": lc.FunctionMessage,
+    "chat": lc.ChatMessage,
+    "remove": lc.RemoveMessage,
+    **CHUNK_CLASSES,
 }
 
 
@@ -62,5 +67,7 @@ def lc_from_ours(dumped: dict[str, Any]) -> Any:
     fields = {k: v for k, v in dumped.items() if k != "type"}
     cls = LC_CLASSES[dumped["type"]]
     if cls is lc.RemoveMessage:
-        return lc.RemoveMessage(id=fields.pop("id"), **{k: v for k, v in fields.items() if k != "content"})
+        return lc.RemoveMessage(
+            id=fields.pop("id"), **{k: v for k, v in fields.items() if k != "content"}
+        )
     return cls(**fields)

@@ -31,19 +31,54 @@ CHUNK_TYPES: Final = (
     "ChatMessageChunk",
 )
 GOOD_ROLES: Final[list[Any]] = [
-    "user", "human", "assistant", "ai", "system", "developer", "tool", "function", "remove",
+    "user",
+    "human",
+    "assistant",
+    "ai",
+    "system",
+    "developer",
+    "tool",
+    "function",
+    "remove",
 ]
 BAD_ROLES: Final[list[Any]] = [
-    "chat", "critic", "", "User", "constructor", *CHUNK_TYPES,
-    5, 0, None, True, 1.5, ["user"], {"a": 1}, ("user",),
+    "chat",
+    "critic",
+    "",
+    "User",
+    "constructor",
+    *CHUNK_TYPES,
+    5,
+    0,
+    None,
+    True,
+    1.5,
+    ["user"],
+    {"a": 1},
+    ("user",),
 ]
 GOOD_TYPES: Final[list[Any]] = ["human", "ai", "system", "tool", "function", "remove"]
 BAD_TYPES: Final[list[Any]] = [
-    "chat", "developer", "user", "assistant", "weird", "", 5, None, False, ["ai"],
+    "chat",
+    "developer",
+    "user",
+    "assistant",
+    "weird",
+    "",
+    5,
+    None,
+    False,
+    ["ai"],
 ]
 
 GOOD_CONTENT: Final[list[Any]] = [
-    None, "", "hello", "héllo ✓", [], ["a", "b"], ("a", "b"),
+    None,
+    "",
+    "hello",
+    "héllo ✓",
+    [],
+    ["a", "b"],
+    ("a", "b"),
     ["look", {"type": "text", "text": "t"}],
     [{"type": "image_url", "image_url": {"url": "https://x/y.png"}}],
     [{"type": "tool_call_chunk", "id": "c1", "name": "f", "args": "{}", "index": 0}],
@@ -51,22 +86,59 @@ GOOD_CONTENT: Final[list[Any]] = [
     [{"type": "text", "text": "x", "index": 0}, "tail"],
 ]
 BAD_CONTENT: Final[list[Any]] = [
-    (), 0, 1, 7, 1.5, 0.0, True, False, [1], [None], [["nested"]], ["a", 2.5], {"a": 1},
-    {}, [b"x"], b"x", bytearray(b"y"), {"a"}, [b"\xff"], b"\xff",
+    (),
+    0,
+    1,
+    7,
+    1.5,
+    0.0,
+    True,
+    False,
+    [1],
+    [None],
+    [["nested"]],
+    ["a", 2.5],
+    {"a": 1},
+    {},
+    [b"x"],
+    b"x",
+    bytearray(b"y"),
+    {"a"},
+    [b"\xff"],
+    b"\xff",
 ]
 GOOD_BLOCKS: Final[list[Any]] = [
-    None, [], [{"type": "text", "text": "hi"}],
+    None,
+    [],
+    [{"type": "text", "text": "hi"}],
     [{"type": "tool_call", "id": "b1", "name": "f", "args": {"a": 1}}, "tail"],
     [{"type": "tool_call", "id": None, "name": "g", "args": {}, "extras": {"k": 1}}],
 ]
 BAD_BLOCKS: Final[list[Any]] = [
-    "x", 5, [1], ["text"], {"type": "text"},
+    "x",
+    5,
+    [1],
+    ["text"],
+    {"type": "text"},
     [{"type": "tool_call", "id": "b1", "name": "f", "args": {}, "index": 0}],
     [{"type": "tool_call", "name": "f", "args": {}}],
 ]
 GOOD_IDS: Final[list[Any]] = [
-    None, "", "m1", "run-2", "lc_run-3", 0, 123, -7, 1.5, 1.0, 1e20, 0.1, 10**30,
-    float("inf"), b"m2",
+    None,
+    "",
+    "m1",
+    "run-2",
+    "lc_run-3",
+    0,
+    123,
+    -7,
+    1.5,
+    1.0,
+    1e20,
+    0.1,
+    10**30,
+    float("inf"),
+    b"m2",
 ]
 BAD_IDS: Final[list[Any]] = [True, False, [], {}, ["a"], b"\xff"]
 GOOD_NAMES: Final[list[Any]] = [None, "", "bob", "get_weather"]
@@ -77,17 +149,42 @@ GOOD_STATUSES: Final[list[Any]] = [None, "success", "error"]
 BAD_STATUSES: Final[list[Any]] = ["", "failed", 1, True, ["error"]]
 ARTIFACTS: Final[list[Any]] = [None, {"x": 1}, [1, 2], "a", 0, "", False]
 GOOD_METADATA: Final[list[Any]] = [
-    None, {}, {"model_name": "m"}, {"finish_reason": "stop", "model_provider": "openai"},
+    None,
+    {},
+    {"model_name": "m"},
+    {"finish_reason": "stop", "model_provider": "openai"},
     {"output_version": "v1"},
 ]
 BAD_METADATA: Final[list[Any]] = [[], [["a", 1]], "x", "", 0, 1, True, False, {1: "x"}]
 GOOD_ARGUMENTS: Final[list[Any]] = [
-    '{"city": "Paris"}', '{"a": 1, "b": [1, 2]}', "{}", '{"a": "line\nbreak"}',
-    '  {"a": null}  ', {"a": 1}, {},
+    '{"city": "Paris"}',
+    '{"a": 1, "b": [1, 2]}',
+    "{}",
+    '{"a": "line\nbreak"}',
+    '  {"a": null}  ',
+    {"a": 1},
+    {},
 ]
 BAD_ARGUMENTS: Final[list[Any]] = [
-    "{bad", "", "[1]", '"s"', "null", "0", "1", "true", '{"a":1}trailing', '{"a": 1',
-    "[]", [1], None, 0, 1, 1.5, True, {1: "x"}, b'{"a": 1}',
+    "{bad",
+    "",
+    "[1]",
+    '"s"',
+    "null",
+    "0",
+    "1",
+    "true",
+    '{"a":1}trailing',
+    '{"a": 1',
+    "[]",
+    [1],
+    None,
+    0,
+    1,
+    1.5,
+    True,
+    {1: "x"},
+    b'{"a": 1}',
 ]
 GOOD_FUNCTION_NAMES: Final[list[Any]] = ["get_weather", "f", ""]
 BAD_FUNCTION_NAMES: Final[list[Any]] = [None, 5, ["f"], b"f"]
@@ -98,15 +195,51 @@ BAD_LC_ARGS: Final[list[Any]] = ['{"a": 1}', [1], None, 0, "", {1: "x"}]
 GOOD_INDEXES: Final[list[Any]] = [0, 1, 2, None]
 BAD_INDEXES: Final[list[Any]] = ["1", "lc_1", "x", 1.0, 1.5, True, [0]]
 WEIRD_CONTAINERS: Final[list[Any]] = [
-    None, "", "abc", "function", 5, 1.5, True, False, {}, {"name": "f"}, [5], [None],
-    ["function"], [["function"]], ["abc"], [[]], [{}], {"function"},
+    None,
+    "",
+    "abc",
+    "function",
+    5,
+    1.5,
+    True,
+    False,
+    {},
+    {"name": "f"},
+    [5],
+    [None],
+    ["function"],
+    [["function"]],
+    ["abc"],
+    [[]],
+    [{}],
+    {"function"},
 ]
 EXTRA_KEYS: Final[list[Any]] = [
-    "foo", "lc", "data", "message_type", "content_blocks", "function_call", "refusal",
-    "parsed", "self", "kwargs", 1, None, 2.5, ("t", 1),
+    "foo",
+    "lc",
+    "data",
+    "message_type",
+    "content_blocks",
+    "function_call",
+    "refusal",
+    "parsed",
+    "self",
+    "kwargs",
+    1,
+    None,
+    2.5,
+    ("t", 1),
 ]
 EXTRA_VALUES: Final[list[Any]] = [
-    1, "x", None, {"k": [1, 2]}, [1, {"a": None}], True, 0.5, "", [],
+    1,
+    "x",
+    None,
+    {"k": [1, 2]},
+    [1, {"a": None}],
+    True,
+    0.5,
+    "",
+    [],
     [{"type": "tool_call", "name": "f", "args": {}, "id": "b1"}],
 ]
 
@@ -257,8 +390,25 @@ def usage_metadata(d: Draw) -> Any:
         elif d.maybe(0.2):
             usage[key] = d.pick(
                 ["1", 1.0, True, " 2 ", 0, -1, 10**20, 1e3],
-                [1.5, None, "x", [1], "1.5", "1.0", "+3", "1_0", "0x1", "\u0663", b"4", "",
-                 "1.", "1.00", "\x1c7", "\xa07", b"\xff"],
+                [
+                    1.5,
+                    None,
+                    "x",
+                    [1],
+                    "1.5",
+                    "1.0",
+                    "+3",
+                    "1_0",
+                    "0x1",
+                    "\u0663",
+                    b"4",
+                    "",
+                    "1.",
+                    "1.00",
+                    "\x1c7",
+                    "\xa07",
+                    b"\xff",
+                ],
             )
     if d.maybe(0.3):
         usage["input_token_details"] = d.pick(

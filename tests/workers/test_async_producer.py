@@ -14,11 +14,12 @@ from workers.drain import Drainer
 from workers.producer import AsyncProducer, Delta
 from workers.redis_io import async_client
 from workers.settings import Settings
+from workers.wakeup import ThreadedWaker
 
 
 async def _produce(settings: Settings, waker: NoWake) -> list[str]:
     client = async_client(settings.redis_url.get_secret_value(), cluster=settings.cluster)
-    producer = AsyncProducer(client, settings, waker)
+    producer = AsyncProducer(client, settings, ThreadedWaker(waker))
     try:
         one = await producer.enqueue(
             "a1", [{"role": "user", "content": "x", "id": "1"}], delta_id="d1"

@@ -213,10 +213,12 @@ def test_a_retried_delta_id_answers_the_original_version_and_ids(redis_url: str)
     settings = make_settings(redis_url)
     store = store_for(settings)
     producer = Producer(store.client, settings, NoWake())
-    first = producer.enqueue("r", ["hello", {"role": "user", "content": "x", "id": "k"}],
-                             delta_id="once")
-    again = producer.enqueue("r", ["hello", {"role": "user", "content": "x", "id": "k"}],
-                             delta_id="once")
+    first = producer.enqueue(
+        "r", ["hello", {"role": "user", "content": "x", "id": "k"}], delta_id="once"
+    )
+    again = producer.enqueue(
+        "r", ["hello", {"role": "user", "content": "x", "id": "k"}], delta_id="once"
+    )
     assert (again.version, again.duplicate, first.duplicate) == (first.version, True, False)
     assert again.ids == first.ids and first.ids[1] == "k"
     other = producer.enqueue("r2", ["hello"], delta_id="once")
