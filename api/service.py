@@ -6,7 +6,7 @@ import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import redis
 
@@ -24,11 +24,14 @@ from workers.producer import AsyncProducer, Delta, Enqueued
 _POLL_START, _POLL_MAX = 0.002, 0.05
 
 
+Format = Literal["langchain", "openai"]
+
+
 @dataclass(frozen=True, slots=True)
 class Page:
     """A validated state query."""
 
-    format: str = "langchain"
+    format: Format = "langchain"
     min_version: str | None = None
     wait: float = 0.0
     limit: int = -1
@@ -37,8 +40,9 @@ class Page:
 
 
 def _accepted(result: Enqueued) -> Accepted:
-    return Accepted(result.thread_id, result.version, result.accepted, result.duplicate,
-                    list(result.ids))
+    return Accepted(
+        result.thread_id, result.version, result.accepted, result.duplicate, list(result.ids)
+    )
 
 
 def thread_name(thread_id: str) -> str:
@@ -89,14 +93,20 @@ class Service:
         if page.min_version is not None:
             await self._wait_for(ref, thread_id, page.min_version, page.wait)
         mode, anchor = ("after", page.after) if page.after else ("before", page.before or "")
-        found = await self.store.read_state(ref, mode if anchor else "all", anchor or "", page.limit)
+        found = await self.store.read_state(
+            ref, mode if anchor else "all", anchor or "", page.limit
+        )
         if found is None:
             raise NotFound(f"thread {thread_id!r} has never been written", field="thread_id")
         if anchor and not found.anchor_found:
             field = "after" if page.after else "before"
             raise Invalid(f"{field}: no message with id {anchor!r} in this thread", field=field)
-        messages = to_openai(found.messages) if page.format == "openai" else dump_messages(found.messages)
-        return StateOut(thread_id, found.version, found.total, found.has_more, page.format, messages)
+        messages = (
+            to_openai(found.messages) if page.format == "openai" else dump_messages(found.messages)
+        )
+        return StateOut(
+            thread_id, found.version, found.total, found.has_more, page.format, messages
+        )
 
     async def _wait_for(self, ref: str, thread_id: str, wanted: str, wait: float) -> None:
         """Read-your-writes: poll the version with a growing interval, up to ``wait``."""
@@ -123,9 +133,17 @@ class Service:
         if found is None:
             raise NotFound(f"thread {thread_id!r} has never been written", field="thread_id")
         return StatusOut(
-            thread_id, found.version, found.last_enqueued, found.backlog, found.messages,
-            found.last_commit_ms, found.attempts, bool(found.quarantined),
-            found.quarantined or None, found.quarantined_entry or None, found.dirty_since_ms,
+            thread_id,
+            found.version,
+            found.last_enqueued,
+            found.backlog,
+            found.messages,
+            found.last_commit_ms,
+            found.attempts,
+            bool(found.quarantined),
+            found.quarantined or None,
+            found.quarantined_entry or None,
+            found.dirty_since_ms,
         )
 
     async def delete(self, tenant: str, thread_id: str) -> None:
@@ -139,9 +157,14 @@ def parse_page(query: dict[str, str], settings: ApiSettings) -> Page:
     if unknown:
         name = sorted(unknown)[0]
         raise BadRequest(f"{name}: unknown query parameter", field=name)
-    fmt = query.get("format", "langchain")
-    if fmt not in ("langchain", "openai"):
-        raise BadRequest("format: expected 'langchain' or 'openai'", field="format")
+    fmt: Format
+    match query.get("format", "langchain"):
+        case "langchain":
+            fmt = "langchain"
+        case "openai":
+            fmt = "openai"
+        case _:
+            raise BadRequest("format: expected 'langchain' or 'openai'", field="format")
     min_version = query.get("min_version")
     if min_version is not None:
         try:
@@ -156,8 +179,9 @@ def parse_page(query: dict[str, str], settings: ApiSettings) -> Page:
     return Page(fmt, min_version, wait, limit, before, after)
 
 
-def _number(query: dict[str, str], name: str, default: float, top: float,
-            *, integer: bool = False) -> float:
+def _number(
+    query: dict[str, str], name: str, default: float, top: float, *, integer: bool = False
+) -> float:
     raw = query.get(name)
     if raw is None:
         return default

@@ -46,7 +46,7 @@ def parse_keys(text: str) -> dict[str, str]:
         raise ValueError("api_keys must be a non-empty JSON object of token -> tenant")
     keys: dict[str, str] = {}
     for token, tenant in raw.items():
-        if not isinstance(token, str) or len(token) < 16:  # noqa: PLR2004
+        if not isinstance(token, str) or len(token) < 16:
             raise ValueError("every API key must be a string of at least 16 characters")
         keys[token] = DEFAULT_TENANT if tenant is None else check_name(tenant, "tenant")
     return keys

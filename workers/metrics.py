@@ -65,11 +65,16 @@ class Metrics:
             self._counts[name] += amount
 
     def observe(self, name: str, value: float, bounds: tuple[int, ...]) -> None:
-        """One observation of a histogram: its bucket, its sum and its count."""
+        """One observation of a histogram: its bucket, its sum and its count.
+
+        ``name`` may carry labels (``name|label=value``); the suffixes go on the name.
+        """
+        base, bar, labels = name.partition("|")
+        tail = bar + labels
         with self._lock:
-            self._counts[f"{name}_bucket:{bucket(value, bounds)}"] += 1
-            self._counts[f"{name}_sum"] += value
-            self._counts[f"{name}_count"] += 1
+            self._counts[f"{base}_bucket:{bucket(value, bounds)}{tail}"] += 1
+            self._counts[f"{base}_sum{tail}"] += value
+            self._counts[f"{base}_count{tail}"] += 1
 
     def observe_many(self, name: str, values: Iterable[float], bounds: tuple[int, ...]) -> None:
         for value in values:

@@ -1,0 +1,287 @@
+"""The ASGI application: Starlette routing, msgspec bodies, one JSON error shape.
+
+Starlette with msgspec encoding and decoding by hand measured about 1.5x the requests
+per second of Litestar on the same endpoints here (docs/benchmarks.md), and leaves the
+error answers entirely ours; the OpenAPI document is built in :mod:`api.openapi`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import msgspec
+import redis
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from api import metrics as prom
+from api.auth import Authenticator
+from api.errors import (
+    ApiError,
+    BadRequest,
+    NotFound,
+    PayloadTooLarge,
+    Unavailable,
+    UnsupportedMediaType,
+    from_msgspec,
+)
+from api.openapi import document
+from api.schemas import BulkAccepted, BulkIn, DeltaIn
+from api.service import Service, parse_page
+from api.settings import ApiSettings
+from workers.app import CeleryWaker, make_celery
+from workers.astore import AsyncStore
+from workers.metrics import LATENCY_BUCKETS_MS, Metrics
+from workers.producer import AsyncProducer
+from workers.redis_io import AsyncClient, async_client
+from workers.wakeup import AsyncWaker, CoalescingWaker
+
+log = logging.getLogger("threadfold.api")
+T = TypeVar("T")
+Handler = Callable[[Request], Awaitable[Response]]
+_ENCODER = msgspec.json.Encoder()
+
+
+@dataclass
+class Resources:
+    """What a running API process holds: clients, the service, metrics."""
+
+    settings: ApiSettings
+    client: AsyncClient
+    service: Service
+    auth: Authenticator
+    metrics: Metrics
+    waker: AsyncWaker
+    broker_check: Callable[[], bool]
+
+
+def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(_ENCODER.encode(body), status, headers, media_type="application/json")
+
+
+def error_response(exc: ApiError) -> Response:
+    return json_response(exc.body(), exc.status, exc.headers or None)
+
+
+async def read_body(request: Request, settings: ApiSettings, kind: type[T]) -> T:
+    """The JSON body as ``kind``: 415, 413, 400 and 422 each say exactly what is wrong."""
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media != "application/json" and not media.endswith("+json"):
+        raise UnsupportedMediaType(f"send the body as application/json, not {media or 'nothing'}")
+    limit = settings.max_body_bytes
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge(f"the body is {declared} bytes; the limit is {limit}")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLarge(f"the body is over the limit of {limit} bytes")
+        chunks.append(chunk)
+    body = b"".join(chunks)
+    try:
+        return msgspec.json.decode(body, type=kind)
+    except msgspec.ValidationError as exc:
+        raise from_msgspec(exc) from exc
+    except msgspec.DecodeError as exc:
+        raise BadRequest(f"the body is not valid JSON: {exc}") from exc
+
+
+def _route(name: str, handler: Handler) -> Handler:
+    """Wrap a handler: errors become JSON answers, and every answer is counted."""
+
+    async def endpoint(request: Request) -> Response:
+        started = time.perf_counter()
+        try:
+            response = await handler(request)
+        except ApiError as exc:
+            response = error_response(exc)
+        except (redis.ConnectionError, redis.TimeoutError):
+            response = error_response(Unavailable("thread state is unreachable; retry"))
+        except Exception:
+            log.exception("unexpected error on %s", name)
+            response = error_response(ApiError("internal error; it has been logged"))
+        resources: Resources = request.app.state.resources
+        resources.metrics.add(f"http_requests|route={name}|status={response.status_code}")
+        elapsed = (time.perf_counter() - started) * 1000
+        resources.metrics.observe(f"http_request_ms|route={name}", elapsed, LATENCY_BUCKETS_MS)
+        return response
+
+    return endpoint
+
+
+def _resources(request: Request) -> Resources:
+    resources: Resources = request.app.state.resources
+    return resources
+
+
+async def post_delta(request: Request) -> Response:
+    res = _resources(request)
+    tenant = res.auth.tenant(request.headers.get("authorization"))
+    body = await read_body(request, res.settings, DeltaIn)
+    result = await res.service.ingest(tenant, request.path_params["thread_id"], body)
+    res.metrics.add("deltas_ingested")
+    return json_response(result, 202)
+
+
+async def post_bulk(request: Request) -> Response:
+    res = _resources(request)
+    tenant = res.auth.tenant(request.headers.get("authorization"))
+    body = await read_body(request, res.settings, BulkIn)
+    results = await res.service.ingest_bulk(tenant, body)
+    res.metrics.add("deltas_ingested", len(results))
+    return json_response(BulkAccepted(results), 202)
+
+
+async def get_state(request: Request) -> Response:
+    res = _resources(request)
+    tenant = res.auth.tenant(request.headers.get("authorization"))
+    page = parse_page(dict(request.query_params), res.settings)
+    return json_response(await res.service.state(tenant, request.path_params["thread_id"], page))
+
+
+async def get_status(request: Request) -> Response:
+    res = _resources(request)
+    tenant = res.auth.tenant(request.headers.get("authorization"))
+    return json_response(await res.service.status(tenant, request.path_params["thread_id"]))
+
+
+async def delete_thread(request: Request) -> Response:
+    res = _resources(request)
+    tenant = res.auth.tenant(request.headers.get("authorization"))
+    await res.service.delete(tenant, request.path_params["thread_id"])
+    return Response(status_code=204)
+
+
+async def healthz(request: Request) -> Response:
+    return json_response({"ok": True})
+
+
+async def readyz(request: Request) -> Response:
+    res = _resources(request)
+    try:
+        redis_ok = bool(await res.client.ping())
+    except (redis.ConnectionError, redis.TimeoutError):
+        redis_ok = False
+    broker_ok = await asyncio.to_thread(res.broker_check)
+    if not (redis_ok and broker_ok):
+        failing = [n for n, ok in (("redis", redis_ok), ("broker", broker_ok)) if not ok]
+        raise Unavailable(f"not ready: {' and '.join(failing)} unreachable")
+    return json_response({"ok": True, "redis": True, "broker": True})
+
+
+async def get_metrics(request: Request) -> Response:
+    res = _resources(request)
+    await res.metrics.aflush(res.client)
+    keyspace = res.settings.keyspace
+    totals = await prom.collect(res.client, keyspace)
+    body = prom.render(totals, await prom.gauges(res.client, keyspace))
+    return Response(body, media_type="text/plain; version=0.0.4")
+
+
+async def get_openapi(request: Request) -> Response:
+    return json_response(request.app.state.openapi)
+
+
+ROUTES = [
+    ("/threads/{thread_id}/deltas", "post_delta", post_delta, ["POST"]),
+    ("/deltas", "post_bulk", post_bulk, ["POST"]),
+    ("/threads/{thread_id}/state", "get_state", get_state, ["GET"]),
+    ("/threads/{thread_id}/status", "get_status", get_status, ["GET"]),
+    ("/threads/{thread_id}", "delete_thread", delete_thread, ["DELETE"]),
+    ("/healthz", "healthz", healthz, ["GET"]),
+    ("/readyz", "readyz", readyz, ["GET"]),
+    ("/metrics", "metrics", get_metrics, ["GET"]),
+    ("/openapi.json", "openapi", get_openapi, ["GET"]),
+]
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own 404/405 answers, in our error shape."""
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        return error_response(NotFound(f"no route for {request.method} {request.url.path}"))
+    if exc.status_code == 405:
+        allowed = (exc.headers or {}).get("Allow", "")
+        error = ApiError(f"{request.method} is not allowed on {request.url.path}; use {allowed}")
+        error.status, error.code = 405, "method_not_allowed"
+    else:
+        error = ApiError(str(exc.detail))
+        error.status, error.code = exc.status_code, "http_error"
+    error.headers = dict(exc.headers or {})
+    return error_response(error)
+
+
+def _broker_check(app: Any) -> Callable[[], bool]:
+    def check() -> bool:
+        try:
+            with app.connection_for_write() as conn:
+                conn.ensure_connection(max_retries=1, timeout=2)
+            return True
+        except Exception:  # noqa: BLE001  # any failure means "not ready"
+            return False
+
+    return check
+
+
+def build_resources(settings: ApiSettings, waker: AsyncWaker | None = None) -> Resources:
+    """Clients, producer, store and metrics for ``settings`` (the process edge calls it)."""
+    client = async_client(settings.redis_url.get_secret_value(), cluster=settings.cluster)
+    celery = make_celery(settings)
+    if waker is None:
+        waker = CoalescingWaker(CeleryWaker(celery, settings.queue, settings.refs_per_task))
+    producer = AsyncProducer(client, settings, waker)
+    service = Service(settings, producer, AsyncStore(client, settings.keyspace))
+    return Resources(
+        settings,
+        client,
+        service,
+        Authenticator(settings.key_map()),
+        Metrics(settings.keyspace, "api"),
+        waker,
+        _broker_check(celery),
+    )
+
+
+async def _flush_metrics(resources: Resources) -> None:
+    while True:
+        await asyncio.sleep(resources.metrics.every)
+        try:
+            await resources.metrics.aflush(resources.client)
+        except Exception:  # metrics never take the API down
+            log.warning("could not flush metrics", exc_info=True)
+
+
+def create_app(settings: ApiSettings, resources: Resources | None = None) -> Starlette:
+    """The application; ``resources`` default to ones built from ``settings`` at startup."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        res = resources or build_resources(settings)
+        app.state.resources = res
+        flusher = asyncio.create_task(_flush_metrics(res))
+        try:
+            yield
+        finally:
+            flusher.cancel()
+            if isinstance(res.waker, CoalescingWaker):
+                await res.waker.close()
+            with contextlib.suppress(Exception):
+                await res.metrics.aflush(res.client)
+            await res.client.aclose()
+
+    routes = [Route(path, _route(name, fn), methods=methods) for path, name, fn, methods in ROUTES]
+    app = Starlette(
+        routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error}
+    )
+    app.state.openapi = document(auth=settings.api_keys is not None)
+    return app

@@ -1,0 +1,252 @@
+"""The OpenAPI 3.1 document, served at ``/openapi.json``.
+
+Bodies come from the msgspec Structs in :mod:`api.schemas`; the message model (what
+LangChain's ``model_dump()`` gives, per message type) is written out here, since
+message-likes are validated by ``core``, not by a schema.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+
+from api.schemas import Accepted, BulkAccepted, BulkIn, DeltaIn, ErrorOut, StateOut, StatusOut
+from core.keys import NAME_RULE
+
+_STR_OR_NULL: Final = {"anyOf": [{"type": "string"}, {"type": "null"}]}
+_COMMON: Final[dict[str, Any]] = {
+    "content": {
+        "anyOf": [
+            {"type": "string"},
+            {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "object"}]}},
+        ]
+    },
+    "additional_kwargs": {"type": "object"},
+    "response_metadata": {"type": "object"},
+    "name": _STR_OR_NULL,
+    "id": _STR_OR_NULL,
+}
+_OWN: Final[dict[str, dict[str, Any]]] = {
+    "ai": {
+        "tool_calls": {"type": "array", "items": {"$ref": "#/components/schemas/ToolCall"}},
+        "invalid_tool_calls": {"type": "array", "items": {"type": "object"}},
+        "usage_metadata": {"anyOf": [{"type": "object"}, {"type": "null"}]},
+    },
+    "tool": {
+        "tool_call_id": {"type": "string"},
+        "artifact": {},
+        "status": {"enum": ["success", "error"]},
+    },
+    "chat": {"role": {"type": "string"}},
+}
+_TYPES: Final = {
+    "human": "HumanMessage",
+    "ai": "AIMessage",
+    "system": "SystemMessage",
+    "tool": "ToolMessage",
+    "function": "FunctionMessage",
+    "chat": "ChatMessage",
+    "AIMessageChunk": "AIMessageChunk",
+    "HumanMessageChunk": "HumanMessageChunk",
+    "SystemMessageChunk": "SystemMessageChunk",
+    "ToolMessageChunk": "ToolMessageChunk",
+    "FunctionMessageChunk": "FunctionMessageChunk",
+    "ChatMessageChunk": "ChatMessageChunk",
+}
+
+
+def _message_schema(type_name: str) -> dict[str, Any]:
+    base = (
+        type_name.removesuffix("MessageChunk").lower() if type_name.endswith("Chunk") else type_name
+    )
+    own = dict(_OWN.get(base, {}))
+    if type_name == "AIMessageChunk":
+        own |= {
+            "tool_call_chunks": {"type": "array", "items": {"type": "object"}},
+            "chunk_position": {"anyOf": [{"const": "last"}, {"type": "null"}]},
+        }
+    return {
+        "type": "object",
+        "description": f"LangChain's {_TYPES[type_name]} in its flat model_dump() form; "
+        "extra fields are kept.",
+        "properties": {"type": {"const": type_name}, **_COMMON, **own},
+        "required": ["type", "content"],
+        "additionalProperties": True,
+    }
+
+
+def _message_components() -> dict[str, Any]:
+    components = {name: _message_schema(type_name) for type_name, name in _TYPES.items()}
+    components["ToolCall"] = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "args": {"type": "object"},
+            "id": _STR_OR_NULL,
+            "type": {"const": "tool_call"},
+        },
+        "required": ["name", "args", "id"],
+    }
+    components["Message"] = {
+        "oneOf": [{"$ref": f"#/components/schemas/{name}"} for name in _TYPES.values()],
+        "discriminator": {"propertyName": "type"},
+    }
+    components["MessageLike"] = {
+        "description": "Anything LangChain's convert_to_messages accepts: an OpenAI role dict "
+        "({role, content, tool_calls...}), a flat {type, content, id...} dict (a chunk class "
+        "name as type builds that chunk), a [role, content] pair, a bare string (a user "
+        "message), an lc constructor envelope, or {type: 'remove', id, content: ''}.",
+        "anyOf": [
+            {"type": "object"},
+            {"type": "string"},
+            {"type": "array", "minItems": 2, "maxItems": 2},
+        ],
+    }
+    return components
+
+
+_THREAD_ID: Final = {
+    "name": "thread_id",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string", "pattern": "^[A-Za-z0-9._:@-]{1,128}$"},
+    "description": f"Thread id: {NAME_RULE}.",
+}
+_ERRORS: Final = {
+    str(code): {
+        "description": text,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorOut"}}},
+    }
+    for code, text in [
+        (400, "Malformed request"),
+        (401, "Missing or unknown API key"),
+        (404, "Thread never written"),
+        (413, "Body too large"),
+        (415, "Body is not application/json"),
+        (422, "Invalid request"),
+        (503, "Redis or the broker is unreachable; retry"),
+    ]
+}
+
+
+def _json(ref: str) -> dict[str, Any]:
+    return {"content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{ref}"}}}}
+
+
+def _query(name: str, schema: dict[str, Any], text: str) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": False, "schema": schema, "description": text}
+
+
+_STATE_QUERY: Final = [
+    _query(
+        "format",
+        {"enum": ["langchain", "openai"]},
+        "langchain (flat model_dump form, default) "
+        "or openai (what convert_to_openai_messages gives).",
+    ),
+    _query(
+        "min_version",
+        {"type": "string", "pattern": r"^\d{1,20}-\d{1,20}$"},
+        "Wait until the thread's version reaches this one (read-your-writes).",
+    ),
+    _query("wait", {"type": "number", "minimum": 0}, "Longest wait for min_version, seconds."),
+    _query("limit", {"type": "integer", "minimum": 0}, "Page size (default: all messages)."),
+    _query("before", {"type": "string"}, "Only messages before this message id."),
+    _query("after", {"type": "string"}, "Only messages after this message id."),
+]
+
+
+def _paths() -> dict[str, Any]:
+    errors = _ERRORS
+    return {
+        "/threads/{thread_id}/deltas": {
+            "post": {
+                "summary": "Append one delta (a list of message-likes) to a thread",
+                "parameters": [_THREAD_ID],
+                "requestBody": {"required": True, **_json("DeltaIn")},
+                "responses": {"202": {"description": "Accepted", **_json("Accepted")}, **errors},
+            }
+        },
+        "/deltas": {
+            "post": {
+                "summary": "Append many deltas to many threads: all validated, then all appended",
+                "requestBody": {"required": True, **_json("BulkIn")},
+                "responses": {
+                    "202": {"description": "Accepted", **_json("BulkAccepted")},
+                    **errors,
+                },
+            }
+        },
+        "/threads/{thread_id}/state": {
+            "get": {
+                "summary": "The merged messages of a thread and their version",
+                "parameters": [_THREAD_ID, *_STATE_QUERY],
+                "responses": {
+                    "200": {"description": "State", **_json("StateOut")},
+                    "409": {"description": "min_version not reached in time", **_json("ErrorOut")},
+                    **errors,
+                },
+            }
+        },
+        "/threads/{thread_id}/status": {
+            "get": {
+                "summary": "Version, backlog, times and quarantine of a thread",
+                "parameters": [_THREAD_ID],
+                "responses": {"200": {"description": "Status", **_json("StatusOut")}, **errors},
+            }
+        },
+        "/threads/{thread_id}": {
+            "delete": {
+                "summary": "Remove a thread and its log",
+                "parameters": [_THREAD_ID],
+                "responses": {"204": {"description": "Deleted"}, **errors},
+            }
+        },
+        "/healthz": {
+            "get": {"summary": "The process is up", "responses": {"200": {"description": "Up"}}}
+        },
+        "/readyz": {
+            "get": {
+                "summary": "Redis and the broker are reachable",
+                "responses": {"200": {"description": "Ready"}, **errors},
+            }
+        },
+        "/metrics": {
+            "get": {
+                "summary": "Prometheus metrics of the API and the workers",
+                "responses": {"200": {"description": "text/plain exposition"}},
+            }
+        },
+    }
+
+
+def document(auth: bool) -> dict[str, Any]:
+    """The whole OpenAPI document."""
+    _, components = msgspec.json.schema_components(
+        [DeltaIn, BulkIn, Accepted, BulkAccepted, StateOut, StatusOut, ErrorOut],
+        ref_template="#/components/schemas/{name}",
+    )
+    components |= _message_components()
+    components["StateOut"]["properties"]["messages"]["items"] = {
+        "anyOf": [{"$ref": "#/components/schemas/Message"}, {"type": "object"}]
+    }
+    for name in ("DeltaIn", "BulkItem"):
+        components[name]["properties"]["messages"]["items"] = {
+            "$ref": "#/components/schemas/MessageLike"
+        }
+    doc: dict[str, Any] = {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "threadfold",
+            "version": "0.1.0",
+            "description": "Batching-invariant reducer for conversation state. Versions "
+            "are Redis stream ids '<ms>-<seq>', compared as integer pairs.",
+        },
+        "paths": _paths(),
+        "components": {"schemas": components},
+    }
+    if auth:
+        doc["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
+        doc["security"] = [{"bearer": []}]
+    return doc
