@@ -235,7 +235,11 @@ def _broker_check(app: Any) -> Callable[[], bool]:
 
 def build_resources(settings: ApiSettings, waker: AsyncWaker | None = None) -> Resources:
     """Clients, producer, store and metrics for ``settings`` (the process edge calls it)."""
-    client = async_client(settings.redis_url.get_secret_value(), cluster=settings.cluster)
+    # No automatic retries: a retried ingest after a lost reply would append twice. A
+    # failure answers 503, and the client retries with its delta_id (deduplicated).
+    client = async_client(
+        settings.redis_url.get_secret_value(), cluster=settings.cluster, retries=0
+    )
     celery = make_celery(settings)
     if waker is None:
         waker = CoalescingWaker(CeleryWaker(celery, settings.queue, settings.refs_per_task))

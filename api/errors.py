@@ -116,14 +116,21 @@ def pointer(field: str) -> str:
 
 
 _MSGSPEC_PATH = re.compile(r" - at `\$(.*)`$")
+_FIELD_NAMED = re.compile(r"^Object (contains unknown|missing required) field `(.+)`$")
 
 
 def from_msgspec(exc: msgspec.ValidationError) -> Invalid:
-    """msgspec's ``Expected int, got str - at `$.deltas[0].thread_id``` as an Invalid."""
+    """msgspec's ``Expected `int`, got `str` - at `$.deltas[0].thread_id``` as an Invalid
+    whose field is the JSON path (``deltas[0].thread_id``)."""
     text = str(exc)
     match = _MSGSPEC_PATH.search(text)
-    field = match[1].lstrip(".") if match else None
+    path = match[1].lstrip(".") if match else ""
     reason = _MSGSPEC_PATH.sub("", text)
+    named = _FIELD_NAMED.match(reason)
+    if named:
+        field = f"{path}.{named[2]}" if path else named[2]
+        what = "unknown field" if named[1].startswith("contains") else "required field is missing"
+        return Invalid(f"{field}: {what}", field=field)
     reason = reason.replace("`", "'")
-    message = f"{field}: {reason[0].lower()}{reason[1:]}" if field else reason
-    return Invalid(message, field=field or None)
+    reason = reason[0].lower() + reason[1:]
+    return Invalid(f"{path}: {reason}" if path else reason, field=path or None)

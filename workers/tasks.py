@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -34,11 +36,20 @@ class Runtime:
 
     @cached_property
     def drainer(self) -> Drainer:
-        return Drainer(self.store, self.settings)
+        drainer = Drainer(self.store, self.settings)
+        # Counters reach Redis even when the worker goes idle after a burst.
+        threading.Thread(target=_flush_forever, args=(drainer,), daemon=True).start()
+        return drainer
 
     @cached_property
     def waker(self) -> CeleryWaker:
         return CeleryWaker(self.app, self.settings.queue, self.settings.refs_per_task)
+
+
+def _flush_forever(drainer: Drainer) -> None:
+    while True:
+        time.sleep(drainer.metrics.every)
+        drainer.flush_metrics()
 
 
 def drain_once(runtime: Runtime, refs: list[str] | str) -> list[DrainReport]:

@@ -1,0 +1,265 @@
+"""End to end: a bulk producer -> Redis -> Celery worker processes -> committed state.
+
+The rate is taken on the Redis clock: from just before the first enqueue to the last
+commit (the meta field ``t`` every commit writes), so it does not depend on how often
+the benchmark polls for the end. The wall time to the poll that saw every thread
+applied is reported beside it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import redis
+
+from bench.checks import Check
+from bench.pipeline import services
+from bench.pipeline.services import CommandStat
+from bench.pipeline.workload import Mix, Planned, ref_of, schedule, thread_id
+from core import dump_messages
+from tests.infra.processes import ManagedProcess, wait_until
+from tests.workers.harness import (
+    Sent,
+    make_settings,
+    start_worker,
+    state_dump,
+    store_for,
+    version_key,
+    wait_drained,
+)
+from workers.app import CeleryWaker, make_celery
+from workers.producer import Producer
+from workers.redis_io import sync_client
+from workers.settings import Settings
+from workers.store import Store
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class E2EConfig:
+    """One end-to-end run: ``threads`` x ``per_thread`` deltas in bulks of ``bulk``,
+    ``run`` consecutive deltas per thread in a bulk; ``workers`` x ``concurrency``."""
+
+    threads: int
+    per_thread: int
+    bulk: int
+    run: int
+    batch_size: int
+    workers: int = 2
+    concurrency: int = 1
+    seed: int = 1
+
+    @property
+    def deltas(self) -> int:
+        return self.threads * self.per_thread
+
+
+@dataclass
+class E2EResult:
+    """What one run measured; ``seconds`` is first enqueue to last commit (Redis clock)."""
+
+    config: E2EConfig
+    deltas: int
+    ops: dict[str, int]
+    seconds: float
+    wall_seconds: float
+    produce_seconds: float
+    producer_cpu: float
+    worker_cpu: float
+    redis_cpu: float
+    broker_cpu: float
+    wakes_sent_by_producer: int
+    commits: int
+    commands: dict[str, CommandStat]
+    broker_commands: dict[str, CommandStat]
+    check: Check
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rate(self) -> float:
+        return self.deltas / self.seconds
+
+    def per_delta_us(self, cpu: float) -> float:
+        return cpu / self.deltas * 1e6
+
+    @property
+    def cpu_per_delta_us(self) -> float:
+        """Producer, workers, state Redis and broker Redis: CPU per delta in all."""
+        spent = self.producer_cpu + self.worker_cpu + self.redis_cpu + self.broker_cpu
+        return self.per_delta_us(spent)
+
+    @property
+    def capacity(self) -> float:
+        """Deltas/s if two idle cores ran only this (CPU-bound estimate, not a measurement)."""
+        return 2e6 / self.cpu_per_delta_us
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["rate"] = self.rate
+        data["cpu_per_delta_us"] = self.cpu_per_delta_us
+        data["capacity_2_cores_estimate"] = self.capacity
+        data["commands"] = _top(self.commands)
+        data["broker_commands"] = _top(self.broker_commands)
+        return data
+
+
+def _top(stats: Mapping[str, CommandStat], n: int = 12) -> dict[str, dict[str, float]]:
+    best = sorted(stats.items(), key=lambda kv: -kv[1].usec)[:n]
+    return {k: {"calls": v.calls, "usec": v.usec, "usec_per_call": round(v.usec_per_call, 2)}
+            for k, v in best}
+
+
+class CountingWaker:
+    """The Celery waker, counting the wake-ups it sends."""
+
+    def __init__(self, inner: CeleryWaker) -> None:
+        self.inner = inner
+        self.sent = 0
+
+    def wake(self, refs: Sequence[str]) -> None:
+        self.sent += len(refs)
+        self.inner.wake(refs)
+
+
+def redis_ms(client: redis.Redis) -> int:
+    seconds, micros = client.time()
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
+def produce(producer: Producer, mix: Mix, bulks: Sequence[list[int]], prefix: str) -> Sent:
+    """Send every bulk; what each delta was promised is recorded for the check."""
+    sent = Sent()
+    for bulk in bulks:
+        planned: list[Planned] = [mix.next(t) for t in bulk]
+        results = producer.enqueue_many([p.delta(prefix) for p in planned])
+        mix.learn(planned, results)
+        for p, r in zip(planned, results, strict=True):
+            sent.add(ref_of(thread_id(p.thread, prefix)), r.version, [p.message], r.ids)
+    return sent
+
+
+def wait_applied(client: redis.Redis, settings: Settings, counts: Mapping[str, int],
+                 workers: Sequence[ManagedProcess], timeout: float = 600.0) -> None:
+    """Until every thread has applied as many entries as it was sent (meta field ``k``)."""
+    ks = settings.keyspace
+    pending = dict(counts)
+
+    def done() -> bool:
+        if not all(w.alive for w in workers):
+            raise RuntimeError("a worker died during the run")
+        pipe = client.pipeline(transaction=False)
+        refs = list(pending)
+        for ref in refs:
+            pipe.hget(ks.thread(ref).meta, "k")
+        for ref, applied in zip(refs, pipe.execute(), strict=True):
+            if applied is not None and int(applied) >= pending[ref]:
+                del pending[ref]
+        return not pending
+
+    wait_until(done, timeout, interval=0.02, message=f"{len(pending)} threads not applied")
+
+
+def last_commit_ms(client: redis.Redis, settings: Settings, refs: Sequence[str]) -> int:
+    pipe = client.pipeline(transaction=False)
+    for ref in refs:
+        pipe.hget(settings.keyspace.thread(ref).meta, "t")
+    return max(int(t) for t in pipe.execute())
+
+
+def verify(store: Store, settings: Settings, sent: Sent) -> Check:
+    """Every thread equals the one-delta-at-a-time fold; logs trimmed, indexes exact."""
+    wrong: list[str] = []
+    for ref, deltas in sent.deltas.items():
+        k = settings.keyspace.thread(ref)
+        status = store.status(ref)
+        latest = max((v for v, _, _ in deltas), key=version_key)
+        if (status is None or status.backlog != 0 or status.version != latest
+                or store.client.xlen(k.log) != 0
+                or store.client.hlen(k.msgs) != store.client.zcard(k.order)
+                or state_dump(store, ref) != dump_messages(sent.expected(ref))):
+            wrong.append(ref)
+    name = f"{len(sent.deltas)} threads equal the one-at-a-time fold"
+    return Check(name, not wrong, f"{len(wrong)} differ, e.g. {wrong[:3]}" if wrong else "")
+
+
+def _warm_up(producer: Producer, store: Store, threads: int = 40, per_thread: int = 10) -> None:
+    """Scripts cached on the server, worker pools imported and connected."""
+    mix = Mix(threads, seed=99)
+    bulks = list(schedule(threads, per_thread, 200, 5, seed=99))
+    sent = produce(producer, mix, bulks, "warm")
+    wait_drained(store, sent.deltas, timeout=120)
+
+
+@dataclass
+class Pipeline:
+    """Running services: state and broker Redis, worker processes, a producer."""
+
+    settings: Settings
+    app: Any
+    workers: list[ManagedProcess]
+    store: Store
+    client: redis.Redis
+    broker: redis.Redis
+    waker: CountingWaker
+    producer: Producer
+
+
+@contextmanager
+def pipeline(batch_size: int, workers: int = 2, concurrency: int = 1) -> Iterator[Pipeline]:
+    """Start Redis (state and broker) and ``workers`` Celery workers; warm them up."""
+    with (services.redis_server() as state, services.redis_server() as broker_server,
+          services.log_dir() as logs, ExitStack() as stack):
+        settings = make_settings(state.url, broker_url=broker_server.url, batch_size=batch_size)
+        names = [f"w{i}" for i in range(workers)]
+        procs = [start_worker(settings, n, logs, concurrency) for n in names]
+        stack.enter_context(services.killing(procs))
+        app = make_celery(settings)
+        stack.callback(app.close)
+        services.wait_ready(app, names, procs)
+        store = store_for(settings)
+        stack.callback(store.client.close)
+        client = sync_client(settings.redis_url.get_secret_value(), cluster=False, retries=0)
+        stack.callback(client.close)
+        waker = CountingWaker(CeleryWaker(app, settings.queue))
+        line = Pipeline(settings, app, procs, store, state.client(), broker_server.client(),
+                        waker, Producer(client, settings, waker))
+        _warm_up(line.producer, store)
+        yield line
+
+
+def run(cfg: E2EConfig, line: Pipeline, progress: Progress, prefix: str = "e2e") -> E2EResult:
+    """One timed run on running services (their batch size must be ``cfg.batch_size``)."""
+    client, broker, workers = line.client, line.broker, line.workers
+    mix = Mix(cfg.threads, cfg.seed)
+    bulks = list(schedule(cfg.threads, cfg.per_thread, cfg.bulk, cfg.run, cfg.seed))
+    line.waker.sent = 0
+    for c in (client, broker):
+        services.reset_stats(c)
+    cpu0 = (services.processes_cpu(workers), services.redis_cpu(client), services.redis_cpu(broker))
+    start_ms, start, start_cpu = redis_ms(client), time.perf_counter(), time.thread_time()
+    sent = produce(line.producer, mix, bulks, prefix)
+    produced, producer_cpu = time.perf_counter(), time.thread_time() - start_cpu
+    counts = {ref: len(d) for ref, d in sent.deltas.items()}
+    wait_applied(client, line.settings, counts, workers)
+    wall = time.perf_counter() - start
+    end_ms = last_commit_ms(client, line.settings, list(counts))
+    cpu1 = (services.processes_cpu(workers), services.redis_cpu(client), services.redis_cpu(broker))
+    commands, broker_commands = services.commandstats(client), services.commandstats(broker)
+    progress(f"e2e batch_size={cfg.batch_size} run={cfg.run}: {cfg.deltas:,} deltas in "
+             f"{wall:.2f}s; verifying")
+    return E2EResult(
+        config=cfg, deltas=sum(counts.values()), ops=dict(Counter(mix.ops)),
+        seconds=max(end_ms - start_ms, 1) / 1000, wall_seconds=wall,
+        produce_seconds=produced - start, producer_cpu=producer_cpu,
+        worker_cpu=cpu1[0] - cpu0[0], redis_cpu=cpu1[1] - cpu0[1], broker_cpu=cpu1[2] - cpu0[2],
+        wakes_sent_by_producer=line.waker.sent,
+        commits=commands["xtrim"].calls if "xtrim" in commands else 0,
+        commands=commands, broker_commands=broker_commands,
+        check=verify(line.store, line.settings, sent),
+    )

@@ -1,0 +1,192 @@
+"""Enqueue-to-visible latency at a paced rate, measured by a live poller in its own process.
+
+The producer sends small bulks every ``tick`` (one delta per randomly chosen thread) so
+that the cumulative count follows ``rate``; after each ``enqueue_many`` returns it hands
+the poller ``(ref, version, t)``. The poller, another process, reads every pending
+thread's cursor (meta field ``c``, the version ``status`` serves) in one pipelined round
+trip per loop, and a delta is visible once its thread's cursor has reached its version.
+Each latency is taken when the answering round trip ends, so it is an upper bound by at
+most one poll loop (reported beside the percentiles). Both processes read the same
+CLOCK_MONOTONIC.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import queue
+import random
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from statistics import mean, quantiles
+from typing import Any
+
+import redis
+
+from bench.checks import Check
+from bench.pipeline.e2e import Pipeline, verify
+from bench.pipeline.workload import Mix, ref_of, thread_id
+from core.keys import Keyspace
+from tests.workers.harness import Sent, version_key
+
+Progress = Callable[[str], None]
+Record = tuple[str, tuple[int, int], float]
+
+
+@dataclass(frozen=True)
+class LatencyConfig:
+    rate: float
+    seconds: float
+    threads: int = 1000
+    tick: float = 0.01
+    seed: int = 4
+
+
+@dataclass
+class LatencyResult:
+    config: LatencyConfig
+    deltas: int
+    achieved_rate: float
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    max_ms: float
+    mean_poll_ms: float
+    p99_by_second_ms: list[float]
+    unresolved: int
+    wakes_sent_by_producer: int
+    check: Check
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _poll(url: str, prefix: str, buckets: int, inbox: Any, outbox: Any) -> None:
+    """The poller process: latencies (seconds) and poll-loop durations to ``outbox``."""
+    client = redis.Redis.from_url(url)
+    client.ping()
+    outbox.put("ready")  # the producer starts only now: no delta waits on our start-up
+    keys = Keyspace(prefix, buckets)
+    pending: dict[str, list[tuple[tuple[int, int], float]]] = {}
+    latencies: list[tuple[float, float]] = []
+    loops: list[float] = []
+    closing, deadline = False, float("inf")
+    while not (closing and (not pending or time.monotonic() > deadline)):
+        try:
+            while True:
+                batch = inbox.get_nowait()
+                if batch is None:
+                    closing, deadline = True, time.monotonic() + 60
+                    break
+                for ref, version, t in batch:
+                    pending.setdefault(ref, []).append((version, t))
+        except queue.Empty:
+            pass
+        if not pending:
+            time.sleep(0.001)
+            continue
+        began = time.monotonic()
+        refs = list(pending)
+        pipe = client.pipeline(transaction=False)
+        for ref in refs:
+            pipe.hget(keys.thread(ref).meta, "c")
+        cursors = pipe.execute()
+        now = time.monotonic()
+        loops.append(now - began)
+        for ref, raw in zip(refs, cursors, strict=True):
+            if raw is None:
+                continue
+            cursor = version_key(raw.decode())
+            waiting = pending[ref]
+            while waiting and waiting[0][0] <= cursor:
+                sent_at = waiting.pop(0)[1]
+                latencies.append((sent_at, now - sent_at))
+            if not waiting:
+                del pending[ref]
+    outbox.put((latencies, loops, sum(len(v) for v in pending.values())))
+    client.close()
+
+
+def _pace(line: Pipeline, cfg: LatencyConfig, mix: Mix, inbox: Any,
+          prefix: str) -> tuple[Sent, float]:
+    """Send at ``cfg.rate`` for ``cfg.seconds``; returns what was sent and the rate kept."""
+    rng = random.Random(cfg.seed)
+    sent, count = Sent(), 0
+    start = time.monotonic()
+    while (elapsed := time.monotonic() - start) < cfg.seconds:
+        due = int(cfg.rate * elapsed) + 1 - count
+        if due <= 0:
+            time.sleep(min(cfg.tick, (count + 1) / cfg.rate - elapsed))
+            continue
+        planned = [mix.next(rng.randrange(cfg.threads)) for _ in range(due)]
+        results = line.producer.enqueue_many([p.delta(prefix) for p in planned])
+        returned = time.monotonic()
+        mix.learn(planned, results)
+        records: list[Record] = []
+        for p, r in zip(planned, results, strict=True):
+            ref = ref_of(thread_id(p.thread, prefix))
+            sent.add(ref, r.version, [p.message], r.ids)
+            records.append((ref, version_key(r.version), returned))
+        inbox.put(records)
+        count += due
+    return sent, count / (time.monotonic() - start)
+
+
+def _answer(outbox: Any, poller: Any, timeout: float = 180.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            return outbox.get(timeout=0.5)
+        except queue.Empty:
+            if not poller.is_alive():
+                raise RuntimeError(f"the poller exited ({poller.exitcode})") from None
+    raise TimeoutError("the poller did not answer")
+
+
+def _by_second(latencies: list[tuple[float, float]]) -> list[float]:
+    """p99 (ms) of the deltas enqueued in each second of the run: flat when sustained,
+    growing when the workers fall behind."""
+    if not latencies:
+        return []
+    first = min(t for t, _ in latencies)
+    seconds: dict[int, list[float]] = {}
+    for t, x in latencies:
+        seconds.setdefault(int(t - first), []).append(x * 1000)
+    out = []
+    for _, ms in sorted(seconds.items()):
+        ms.sort()
+        out.append(round(ms[min(len(ms) - 1, int(len(ms) * 0.99))], 1))
+    return out
+
+
+def run(cfg: LatencyConfig, line: Pipeline, progress: Progress,
+        prefix: str = "lat") -> LatencyResult:
+    """Pace the producer on running services while the poller process measures."""
+    ctx = multiprocessing.get_context("spawn")
+    inbox, outbox = ctx.Queue(), ctx.Queue()
+    ks = line.settings.keyspace
+    poller = ctx.Process(target=_poll, daemon=True,
+                         args=(line.settings.redis_url.get_secret_value(), ks.prefix, ks.buckets,
+                               inbox, outbox))
+    poller.start()
+    try:
+        if _answer(outbox, poller, timeout=60) != "ready":
+            raise RuntimeError("the poller did not start")
+        line.waker.sent = 0
+        sent, achieved = _pace(line, cfg, Mix(cfg.threads, cfg.seed), inbox, prefix)
+        inbox.put(None)
+        latencies, loops, unresolved = _answer(outbox, poller)
+        poller.join(timeout=10)
+    finally:
+        if poller.is_alive():
+            poller.kill()
+    progress(f"latency: {len(latencies):,} deltas at {achieved:,.0f}/s; verifying")
+    ms = sorted(x * 1000 for _, x in latencies)
+    cuts = quantiles(ms, n=100, method="inclusive") if len(ms) > 1 else ms * 99
+    return LatencyResult(
+        config=cfg, deltas=len(ms), achieved_rate=achieved, p50_ms=cuts[49], p90_ms=cuts[89],
+        p99_ms=cuts[98], max_ms=ms[-1] if ms else 0.0,
+        mean_poll_ms=mean(loops) * 1000 if loops else 0.0,
+        p99_by_second_ms=_by_second(latencies), unresolved=unresolved,
+        wakes_sent_by_producer=line.waker.sent, check=verify(line.store, line.settings, sent),
+    )

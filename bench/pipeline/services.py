@@ -1,0 +1,165 @@
+"""Real services for the benchmark and the accounting of what they cost.
+
+Redis servers and Celery workers come from the test infrastructure (child processes on
+free loopback ports, killed with their owner). CPU is read from ``/proc`` for worker
+process trees and from ``INFO cpu`` for Redis, so each side's cost per delta can be
+reported next to the throughput it bought.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from tests.infra.processes import ManagedProcess, wait_until
+from tests.infra.redis_server import RedisServer
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@contextmanager
+def redis_server(extra_args: Sequence[str] = ()) -> Iterator[RedisServer]:
+    """A private ``redis-server`` without persistence."""
+    with RedisServer(appendonly=False, extra_args=extra_args) as server:
+        yield server
+
+
+@contextmanager
+def log_dir(keep: bool = False) -> Iterator[Path]:
+    """A directory for worker logs (removed afterwards unless ``keep``)."""
+    if keep:
+        yield Path(tempfile.mkdtemp(prefix="threadfold-bench-"))
+        return
+    with tempfile.TemporaryDirectory(prefix="threadfold-bench-") as path:
+        yield Path(path)
+
+
+def _stat(pid: int) -> list[str] | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return None
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            fields = _stat(int(entry.name))
+            if fields is not None and int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def tree_cpu(pid: int) -> float:
+    """User + system CPU seconds of a live process and its live descendants."""
+    fields = _stat(pid)
+    if fields is None:
+        return 0.0
+    own = (int(fields[11]) + int(fields[12])) / _TICKS
+    return own + sum(tree_cpu(child) for child in _children(pid))
+
+
+def processes_cpu(processes: Sequence[ManagedProcess]) -> float:
+    return sum(tree_cpu(p.pid) for p in processes)
+
+
+def redis_cpu(client: redis.Redis) -> float:
+    """CPU seconds the server has used (main thread and background threads)."""
+    info = client.info("cpu")
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+
+@dataclass(frozen=True)
+class CommandStat:
+    """One line of ``INFO commandstats``."""
+
+    calls: int
+    usec: int
+
+    @property
+    def usec_per_call(self) -> float:
+        return self.usec / self.calls if self.calls else 0.0
+
+
+def commandstats(client: redis.Redis) -> dict[str, CommandStat]:
+    """Calls and total microseconds per command (script-issued commands count too)."""
+    raw: dict[str, Any] = client.info("commandstats")
+    out = {}
+    for key, value in raw.items():
+        name = key.removeprefix("cmdstat_")
+        out[name] = CommandStat(int(value["calls"]), int(value["usec"]))
+    return out
+
+
+def reset_stats(client: redis.Redis) -> None:
+    client.config_resetstat()
+
+
+def start_workers(count: int, start: Any, log_path: Path) -> list[ManagedProcess]:
+    """``count`` worker processes from ``start(name, log_dir)``."""
+    return [start(f"w{i}", log_path) for i in range(count)]
+
+
+def wait_ready(app: Any, names: Sequence[str], workers: Sequence[ManagedProcess],
+               timeout: float = 60.0) -> None:
+    """Until every named Celery worker answers a ping (its pool is up and consuming)."""
+    host = socket.gethostname()
+    wanted = {f"{name}@{host}" for name in names}
+    seen: set[str] = set()
+
+    def answered() -> bool:
+        dead = [w for w in workers if not w.alive]
+        if dead:
+            raise RuntimeError(f"worker exited while starting; log: {dead[0].read_log()[-2000:]}")
+        for reply in app.control.ping(timeout=0.5) or []:
+            seen.update(reply)
+        return wanted <= seen
+
+    wait_until(answered, timeout, interval=0.1,
+               message=f"workers {sorted(wanted - seen)} not ready")
+
+
+@contextmanager
+def killing(processes: Sequence[ManagedProcess]) -> Iterator[Sequence[ManagedProcess]]:
+    """Kill every process (and its group) on the way out."""
+    with ExitStack() as stack:
+        for process in processes:
+            stack.callback(process.kill)
+        yield processes
+
+
+@contextmanager
+def script_log(client: redis.Redis, max_len: int = 100_000) -> Iterator[dict[str, list[int]]]:
+    """Microseconds of every script call meanwhile, by script name (Redis' SLOWLOG at 0 us).
+
+    The slowlog times the command inside the server, as ``commandstats`` does, but per
+    call, and the first argument of an EVALSHA names its script.
+    """
+    from workers.ops import ALL_SCRIPTS  # noqa: PLC0415  # only the benchmark needs the table
+
+    names = {s.sha: s.name for s in ALL_SCRIPTS}
+    found: dict[str, list[int]] = {}
+    old: dict[str, str] = client.config_get("slowlog-*")  # type: ignore[assignment]
+    client.config_set("slowlog-max-len", max_len)
+    client.config_set("slowlog-log-slower-than", 0)
+    client.slowlog_reset()
+    try:
+        yield found
+        entries = client.slowlog_get(max_len)
+    finally:
+        for key, value in old.items():
+            client.config_set(key, value)
+    for entry in entries:
+        args = entry["command"].split()
+        if args and args[0].lower() == b"evalsha" and len(args) > 1:
+            name = names.get(args[1].decode(), "other")
+            found.setdefault(name, []).append(int(entry["duration"]))

@@ -1,0 +1,113 @@
+"""The pipeline targets, judged on one run's results; a run whose check failed never passes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bench.pipeline.commit_cost import CostRow
+from bench.pipeline.e2e import E2EResult
+from bench.pipeline.latency import LatencyResult
+from bench.pipeline.memory import AI, HUMAN, MemoryRow
+from bench.pipeline.naive import NaiveResult
+from bench.targets import Target
+
+E2E_RATE = 30_000.0
+NAIVE_SPEEDUP = 30.0
+LENGTH_RATIO = 1.5
+P99_MS = 100.0
+MEMORY_RATIO = 1.5
+
+
+@dataclass(frozen=True)
+class LengthRatio:
+    """Long over short per-delta cost of one workload and batch size."""
+
+    name: str
+    cpu: float
+    wall: float
+
+
+def length_ratios(rows: Sequence[CostRow]) -> list[LengthRatio]:
+    """Per workload and batch size: best (drainer + server) CPU and best wall, long/short."""
+    out = []
+    for workload in dict.fromkeys(r.workload for r in rows):
+        for batch in sorted({r.batch_size for r in rows}):
+            at = sorted((r for r in rows if r.workload == workload and r.batch_size == batch),
+                        key=lambda r: r.length)
+            if len(at) > 1:
+                short, long = at[0], at[-1]
+                out.append(LengthRatio(f"{workload} batch {batch}",
+                                       long.best_cpu_us / short.best_cpu_us,
+                                       long.best_wall_us / short.best_wall_us))
+    return out
+
+
+def e2e_rate(headline: E2EResult) -> Target:
+    c = headline.config
+    return Target(
+        "end to end sustained deltas/s",
+        f">= {E2E_RATE:,.0f}/s",
+        f"{headline.rate:,.0f}/s",
+        headline.rate >= E2E_RATE and headline.check.ok,
+        f"{c.threads:,} threads x {c.per_thread} deltas, bulks of {c.bulk} ({c.run} per thread), "
+        f"{c.workers} workers x {c.concurrency}; est. {headline.capacity:,.0f}/s on 2 idle cores; "
+        + (headline.check.detail or "states verified"),
+    )
+
+
+def speedup(headline: E2EResult, naive: NaiveResult) -> Target:
+    ratio = headline.rate / naive.rate
+    return Target(
+        "threadfold vs naive (task per delta, lock, JSON, add_messages)",
+        f">= {NAIVE_SPEEDUP:g}x",
+        f"x{ratio:.1f}",
+        ratio >= NAIVE_SPEEDUP and headline.check.ok,
+        f"{headline.rate:,.0f}/s vs {naive.rate:,.1f}/s ({naive.deltas:,} deltas); naive check: "
+        + ("ok" if naive.check.ok else naive.check.detail),
+    )
+
+
+def length(rows: Sequence[CostRow]) -> Target:
+    ratios = length_ratios(rows)
+    worst = max(ratios, key=lambda r: r.cpu)
+    lengths = sorted({r.length for r in rows})
+    return Target(
+        f"commit cost per delta, thread {lengths[-1]:,} vs {lengths[0]:,}",
+        f"within {LENGTH_RATIO:g}x (CPU: drainer + Redis)",
+        f"max x{worst.cpu:.2f} ({worst.name})",
+        worst.cpu <= LENGTH_RATIO,
+        "; ".join(f"{r.name} cpu x{r.cpu:.2f} wall x{r.wall:.2f}" for r in ratios),
+    )
+
+
+def latency(result: LatencyResult) -> Target:
+    return Target(
+        "enqueue-to-visible p99 at half the max rate",
+        f"< {P99_MS:g} ms",
+        f"{result.p99_ms:,.0f} ms",
+        result.p99_ms < P99_MS and result.unresolved == 0 and result.check.ok,
+        f"{result.achieved_rate:,.0f} deltas/s; p50 {result.p50_ms:,.1f} ms, max "
+        f"{result.max_ms:,.0f} ms; poll loop {result.mean_poll_ms:.1f} ms",
+    )
+
+
+def memory(rows: Sequence[MemoryRow], variant: str) -> Target:
+    mine = [r for r in rows if r.variant == variant]
+    default = max((r for r in mine if r.config == "default"), key=lambda r: r.ratio)
+    best = {r.per_thread: min((x for x in mine if x.per_thread == r.per_thread),
+                              key=lambda x: x.ratio) for r in mine}
+    options = "; ".join(f"{n}/thread best: {b.config} x{b.ratio:.2f}" for n, b in best.items())
+    return Target(
+        f"Redis bytes per stored message / msgpack size ({variant})",
+        f"within {MEMORY_RATIO:g}x",
+        f"x{default.ratio:.2f} (default, {default.per_thread}/thread)",
+        default.ratio <= MEMORY_RATIO,
+        options,
+    )
+
+
+def judge(headline: E2EResult, naive: NaiveResult, costs: Sequence[CostRow],
+          lat: LatencyResult, mem: Sequence[MemoryRow]) -> list[Target]:
+    return [e2e_rate(headline), speedup(headline, naive), length(costs), latency(lat),
+            memory(mem, AI), memory(mem, HUMAN)]
