@@ -15,6 +15,7 @@ class ApiSettings(Settings):
 
     host: str = Field("127.0.0.1", description="Address the API listens on.")
     port: int = Field(8000, ge=0, le=65535, description="Port the API listens on.")
+    api_workers: int = Field(1, ge=1, le=64, description="API processes (uvicorn workers).")
     api_keys: SecretStr | None = Field(
         None,
         description='Bearer tokens as JSON: {"<token>": "<tenant or null>"}. Unset: no auth, '

@@ -21,9 +21,9 @@ from collections.abc import Iterable, Sequence
 from operator import attrgetter
 from typing import Any, SupportsIndex
 
-from core.convert import to_messages
+from core.convert import to_message, to_messages
 from core.fold import merge_chunk
-from core.messages import REMOVE_ALL_MESSAGES, BaseMessage, RemoveMessage
+from core.messages import MESSAGE_CLASSES, REMOVE_ALL_MESSAGES, BaseMessage, RemoveMessage
 
 _get_id = attrgetter("id")
 
@@ -121,6 +121,9 @@ def _after_remove_all(messages: list[BaseMessage]) -> int | None:
     return None
 
 
+_CLASSES: frozenset[type] = frozenset(MESSAGE_CLASSES)
+
+
 def apply_deltas(
     state: Sequence[Any], writes: Iterable[Any], *, merge_chunks: bool = False
 ) -> list[BaseMessage]:
@@ -132,44 +135,57 @@ def apply_deltas(
     """
     if state is None:
         raise TypeError("state must be a list of messages, not None")
-    incoming = to_messages(flatten(writes), "writes")
-    cut = _after_remove_all(incoming)
-    if cut is not None:
-        return _fold_dict({}, incoming[cut:], merge_chunks)
     index = state.index_copy() if isinstance(state, Messages) else None
-    if index is not None:
-        return _fold_dict(index, incoming, merge_chunks)
-    current = to_messages(state, "state") if _needs_conversion(state) else state
-    index = dict(zip(map(_get_id, current), current, strict=True))
-    if len(index) == len(current):
-        return _fold_dict(index, incoming, merge_chunks)
-    return _fold_slots(list(current), incoming, merge_chunks)
+    if index is None:
+        current = to_messages(state, "state") if _needs_conversion(state) else state
+        index = dict(zip(map(_get_id, current), current, strict=True))
+        if len(index) != len(current):
+            return _fold_slots(list(current), writes, merge_chunks)
+    return _fold_dict(index, writes, merge_chunks)
 
 
 def _needs_conversion(state: Sequence[Any]) -> bool:
     return not all(isinstance(m, BaseMessage) for m in state)
 
 
-def _fold_dict(index: dict[Any, BaseMessage], incoming: list[BaseMessage], merge: bool) -> Messages:
-    """The fold over an id -> message dict (duplicate-free state)."""
-    for m in incoming:
-        key = m.id
-        if key is None:
-            index[object()] = m  # id-less: appended, never matched again
-        elif type(m) is RemoveMessage:
-            index.pop(key, None)
-        elif merge:
-            index[key] = merge_chunk(index.get(key), m)
-        else:
-            index[key] = m
+def _fold_dict(index: dict[Any, BaseMessage], writes: Iterable[Any], merge: bool) -> Messages:
+    """One pass over the writes: convert what is not a message yet, and fold it in.
+
+    A ``__remove_all__`` clears the index where it stands; LangGraph instead keeps only
+    what follows the last one, which leaves the same state. Conversion errors surface
+    at the same message either way, since LangGraph converts every message first.
+    """
+    k = 0
+    for write in writes:
+        for item in write if isinstance(write, list) else (write,):
+            m = item if type(item) in _CLASSES else to_message(item, f"writes[{k}]")
+            k += 1
+            key = m.id
+            if key is None:
+                index[object()] = m  # id-less: appended, never matched again
+            elif type(m) is RemoveMessage:
+                if key == REMOVE_ALL_MESSAGES:
+                    index.clear()
+                else:
+                    index.pop(key, None)
+            elif merge:
+                index[key] = merge_chunk(index.get(key), m)
+            else:
+                index[key] = m
     return Messages(index.values(), index)
 
 
 _TOMBSTONE: Any = object()
 
 
-def _fold_slots(result: list[Any], incoming: list[BaseMessage], merge: bool) -> Messages:
-    """LangGraph's own slot algorithm, for a state with duplicate ids."""
+def _fold_slots(result: list[Any], writes: Iterable[Any], merge: bool) -> Messages:
+    """LangGraph's own slot algorithm, for a state with duplicate ids (only add_messages
+    makes those): every message converted first, then the part after the last
+    ``__remove_all__`` (which empties the state, duplicates and all) folded in."""
+    incoming = to_messages(flatten(writes), "writes")
+    cut = _after_remove_all(incoming)
+    if cut is not None:
+        return _fold_dict({}, [incoming[cut:]], merge)
     slot = {m.id: i for i, m in enumerate(result) if m.id is not None}
     for m in incoming:
         if m.id is None:

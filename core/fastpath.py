@@ -30,6 +30,8 @@ _TYPED_KEYS: Final = _COMMON | {"type"}
 _TOOL_KEYS: Final = frozenset(
     {"content", "id", "name", "tool_call_id", "status", "artifact", "response_metadata"}
 )
+_PLAIN_CALL_KEYS: Final = _PLAIN_KEYS | {"tool_calls"}
+_TYPED_CALL_KEYS: Final = _TYPED_KEYS | {"tool_calls"}
 _CALL_KEYS: Final = frozenset({"id", "type", "function"})
 _LC_CALL_KEYS: Final = frozenset({"name", "args", "id", "type", "extras"})
 # additional_kwargs keys the general path lifts into fields: not for the fast path.
@@ -46,13 +48,30 @@ def fast_message(item: dict[Any, Any]) -> BaseMessage | None:
     if head is None:
         return None
     role, content, ident, name = head
-    if "additional_kwargs" in item or "response_metadata" in item:
-        extras = _dicts(item)
-        if extras is None:
-            return None
-    else:
-        extras = _NO_EXTRAS
     cls = _PLAIN.get(role)
+    if (
+        cls is not None
+        and "additional_kwargs" not in item
+        and "response_metadata" not in item
+        and item.keys() <= (_PLAIN_KEYS if "role" in item else _TYPED_KEYS)
+    ):
+        return cls(content=content, id=ident, name=name)  # the commonest case, first
+    return _with_extras(item, role, cls, content, ident, name)
+
+
+def _with_extras(  # noqa: PLR0917  # the fields _head already read, passed on
+    item: dict[Any, Any],
+    role: str,
+    cls: type[BaseMessage] | None,
+    content: str | list[Any],
+    ident: str | None,
+    name: str | None,
+) -> BaseMessage | None:
+    extras = (
+        _dicts(item) if "additional_kwargs" in item or "response_metadata" in item else _NO_EXTRAS
+    )
+    if extras is None:
+        return None
     if cls is not None and item.keys() <= (_PLAIN_KEYS if "role" in item else _TYPED_KEYS):
         return cls(content=content, id=ident, name=name, **_fields(extras))
     if role == "tool" and not extras[0]:
@@ -70,16 +89,15 @@ def _head(item: dict[Any, Any]) -> tuple[str, str | list[Any], str | None, str |
         role = item["role"]
     else:
         role = item.get("type")
-    if type(role) is not str:
-        return None
     content = item.get("content", _ABSENT)
     if type(content) is not str:
         content = _content(content)
-        if content is None:
-            return None
     ident, name = item.get("id"), item.get("name")
-    if (ident is not None and type(ident) is not str) or (
-        name is not None and type(name) is not str
+    if (
+        type(role) is not str
+        or content is None
+        or (ident is not None and type(ident) is not str)
+        or (name is not None and type(name) is not str)
     ):
         return None
     return role, content, ident, name
@@ -158,24 +176,22 @@ def _assistant_with_calls(
     name: str | None,
     fields: dict[str, Any],
 ) -> BaseMessage | None:
-    if not item.keys() <= (_PLAIN_KEYS if "role" in item else _TYPED_KEYS) | {"tool_calls"}:
+    if not item.keys() <= (_PLAIN_CALL_KEYS if "role" in item else _TYPED_CALL_KEYS):
         return None
     raw = item["tool_calls"]
-    if type(raw) is not list or not raw or not all(type(e) is dict for e in raw):
+    if type(raw) is not list or not raw:
         return None
     calls = []
     for entry in raw:
+        if type(entry) is not dict:
+            return None
         call = _openai_call(entry) if "function" in entry else _langchain_call(entry)
         if call is None:
             return None
         calls.append(call)
-    return AIMessage(
-        content=content,
-        tool_calls=calls,
-        id=ident,
-        name=name,
-        **fields,
-    )
+    if not fields:  # no **{}: unpacking an empty dict costs as much as the Struct
+        return AIMessage(content=content, tool_calls=calls, id=ident, name=name)
+    return AIMessage(content=content, tool_calls=calls, id=ident, name=name, **fields)
 
 
 def _langchain_call(entry: Any) -> dict[str, Any] | None:

@@ -25,19 +25,22 @@ def _ok(check: Any) -> str:
     return "verified" if check.ok else f"WRONG: {check.detail}"
 
 
-def e2e_table(results: Sequence[E2EResult]) -> list[str]:
+def e2e_table(results: Sequence[E2EResult], headline: E2EResult) -> list[str]:
     head = ["layout", "batch_size", "deltas", "deltas/s", "wall s", "producer alone /s",
-            "commits", "deltas/commit", "wakes", "CPU us/delta prod / workers / redis / broker",
-            "est. 2 idle cores", "state"]
+            "commits", "deltas/commit", "threads woken", "tasks",
+            "CPU us/delta prod / workers / redis / broker", "est. 2 idle cores", "state"]
     rows = []
     for r in results:
         c = r.config
         cpu = " / ".join(f"{r.per_delta_us(x):.0f}" for x in
                          (r.producer_cpu, r.worker_cpu, r.redis_cpu, r.broker_cpu))
-        rows.append([f"{c.run}/thread/bulk of {c.bulk}", str(c.batch_size), f"{r.deltas:,}",
+        tasks = r.broker_commands.get("lpush")
+        mark = " (headline)" if r is headline else ""
+        rows.append([f"{c.run}/thread/bulk of {c.bulk}{mark}", str(c.batch_size), f"{r.deltas:,}",
                      rate(r.rate), f"{r.wall_seconds:.1f}", rate(r.deltas / r.produce_seconds),
                      f"{r.commits:,}", f"{r.deltas / max(r.commits, 1):.1f}",
-                     f"{r.wakes_sent_by_producer:,}", f"{cpu} = {r.cpu_per_delta_us:.0f}",
+                     f"{r.wakes_sent_by_producer:,}", f"{tasks.calls:,}" if tasks else "-",
+                     f"{cpu} = {r.cpu_per_delta_us:.0f}",
                      rate(r.capacity), _ok(r.check)])
     return _table(head, rows)
 
@@ -113,14 +116,14 @@ def commands_table(stats: Mapping[str, Any], n: int = 10) -> list[str]:
                          for k, v in top])
 
 
-def markdown(targets: Sequence[Target], e2e: Sequence[E2EResult], naive: NaiveResult, *,
+def markdown(targets: Sequence[Target], e2e: Sequence[E2EResult], headline: E2EResult,
+             naive: NaiveResult, *,
              costs: Sequence[CostRow], lat: Sequence[LatencyResult], memory: Sequence[MemoryRow],
              components: Components, machine: str) -> str:
-    headline = e2e[0]
     sections = [
         ["## Targets", "", *target_table(targets)],
         ["## End to end (producer -> Redis -> 2 Celery workers x 1 process)", "",
-         *e2e_table(e2e)],
+         *e2e_table(e2e, headline)],
         ["## Against the naive baseline", "", *naive_table(headline, naive)],
         ["## Commit cost per delta by thread length (Drainer in-process)", "",
          *cost_table(costs)],

@@ -336,7 +336,7 @@ def test_paging_and_formats_read_the_committed_state(redis_url: str) -> None:
         assert [m["id"] for m in before["messages"]] == ["m1", "m2"] and before["has_more"]
         last = client.get("/threads/p/state", params={"after": "m5"}).json()
         assert [m["id"] for m in last["messages"]] == ["m6"] and not last["has_more"]
-        assert page["total"] == 7  # noqa: PLR2004
+        assert page["total"] == 7
         missing = client.get("/threads/p/state", params={"after": "zz"})
         assert missing.status_code == 422 and missing.json()["error"]["field"] == "after"
         openai = client.get("/threads/p/state", params={"format": "openai", "limit": 1}).json()

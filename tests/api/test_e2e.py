@@ -47,7 +47,7 @@ def stack(redis_url: str, tmp_path: Path) -> Iterator[tuple[httpx.Client, Settin
 
 
 def _send(client: httpx.Client, sent: Sent, rng: random.Random, step: int) -> None:
-    if rng.random() < 0.3:  # noqa: PLR2004  # a bulk call across threads
+    if rng.random() < 0.3:  # a bulk call across threads
         batch = [
             {"thread_id": f"h{rng.randrange(30)}", "messages": random_messages(rng, step)}
             for _ in range(rng.randint(2, 6))

@@ -1,0 +1,1 @@
+"""The HTTP benchmark's parts: wrk runs, a paced generator, the stack, profiles, report."""
