@@ -7,6 +7,7 @@
     ├── Unauthorized          401: no or unknown bearer token
     ├── NotFound              404: a thread never written (or deleted)
     ├── VersionNotReached     409: min_version not reached within the wait
+    ├── Gone                  410: at_version needs log entries retention has dropped
     ├── PayloadTooLarge       413: body over the configured size
     ├── UnsupportedMediaType  415: not application/json
     ├── Invalid               422: well-formed JSON that is not a valid request
@@ -76,6 +77,12 @@ class VersionNotReached(ApiError):
     def __init__(self, message: str, *, version: str) -> None:
         super().__init__(message, version=version)
         self.headers = {"Retry-After": "1"}
+
+
+class Gone(ApiError):
+    """Raised when time travel needs log entries that retention has already trimmed."""
+
+    status, code = 410, "gone"
 
 
 class PayloadTooLarge(ApiError):

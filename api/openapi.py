@@ -150,6 +150,11 @@ _STATE_QUERY: Final = [
         {"type": "string", "pattern": r"^\d{1,20}-\d{1,20}$"},
         "Wait until the thread's version reaches this one (read-your-writes).",
     ),
+    _query(
+        "at_version",
+        {"type": "string", "pattern": r"^\d{1,20}-\d{1,20}$"},
+        "Time travel: the state as of this version, replayed from the retained log.",
+    ),
     _query("wait", {"type": "number", "minimum": 0}, "Longest wait for min_version, seconds."),
     _query("limit", {"type": "integer", "minimum": 0}, "Page size (default: all messages)."),
     _query("before", {"type": "string"}, "Only messages before this message id."),

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 import redis
 
-from api.errors import BadRequest, Invalid, NotFound, Unavailable, VersionNotReached
+from api.errors import BadRequest, Gone, Invalid, NotFound, Unavailable, VersionNotReached
 from api.schemas import Accepted, BulkIn, DeltaIn, StateOut, StatusOut
 from api.settings import ApiSettings
 from core import dump_messages
@@ -19,6 +19,7 @@ from core.keys import InvalidName, check_name
 from core.openai import to_openai
 from core.versions import InvalidVersion, parse_version, reached
 from workers.astore import AsyncStore
+from workers.ops import StatePage
 from workers.producer import AsyncProducer, Delta, Enqueued
 
 _POLL_START, _POLL_MAX = 0.002, 0.05
@@ -33,6 +34,7 @@ class Page:
 
     format: Format = "langchain"
     min_version: str | None = None
+    at_version: str | None = None
     wait: float = 0.0
     limit: int = -1
     before: str | None = None
@@ -93,9 +95,12 @@ class Service:
         if page.min_version is not None:
             await self._wait_for(ref, thread_id, page.min_version, page.wait)
         mode, anchor = ("after", page.after) if page.after else ("before", page.before or "")
-        found = await self.store.read_state(
-            ref, mode if anchor else "all", anchor or "", page.limit
-        )
+        if page.at_version is not None:
+            found = await self._replayed(
+                ref, page.at_version, mode if anchor else "all", anchor, page.limit
+            )
+        else:
+            found = await self.store.read_state(ref, mode if anchor else "all", anchor, page.limit)
         if found is None:
             raise NotFound(f"thread {thread_id!r} has never been written", field="thread_id")
         if anchor and not found.anchor_found:
@@ -107,6 +112,18 @@ class Service:
         return StateOut(
             thread_id, found.version, found.total, found.has_more, page.format, messages
         )
+
+    async def _replayed(
+        self, ref: str, version: str, mode: str, anchor: str, limit: int
+    ) -> StatePage | None:
+        """Time travel: the log folded up to ``version``, then paged like a live read."""
+        try:
+            whole = await self.store.replay(ref, version, merge_chunks=self.settings.merge_chunks)
+        except LookupError as exc:
+            raise Gone(str(exc), field="at_version") from exc
+        if whole is None:
+            return None
+        return page_of(whole, mode, anchor, limit)
 
     async def _wait_for(self, ref: str, thread_id: str, wanted: str, wait: float) -> None:
         """Read-your-writes: poll the version with a growing interval, up to ``wait``."""
@@ -153,7 +170,15 @@ class Service:
 
 def parse_page(query: dict[str, str], settings: ApiSettings) -> Page:
     """The query string of ``GET /threads/{id}/state``, validated field by field."""
-    unknown = set(query) - {"format", "min_version", "wait", "limit", "before", "after"}
+    unknown = set(query) - {
+        "format",
+        "min_version",
+        "at_version",
+        "wait",
+        "limit",
+        "before",
+        "after",
+    }
     if unknown:
         name = sorted(unknown)[0]
         raise BadRequest(f"{name}: unknown query parameter", field=name)
@@ -165,18 +190,37 @@ def parse_page(query: dict[str, str], settings: ApiSettings) -> Page:
             fmt = "openai"
         case _:
             raise BadRequest("format: expected 'langchain' or 'openai'", field="format")
-    min_version = query.get("min_version")
-    if min_version is not None:
-        try:
-            parse_version(min_version)
-        except InvalidVersion as exc:
-            raise BadRequest(f"min_version: {exc}", field="min_version") from exc
+    min_version, at_version = _version(query, "min_version"), _version(query, "at_version")
     wait = _number(query, "wait", 0.0, settings.max_wait_seconds)
     limit = int(_number(query, "limit", -1, settings.max_page, integer=True))
     before, after = query.get("before"), query.get("after")
     if before and after:
         raise BadRequest("before: give either before or after, not both", field="before")
-    return Page(fmt, min_version, wait, limit, before, after)
+    return Page(fmt, min_version, at_version, wait, limit, before, after)
+
+
+def _version(query: dict[str, str], name: str) -> str | None:
+    value = query.get(name)
+    if value is not None:
+        try:
+            parse_version(value)
+        except InvalidVersion as exc:
+            raise BadRequest(f"{name}: {exc}", field=name) from exc
+    return value
+
+
+def page_of(whole: StatePage, mode: str, anchor: str, limit: int) -> StatePage:
+    """A page of an in-memory (replayed) thread, cut as READ_STATE cuts a live one."""
+    messages = whole.messages
+    if mode != "all":
+        at = next((i for i, m in enumerate(messages) if m.id == anchor), None)
+        if at is None:
+            return StatePage(whole.version, whole.total, False, False, [])
+        messages = messages[at + 1 :] if mode == "after" else messages[:at]
+    more = 0 <= limit < len(messages)
+    if more:
+        messages = messages[len(messages) - limit :] if mode == "before" else messages[:limit]
+    return StatePage(whole.version, whole.total, more, True, messages)
 
 
 def _number(

@@ -205,3 +205,12 @@ def merge_chunk(previous: BaseMessage | None, incoming: BaseMessage) -> BaseMess
         return add_chunks(previous, incoming)
     except ChunkMergeError:
         return incoming
+
+
+def replay_fold(batches: Iterable[list[BaseMessage]], *, merge_chunks: bool = False) -> ThreadFold:
+    """A thread rebuilt from nothing by folding its log's deltas in order (replay)."""
+    fold = ThreadFold(track=True, merge_chunks=merge_chunks)
+    for batch in batches:
+        fold.apply(batch)
+    fold.take_effect()
+    return fold

@@ -6,7 +6,8 @@ fields: ``c`` cursor (last applied entry id, the version), ``n`` next free posit
 ``e`` last enqueued entry id, ``t`` last commit time (ms), ``a`` drain attempts since
 the last commit, ``q`` quarantine reason, ``qe`` the entry it failed on, ``k`` entries
 applied or skipped (the backlog is the stream's ``entries-added`` minus ``k``, whatever
-the retention, hand-written entries included).
+the retention, hand-written entries included), ``rb`` set once retention has trimmed
+applied entries (from then on the log no longer replays the whole thread).
 
 The scripts are the product: they are tested against a real ``redis-server``.
 """
@@ -154,7 +155,11 @@ if retention > 0 then
   local keep_from = (now - retention) .. '-0'
   if ms_of(keep_from) < ms_of(threshold) then threshold = keep_from end
 end
-redis.call('XTRIM', KEYS[4], 'MINID', threshold)
+local trimmed = redis.call('XTRIM', KEYS[4], 'MINID', threshold)
+if retention > 0 and trimmed > 0 then
+  -- Entries past the retention window are gone: replays from this log are no longer exact.
+  redis.call('HSET', KEYS[1], 'rb', threshold)
+end
 if has_backlog(KEYS[4], new_cursor) then
   redis.call('PEXPIRE', KEYS[5], ARGV[8])
   return {1, 1, now}
@@ -294,4 +299,21 @@ end
 return {m[1] or '0-0', m[2] or '0-0', m[3] or '', m[4] or '0', m[5] or '', m[6] or '',
         m[7] or '0', added, redis.call('ZCARD', KEYS[3]),
         redis.call('ZSCORE', KEYS[4], ARGV[1]) or ''}
+"""
+
+REBUILD: Final = r"""
+-- Replace a thread's state with a replayed one, fenced like any commit.
+-- KEYS: meta msgs order   ARGV: expected_cursor next_position n {id position payload}*n
+-- -> 1 done, 0 the cursor moved meanwhile (replay again)
+local cursor = redis.call('HGET', KEYS[1], 'c') or '0-0'
+if cursor ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[2], KEYS[3])
+local n = tonumber(ARGV[3])
+for i = 0, n - 1 do
+  local id, pos, payload = ARGV[4 + 3 * i], ARGV[5 + 3 * i], ARGV[6 + 3 * i]
+  redis.call('HSET', KEYS[2], id, payload)
+  redis.call('ZADD', KEYS[3], pos, id)
+end
+redis.call('HSET', KEYS[1], 'n', ARGV[2])
+return 1
 """

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from core.codec import decode_messages
+from core.fold import replay_fold
 from core.keys import Keyspace
+from core.messages import BaseMessage
 from workers import ops
 from workers.redis_io import AsyncClient, arun
+
+PAGE = 1000
 
 
 class AsyncStore:
@@ -33,6 +38,31 @@ class AsyncStore:
 
     async def delete(self, ref: str) -> bool:
         return bool(int(await arun(self.client, ops.delete_call(self.keyspace, ref))))
+
+    async def replay(self, ref: str, upto: str, *, merge_chunks: bool) -> ops.StatePage | None:
+        """The thread as of version ``upto``, replayed from its log (time travel).
+
+        None when the thread was never written; :class:`LookupError` when its log no
+        longer holds the whole history.
+        """
+        k = self.keyspace.thread(ref)
+        blocker = ops.replay_blocker(ref, await self.client.hmget(k.meta, ["e", "rb"]))
+        if blocker is not None:
+            if "never been written" in blocker:
+                return None
+            raise LookupError(blocker)
+        batches: list[list[BaseMessage]] = []
+        start, last = "-", "0-0"
+        while True:
+            page = await self.client.xrange(k.log, start, upto, count=PAGE) or []
+            for entry_id, fields in page:
+                batches.append(decode_messages(ops.log_payload(fields)))
+                last = ops.text(entry_id)
+            if len(page) < PAGE:
+                break
+            start = "(" + last
+        messages = replay_fold(batches, merge_chunks=merge_chunks).ordered()
+        return ops.StatePage(last, len(messages), False, True, messages)
 
     async def ping(self) -> bool:
         return bool(await self.client.ping())

@@ -27,7 +27,19 @@ WAKE: Final = Script("wake", scripts.WAKE)
 READ_STATE: Final = Script("read_state", scripts.READ_STATE)
 DELETE: Final = Script("delete", scripts.DELETE)
 STATUS: Final = Script("status", scripts.STATUS)
-ALL_SCRIPTS: Final = (INGEST, READ_BATCH, COMMIT, FAIL, RETRY, WAKE, READ_STATE, DELETE, STATUS)
+REBUILD: Final = Script("rebuild", scripts.REBUILD)
+ALL_SCRIPTS: Final = (
+    INGEST,
+    READ_BATCH,
+    COMMIT,
+    FAIL,
+    RETRY,
+    WAKE,
+    READ_STATE,
+    DELETE,
+    STATUS,
+    REBUILD,
+)
 
 
 def text(value: Any) -> str:
@@ -252,3 +264,19 @@ def parse_status(raw: list[Any]) -> ThreadStatus | None:
         dirty_since_ms=int(float(dirty)) if dirty else None,
         applied=int(applied),
     )
+
+
+def log_payload(fields: Any) -> bytes:
+    """The delta bytes of a stream entry's field map."""
+    return as_bytes(fields.get(b"d", fields.get("d", b"")))
+
+
+def replay_blocker(ref: str, meta: list[Any]) -> str | None:
+    """Why a thread cannot be replayed (``meta`` = HMGET e rb), or None when it can."""
+    enqueued, trimmed = meta
+    if enqueued is None:
+        return f"thread {ref} has never been written"
+    if trimmed is not None:
+        at = text(trimmed)
+        return f"thread {ref}: retention trimmed its log at {at}; a replay needs the whole log"
+    return None

@@ -13,6 +13,7 @@ from celery import Celery
 from core.keys import Keyspace
 from workers.app import DRAIN_TASK, SWEEP_TASK, CeleryWaker
 from workers.drain import Drainer, DrainReport
+from workers.recompute import RECOMPUTE_TASK, Mode, recompute_slice
 from workers.redis_io import sync_client
 from workers.settings import Settings
 from workers.store import Store
@@ -98,7 +99,13 @@ def register(app: Celery, settings: Settings) -> Runtime:
     def sweep() -> None:
         sweep_once(runtime)
 
+    def recompute(job_id: str, refs: list[str], mode: Mode) -> None:
+        recompute_slice(runtime.store, runtime.settings, job_id, refs, mode)
+
     app.task(name=DRAIN_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True)(drain)
     app.task(name=SWEEP_TASK, ignore_result=True)(sweep)
+    # Within the global time limits: jobs are cut into small slices, and a slice run
+    # twice is harmless (an audit reads; a rebuild is fenced by the cursor).
+    app.task(name=RECOMPUTE_TASK, acks_late=True, ignore_result=True)(recompute)
 
     return runtime

@@ -1,0 +1,121 @@
+"""Replay from the retained log: audit finds a corrupted state, rebuild fixes it, time
+travel matches the fold of the log prefix; and the same as Celery jobs via the CLI."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core import dump_messages
+from core.codec import encode_message
+from core.messages import HumanMessage
+from tests.api.client import api_client, api_settings
+from tests.workers.harness import (
+    Sent,
+    make_settings,
+    settings_env,
+    start_worker,
+    state_dump,
+    store_for,
+    version_key,
+)
+from tests.workers.produce import random_messages
+from tests.workers.test_concurrency import NoWake
+from workers.cli import main
+from workers.drain import Drainer
+from workers.producer import Producer
+from workers.replay import NotReplayable, audit, rebuild, replay
+from workers.settings import Settings
+from workers.store import Store
+
+
+def _written(settings: Settings, threads: int = 3, deltas: int = 120) -> tuple[Store, Sent]:
+    store = store_for(settings)
+    producer = Producer(store.client, settings, NoWake())
+    rng, sent = random.Random(8), Sent()
+    for step in range(deltas):
+        thread = f"r{rng.randrange(threads)}"
+        messages = random_messages(rng, step)
+        result = producer.enqueue(thread, messages)
+        sent.add(f"_/{thread}", result.version, messages, result.ids)
+    drainer = Drainer(store, settings)
+    for ref in sent.deltas:
+        drainer.drain(ref)
+    return store, sent
+
+
+def _corrupt(store: Store, ref: str) -> None:
+    """Change a stored body behind the workers' back."""
+    k = store.keyspace.thread(ref)
+    victim = store.client.zrange(k.order, 0, 0)[0].decode()
+    store.client.hset(k.msgs, victim, encode_message(HumanMessage(content="tampered", id=victim)))
+
+
+def test_audit_finds_a_corrupted_state_and_rebuild_fixes_it(redis_url: str) -> None:
+    settings = make_settings(redis_url, retention_seconds=3600)
+    store, sent = _written(settings)
+    ref = max(sent.deltas, key=lambda r: len(sent.deltas[r]))
+    assert audit(store, ref).differences == []
+    _corrupt(store, ref)
+    found = audit(store, ref)
+    assert found.differences and "differs" in found.differences[0]
+    rebuild(store, ref)
+    assert audit(store, ref).differences == []
+    assert state_dump(store, ref) == dump_messages(sent.expected(ref))
+
+
+def test_time_travel_matches_the_fold_of_the_log_prefix(redis_url: str) -> None:
+    settings = make_settings(redis_url, retention_seconds=3600)
+    store, sent = _written(settings, threads=1, deltas=60)
+    [(ref, deltas)] = sent.deltas.items()
+    ordered = sorted(deltas, key=lambda d: version_key(d[0]))
+    with api_client(api_settings(redis_url, retention_seconds=3600)) as client:
+        for cut in (1, 7, 30, len(ordered)):
+            version = ordered[cut - 1][0]
+            prefix = Sent({ref: ordered[:cut]})
+            expected = dump_messages(prefix.expected(ref))
+            assert dump_messages(replay(store, ref, version).messages) == expected
+            body = client.get("/threads/r0/state", params={"at_version": version}).json()
+            assert body["messages"] == expected and body["version"] == version
+            assert body["total"] == len(expected)
+
+
+def test_a_trimmed_log_is_refused_for_replay_rather_than_half_replayed(redis_url: str) -> None:
+    settings = make_settings(redis_url)  # retention 0: trimmed at once
+    store, sent = _written(settings, threads=1, deltas=10)
+    [ref] = sent.deltas
+    store.client.hset(settings.keyspace.thread(ref).meta, "rb", "1-0")
+    with pytest.raises(NotReplayable, match="retention trimmed its log"):
+        audit(store, ref)
+    with api_client(api_settings(redis_url)) as client:
+        response = client.get("/threads/r0/state", params={"at_version": "1-0"})
+    assert response.status_code == 410 and response.json()["error"]["field"] == "at_version"
+
+
+def test_recompute_runs_as_celery_jobs_and_reports_a_summary(
+    redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+) -> None:
+    settings = make_settings(redis_url, retention_seconds=3600)
+    store, sent = _written(settings, threads=6, deltas=200)
+    bad = sorted(sent.deltas)[0]
+    _corrupt(store, bad)
+    for name, value in settings_env(settings).items():
+        monkeypatch.setenv(name, value)
+    workers = [start_worker(settings, f"rc{i}", tmp_path) for i in range(2)]
+    try:
+        assert main(["recompute", "--audit", "--all"]) == 1
+        out = capsys.readouterr().out
+        assert "audit: 6/6 threads, 200 deltas replayed" in out
+        assert f"differs: {bad}" in out and "1 with differences" in out
+        assert main(["recompute", "--rebuild", "--threads", bad.split("/")[1]]) == 0
+        assert main(["recompute", "--audit", "--prefix", "r"]) == 0
+        assert "0 with differences" in capsys.readouterr().out
+    finally:
+        for worker in workers:
+            worker.kill()
+    assert state_dump(store, bad) == dump_messages(sent.expected(bad))
+    assert os.environ["THREADFOLD_RETENTION_SECONDS"] == "3600.0"

@@ -1,0 +1,272 @@
+"""The ``threadfold`` subcommands (argument parsing is in :mod:`workers.cli`)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+
+from pydantic import SecretStr, ValidationError
+
+from workers import demo, recompute
+from workers.app import CeleryWaker, make_celery
+from workers.producer import Producer
+from workers.redis_io import sync_client
+from workers.settings import Settings
+from workers.stack import LocalStack, StackError, start_stack
+from workers.store import Store
+
+
+class CommandError(Exception):
+    """Raised for a failure the user can act on; printed without a traceback."""
+
+
+def _settings() -> Settings:
+    try:
+        return Settings()
+    except ValidationError as exc:
+        raise CommandError(f"bad THREADFOLD_* setting: {exc}") from exc
+
+
+def _store(settings: Settings) -> Store:
+    url = settings.redis_url.get_secret_value()
+    return Store(sync_client(url, cluster=settings.cluster, retries=3), settings.keyspace)
+
+
+def _exec(argv: list[str]) -> int:
+    os.execvp(argv[0], argv)  # noqa: S606  # replaces this process: signals reach the server
+
+
+def cmd_api(args: argparse.Namespace) -> int:
+    return _exec([sys.executable, "-m", "api"])
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    settings = _settings()
+    return _exec(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "workers.worker",
+            "worker",
+            "--pool=prefork",
+            f"--concurrency={args.concurrency}",
+            "-Q",
+            settings.queue,
+            "--without-gossip",
+            "--without-mingle",
+            f"--loglevel={settings.log_level}",
+        ]
+    )
+
+
+def cmd_beat(args: argparse.Namespace) -> int:
+    settings = _settings()
+    return _exec(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "workers.worker",
+            "beat",
+            f"--loglevel={settings.log_level}",
+        ]
+    )
+
+
+def _redis_url_override() -> str | None:
+    return os.environ.get("REDIS_URL") or os.environ.get("THREADFOLD_REDIS_URL")
+
+
+def _run_demo(settings: Settings, api_url: str) -> None:
+    app = make_celery(settings)
+    store = _store(settings)
+    producer = Producer(store.client, settings, CeleryWaker(app, settings.queue))
+    demo.run(producer, store, api_url)
+    app.close()
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    settings = _settings()
+    url = _redis_url_override()
+    print(
+        "threadfold: starting "
+        + ("with Redis at REDIS_URL" if url else "a private redis-server")
+        + f", {args.workers} worker process(es), beat and the API ..."
+    )
+    try:
+        stack = start_stack(
+            settings,
+            redis_url=url,
+            workers=args.workers,
+            port=args.port,
+            data_dir=args.data_dir.resolve(),
+        )
+    except StackError as exc:
+        raise CommandError(str(exc)) from exc
+    _print_urls(stack)
+    try:
+        if args.demo:
+            _run_demo(
+                settings.model_copy(update={"redis_url": SecretStr(stack.redis_url)}), stack.api_url
+            )
+        if not args.exit:
+            print("\nRunning. Ctrl-C stops every process.")
+            _wait_for_signal(stack)
+    finally:
+        print("threadfold: stopping ...")
+        stack.stop()
+    return 0
+
+
+def _print_urls(stack: LocalStack) -> None:
+    print(f"  API       {stack.api_url}   (OpenAPI: {stack.api_url}/openapi.json)")
+    print(f"  metrics   {stack.api_url}/metrics")
+    print(f"  Redis     {stack.redis_url}")
+    print(f"  logs      {stack.data_dir / 'logs'}")
+
+
+def _wait_for_signal(stack: LocalStack) -> None:
+    stop = False
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGTERM, handler)
+    try:
+        while not stop:
+            stack.check_alive()
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    _run_demo(_settings(), args.api)
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    settings = _settings()
+    store = _store(settings)
+    if args.thread:
+        found = store.status(f"{args.tenant}/{args.thread}")
+        if found is None:
+            raise CommandError(f"thread {args.thread!r} has never been written")
+        for name in found.__slots__:
+            print(f"{name:<18} {getattr(found, name)}")
+        return 0
+    buckets = range(settings.buckets)
+    dirty, quarantined = store.dirty(buckets), store.quarantined(buckets)
+    print(f"threads with a backlog: {len(dirty)}")
+    for ref in dirty[:20]:
+        status = store.status(ref)
+        if status is not None:
+            print(f"  {ref:<40} backlog {status.backlog:>7}  version {status.version}")
+    print(f"quarantined threads:    {len(quarantined)}")
+    for ref in quarantined:
+        status = store.status(ref)
+        print(f"  {ref:<40} {status.quarantined if status else ''}")
+    return 1 if quarantined else 0
+
+
+def cmd_retry(args: argparse.Namespace) -> int:
+    settings = _settings()
+    woke, skipped = _store(settings).retry(
+        f"{args.tenant}/{args.thread}", settings.wake_ttl_ms, skip=args.skip
+    )
+    if woke:
+        app = make_celery(settings)
+        CeleryWaker(app, settings.queue).wake([f"{args.tenant}/{args.thread}"])
+        app.close()
+    print(
+        f"quarantine lifted{f'; skipped entry {skipped}' if skipped else ''}; "
+        f"{'drain scheduled' if woke else 'no backlog'}"
+    )
+    return 0
+
+
+def cmd_recompute(args: argparse.Namespace) -> int:
+    settings = _settings()
+    store = _store(settings)
+    ids = [t for t in args.threads.split(",") if t]
+    if not (ids or args.prefix or args.tenant or args.all):
+        raise CommandError("choose threads: --threads, --prefix, --tenant or --all")
+    refs = recompute.select(store, ids, args.tenant, args.prefix)
+    mode: recompute.Mode = "rebuild" if args.rebuild else "audit"
+    app = make_celery(settings)
+    job = recompute.start(app, settings, refs, mode)
+    app.close()
+    summary = recompute.wait(store, job, len(refs), _progress, args.timeout)
+    print()
+    print(
+        f"{mode}: {summary.threads}/{len(refs)} threads, {summary.entries:,} deltas replayed "
+        f"in {summary.seconds:.1f} s ({summary.rate:,.0f} deltas/s); "
+        f"{len(summary.differing)} with differences, {len(summary.errors)} not replayable"
+    )
+    for ref, found in summary.differing[:50]:
+        print(f"  {'rebuilt' if mode == 'rebuild' else 'differs'}: {ref}: {'; '.join(found[:3])}")
+    for ref, error in summary.errors[:50]:
+        print(f"  skipped: {ref}: {error}")
+    incomplete = summary.threads < len(refs)
+    return 1 if incomplete or (mode == "audit" and summary.differing) else 0
+
+
+def _progress(done: int, total: int) -> None:
+    width = 30
+    filled = width * done // max(total, 1)
+    print(
+        f"\r  [{'#' * filled}{'.' * (width - filled)}] {done}/{total} threads",
+        end="",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def cmd_loadtest(args: argparse.Namespace) -> int:
+    run = [
+        sys.executable,
+        "-m",
+        "loadtests",
+        "--users",
+        str(args.users),
+        "--spawn-rate",
+        str(args.spawn_rate),
+        "--duration",
+        str(args.duration),
+        "--out",
+        str(args.out),
+    ]
+    if args.host:
+        return subprocess.call([*run, "--host", args.host])  # noqa: S603
+    settings = _settings()
+    try:
+        stack = start_stack(
+            settings,
+            redis_url=_redis_url_override(),
+            workers=args.workers,
+            port=0,
+            data_dir=Path(".threadfold").resolve(),
+        )
+    except StackError as exc:
+        raise CommandError(str(exc)) from exc
+    try:
+        return subprocess.call([*run, "--host", stack.api_url])  # noqa: S603
+    finally:
+        stack.stop()
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    if not Path("bench").is_dir():
+        raise CommandError("the benchmarks run from a source checkout (no bench/ folder here)")
+    extra = ["--quick"] if args.quick else []
+    return subprocess.call([sys.executable, "-m", f"bench.{args.which}_bench", *extra])  # noqa: S603
