@@ -23,7 +23,7 @@ def compact(message: dict[str, Any]) -> dict[str, Any]:
     """The golden file's compact form of a flat message dict (spec §11.4)."""
     out = {"type": message["type"], "content": message["content"], "id": message["id"]}
     for key, value in message.items():
-        if key in out or value is None or value == {} or value == []:
+        if key in out or value is None or value in ({}, []):
             continue
         if key == "status" and value == "success":
             continue

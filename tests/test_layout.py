@@ -1,4 +1,4 @@
-"""The dependency direction: api -> core, workers -> core; core imports neither; nothing imports api."""
+"""Dependency direction: api -> workers -> core; core imports neither; nothing imports api."""
 
 from __future__ import annotations
 

@@ -55,7 +55,9 @@ def _send(client: httpx.Client, sent: Sent, rng: random.Random, step: int) -> No
         response = client.post("/deltas", json={"deltas": batch})
         assert response.status_code == 202, response.text
         for item, result in zip(batch, response.json()["results"], strict=True):
-            sent.add(f"_/{item['thread_id']}", result["version"], item["messages"], result["ids"])
+            sent.add(
+                f"_/{item['thread_id']}", result["version"], list(item["messages"]), result["ids"]
+            )
         return
     thread, messages = f"h{rng.randrange(30)}", random_messages(rng, step)
     response = client.post(f"/threads/{thread}/deltas", json={"messages": messages})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
 from typing import Any
 
 from hypothesis import HealthCheck, find, given, settings
@@ -34,8 +36,11 @@ idless = st.builds(lambda c: HumanMessage(content=c), contents)
 
 with_ids = st.one_of(appends, updates, removes, remove_all, chunks)
 anything = st.one_of(with_ids, idless)
-states = st.lists(st.builds(lambda i, c: HumanMessage(content=c, id=i), ids, contents),
-                  max_size=5, unique_by=lambda m: m.id)
+states = st.lists(
+    st.builds(lambda i, c: HumanMessage(content=c, id=i), ids, contents),
+    max_size=5,
+    unique_by=lambda m: m.id,
+)
 
 
 def _splits(n: int) -> st.SearchStrategy[list[int]]:
@@ -44,7 +49,7 @@ def _splits(n: int) -> st.SearchStrategy[list[int]]:
 
 def _batches(msgs: list[BaseMessage], cuts: list[int]) -> list[list[BaseMessage]]:
     bounds = [0, *cuts, len(msgs)]
-    return [msgs[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [msgs[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 @settings(max_examples=2000, suppress_health_check=[HealthCheck.too_slow])
@@ -111,21 +116,24 @@ def test_a_sparse_fold_produces_the_same_effect_as_a_full_one(
     """A worker seeds the fold with the positions of the batch's ids only."""
     full = ThreadFold.from_messages(state)
     mentioned = {m.id for m in msgs}
-    sparse = ThreadFold({k: p for k, p in full.positions.items() if k in mentioned},
-                        full.next_position)
+    sparse = ThreadFold(
+        {k: p for k, p in full.positions.items() if k in mentioned}, full.next_position
+    )
     full.apply(msgs)
     sparse.apply(msgs)
     assert full.take_effect() == sparse.take_effect()
 
 
-def _add_invariant(example: tuple[list[BaseMessage], list[BaseMessage], list[BaseMessage]]) -> bool:
+def _add_invariant(
+    example: tuple[Sequence[BaseMessage], Sequence[BaseMessage], Sequence[BaseMessage]],
+) -> bool:
     state, xs, ys = example
     try:
-        split = compact_all(add_messages(add_messages(state, xs), ys))
+        split = compact_all(add_messages(add_messages(list(state), list(xs)), list(ys)))
     except ReducerError:
         split = None
     try:
-        whole = compact_all(add_messages(state, xs + ys))
+        whole = compact_all(add_messages(list(state), [*xs, *ys]))
     except ReducerError:
         whole = None
     return split == whole

@@ -7,23 +7,54 @@ from typing import Any
 import pytest
 
 from core import InvalidMessage, dump_messages, to_messages
-from core.codec import decode_message, decode_messages, encode_message, encode_messages, from_json, to_json
+from core.codec import (
+    decode_message,
+    decode_messages,
+    encode_message,
+    encode_messages,
+    from_json,
+    to_json,
+)
 
 SAMPLES: list[Any] = [
     {"role": "user", "content": "hi", "id": "1", "name": "bob"},
-    {"role": "assistant", "content": "", "id": "2",
-     "tool_calls": [{"id": "c1", "type": "function",
-                     "function": {"name": "f", "arguments": "{\"a\": [1, 2.5, null]}"}}]},
+    {
+        "role": "assistant",
+        "content": "",
+        "id": "2",
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "f", "arguments": '{"a": [1, 2.5, null]}'},
+            }
+        ],
+    },
     {"type": "ai", "content": [{"type": "text", "text": "t"}], "id": "3", "example": True},
-    {"role": "tool", "content": "ok", "tool_call_id": "c1", "artifact": {"x": [1, 2]},
-     "status": "error", "id": "4"},
-    {"type": "AIMessageChunk", "content": "par", "id": "5",
-     "tool_call_chunks": [{"name": "f", "args": "{\"a\":", "id": "c", "index": 0}],
-     "usage_metadata": {"input_tokens": 1, "output_tokens": 2, "total_tokens": 3}},
+    {
+        "role": "tool",
+        "content": "ok",
+        "tool_call_id": "c1",
+        "artifact": {"x": [1, 2]},
+        "status": "error",
+        "id": "4",
+    },
+    {
+        "type": "AIMessageChunk",
+        "content": "par",
+        "id": "5",
+        "tool_call_chunks": [{"name": "f", "args": '{"a":', "id": "c", "index": 0}],
+        "usage_metadata": {"input_tokens": 1, "output_tokens": 2, "total_tokens": 3},
+    },
     {"type": "remove", "id": "6", "content": ""},
     {"role": "developer", "content": "be terse", "id": "7"},
-    {"type": "ai", "content": "x", "id": "8", "response_metadata": {"model_name": "m"},
-     "custom": {"nested": [1, "2"]}},
+    {
+        "type": "ai",
+        "content": "x",
+        "id": "8",
+        "response_metadata": {"model_name": "m"},
+        "custom": {"nested": [1, "2"]},
+    },
 ]
 
 
@@ -42,8 +73,9 @@ def test_json_wire_form_is_langchains_flat_dump() -> None:
 
 
 def test_values_that_are_not_json_data_are_refused_at_encoding() -> None:
-    [message] = to_messages([{"role": "tool", "content": "x", "tool_call_id": "c",
-                              "artifact": object()}])
+    [message] = to_messages(
+        [{"role": "tool", "content": "x", "tool_call_id": "c", "artifact": object()}]
+    )
     with pytest.raises(InvalidMessage, match="not JSON data"):
         encode_message(message)
 
@@ -52,4 +84,4 @@ def test_stored_messages_carry_no_field_names() -> None:
     """Tagged arrays: the payload is about the size of the values alone."""
     [message] = to_messages([{"role": "user", "content": "hello", "id": "abc"}])
     assert b"content" not in encode_message(message)
-    assert len(encode_message(message)) < 40  # noqa: PLR2004
+    assert len(encode_message(message)) < 40

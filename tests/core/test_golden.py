@@ -77,13 +77,15 @@ def test_add_messages_in_one_call_matches_langgraph(case: dict[str, Any]) -> Non
 
 
 REDUCER_ERRORS = [
-    c for c in CASES if not c["expected"]["add_messages"]["ok"]
+    c
+    for c in CASES
+    if not c["expected"]["add_messages"]["ok"]
     and "Attempting to delete" in c["expected"]["add_messages"]["error"]
 ]
 
 
 def test_golden_file_has_reducer_error_cases() -> None:
-    assert len(REDUCER_ERRORS) >= 3  # noqa: PLR2004
+    assert len(REDUCER_ERRORS) >= 3
 
 
 @pytest.mark.parametrize("case", REDUCER_ERRORS, ids=[c["name"] for c in REDUCER_ERRORS])

@@ -86,128 +86,227 @@ CASES: list[tuple[str, list[BaseMessage], dict[str, Any], list[dict[str, Any]]]]
         "an Anthropic image becomes a data URL and loses cache_control",
         [HumanMessage(content=[{"type": "image", "source": PNG, "cache_control": {"x": 1}}])],
         {},
-        [{"role": "user", "content": [
-            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBOR"}}]}],
+        [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBOR"}}
+                ],
+            }
+        ],
     ),
     (
         "a tool_use block becomes a tool call and leaves the content",
-        [AIMessage(content=[
-            {"type": "text", "text": "let me look"},
-            {"type": "tool_use", "id": "tu_1", "name": "search", "input": {"q": "café"}},
-        ])],
+        [
+            AIMessage(
+                content=[
+                    {"type": "text", "text": "let me look"},
+                    {"type": "tool_use", "id": "tu_1", "name": "search", "input": {"q": "café"}},
+                ]
+            )
+        ],
         {},
-        [{"role": "assistant",
-          "tool_calls": [{"type": "function", "id": "tu_1",
-                          "function": {"name": "search", "arguments": '{"q": "café"}'}}],
-          "content": "let me look"}],
+        [
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {
+                        "type": "function",
+                        "id": "tu_1",
+                        "function": {"name": "search", "arguments": '{"q": "café"}'},
+                    }
+                ],
+                "content": "let me look",
+            }
+        ],
     ),
     (
         "a tool_use block already among the tool calls is not added twice",
-        [AIMessage(
-            content=[{"type": "tool_use", "id": "tu_1", "name": "s", "input": {}}],
-            tool_calls=[{"name": "s", "args": {}, "id": "tu_1", "type": "tool_call"}],
-        )],
+        [
+            AIMessage(
+                content=[{"type": "tool_use", "id": "tu_1", "name": "s", "input": {}}],
+                tool_calls=[{"name": "s", "args": {}, "id": "tu_1", "type": "tool_call"}],
+            )
+        ],
         {},
-        [{"role": "assistant",
-          "tool_calls": [{"type": "function", "id": "tu_1",
-                          "function": {"name": "s", "arguments": "{}"}}],
-          "content": ""}],
+        [
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {"type": "function", "id": "tu_1", "function": {"name": "s", "arguments": "{}"}}
+                ],
+                "content": "",
+            }
+        ],
     ),
     (
         "tool_result blocks become tool messages and replace an emptied message",
-        [HumanMessage(content=[
-            {"type": "tool_result", "tool_use_id": "tu_1", "content": "42"},
-            {"type": "tool_result", "tool_use_id": "tu_2", "is_error": True,
-             "content": [{"type": "text", "text": "boom"}]},
-        ])],
+        [
+            HumanMessage(
+                content=[
+                    {"type": "tool_result", "tool_use_id": "tu_1", "content": "42"},
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "tu_2",
+                        "is_error": True,
+                        "content": [{"type": "text", "text": "boom"}],
+                    },
+                ]
+            )
+        ],
         {},
-        [{"role": "tool", "tool_call_id": "tu_1", "content": "42"},
-         {"role": "tool", "tool_call_id": "tu_2", "content": "boom"}],
+        [
+            {"role": "tool", "tool_call_id": "tu_1", "content": "42"},
+            {"role": "tool", "tool_call_id": "tu_2", "content": "boom"},
+        ],
     ),
     (
         "a tool_result next to text follows its message",
-        [HumanMessage(content=[
-            {"type": "tool_result", "tool_use_id": 7, "content": None},
-            {"type": "text", "text": "and then?"},
-        ])],
+        [
+            HumanMessage(
+                content=[
+                    {"type": "tool_result", "tool_use_id": 7, "content": None},
+                    {"type": "text", "text": "and then?"},
+                ]
+            )
+        ],
         {},
-        [{"role": "user", "content": "and then?"},
-         {"role": "tool", "tool_call_id": "7", "content": "None"}],
+        [
+            {"role": "user", "content": "and then?"},
+            {"role": "tool", "tool_call_id": "7", "content": "None"},
+        ],
     ),
     (
         "block mode keeps strings and text lists as blocks",
-        [HumanMessage(content="hi"), HumanMessage(content=["a", {"type": "text", "text": "b"}]),
-         AIMessage(content="")],
+        [
+            HumanMessage(content="hi"),
+            HumanMessage(content=["a", {"type": "text", "text": "b"}]),
+            AIMessage(content=""),
+        ],
         {"text_format": "block"},
-        [{"role": "user", "content": [{"type": "text", "text": "hi"}]},
-         {"role": "user", "content": [{"type": "text", "text": "a"},
-                                      {"type": "text", "text": "b"}]},
-         {"role": "assistant", "content": []}],
+        [
+            {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
+            },
+            {"role": "assistant", "content": []},
+        ],
     ),
     (
         "include_id adds the id just before the content, and only when set",
-        [ToolMessage(content="ok", tool_call_id="c", id="m1", status="error", artifact=[1]),
-         HumanMessage(content="x", id="")],
+        [
+            ToolMessage(content="ok", tool_call_id="c", id="m1", status="error", artifact=[1]),
+            HumanMessage(content="x", id=""),
+        ],
         {"include_id": True},
-        [{"role": "tool", "tool_call_id": "c", "id": "m1", "content": "ok"},
-         {"role": "user", "content": "x"}],
+        [
+            {"role": "tool", "tool_call_id": "c", "id": "m1", "content": "ok"},
+            {"role": "user", "content": "x"},
+        ],
     ),
     (
         "v1 data blocks become OpenAI blocks and files get a placeholder name",
-        [HumanMessage(content=[
-            {"type": "image", "base64": "AAA", "mime_type": "image/jpeg"},
-            {"type": "audio", "base64": "UklG", "mime_type": "audio/wav"},
-            {"type": "file", "file_id": "file-1"},
-            {"type": "file", "base64": "JVBE", "mime_type": "application/pdf",
-             "extras": {"filename": "a.pdf"}},
-        ])],
+        [
+            HumanMessage(
+                content=[
+                    {"type": "image", "base64": "AAA", "mime_type": "image/jpeg"},
+                    {"type": "audio", "base64": "UklG", "mime_type": "audio/wav"},
+                    {"type": "file", "file_id": "file-1"},
+                    {
+                        "type": "file",
+                        "base64": "JVBE",
+                        "mime_type": "application/pdf",
+                        "extras": {"filename": "a.pdf"},
+                    },
+                ]
+            )
+        ],
         {},
-        [{"role": "user", "content": [
-            {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,AAA"}},
-            {"type": "input_audio", "input_audio": {"data": "UklG", "format": "wav"}},
-            {"type": "file", "file": {"file_id": "file-1", "filename": "LC_AUTOGENERATED"}},
-            {"type": "file", "file": {"file_data": "data:application/pdf;base64,JVBE",
-                                      "filename": "a.pdf"}},
-        ]}],
+        [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,AAA"}},
+                    {"type": "input_audio", "input_audio": {"data": "UklG", "format": "wav"}},
+                    {"type": "file", "file": {"file_id": "file-1", "filename": "LC_AUTOGENERATED"}},
+                    {
+                        "type": "file",
+                        "file": {
+                            "file_data": "data:application/pdf;base64,JVBE",
+                            "filename": "a.pdf",
+                        },
+                    },
+                ],
+            }
+        ],
     ),
     (
         "Bedrock and Vertex images become base64 data URLs",
-        [HumanMessage(content=[
-            {"image": {"format": "png", "source": {"bytes": b"\x89P"}}},
-            {"type": "media", "mime_type": "image/gif", "data": b"GIF"},
-        ])],
+        [
+            HumanMessage(
+                content=[
+                    {"image": {"format": "png", "source": {"bytes": b"\x89P"}}},
+                    {"type": "media", "mime_type": "image/gif", "data": b"GIF"},
+                ]
+            )
+        ],
         {},
-        [{"role": "user", "content": [
-            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVA="}},
-            {"type": "image_url", "image_url": {"url": "data:image/gif;base64,R0lG"}},
-        ]}],
+        [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVA="}},
+                    {"type": "image_url", "image_url": {"url": "data:image/gif;base64,R0lG"}},
+                ],
+            }
+        ],
     ),
     (
         "json becomes text, refusals stay and reasoning passes through",
-        [AIMessage(content=[
-            {"json": {"ok": "é"}},
-            {"type": "refusal", "refusal": "no"},
-            {"type": "refusal"},
-            {"type": "thinking", "thinking": "hmm"},
-        ])],
+        [
+            AIMessage(
+                content=[
+                    {"json": {"ok": "é"}},
+                    {"type": "refusal", "refusal": "no"},
+                    {"type": "refusal"},
+                    {"type": "thinking", "thinking": "hmm"},
+                ]
+            )
+        ],
         {"pass_through_unknown_blocks": False},
-        [{"role": "assistant", "content": [
-            {"type": "text", "text": '{"ok": "\\u00e9"}'},
-            {"type": "refusal", "refusal": "no"},
-            {"type": "thinking", "thinking": "hmm"},
-        ]}],
+        [
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": '{"ok": "\\u00e9"}'},
+                    {"type": "refusal", "refusal": "no"},
+                    {"type": "thinking", "thinking": "hmm"},
+                ],
+            }
+        ],
     ),
     (
         "tool calls found in blocks come after the other keys",
-        [AIMessage(content=[{"type": "function_call", "call_id": "c", "name": "f",
-                             "arguments": "{}"}],
-                   additional_kwargs={"refusal": "r"})],
+        [
+            AIMessage(
+                content=[{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}],
+                additional_kwargs={"refusal": "r"},
+            )
+        ],
         {},
-        [{"role": "assistant", "refusal": "r",
-          "tool_calls": [{"type": "function", "id": "c",
-                          "function": {"name": "f", "arguments": "{}"}}],
-          "content": [{"type": "function_call", "call_id": "c", "name": "f",
-                       "arguments": "{}"}]}],
+        [
+            {
+                "role": "assistant",
+                "refusal": "r",
+                "tool_calls": [
+                    {"type": "function", "id": "c", "function": {"name": "f", "arguments": "{}"}}
+                ],
+                "content": [
+                    {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}
+                ],
+            }
+        ],
     ),
 ]
 
@@ -308,8 +407,10 @@ def _string(rng: random.Random, depth: int) -> Any:
 def _image_url(rng: random.Random, depth: int) -> Any:
     return _pick(
         rng,
-        [{"type": "image_url", "image_url": {"url": "https://x/y.png", "detail": "low"}},
-         {"type": "image_url", "image_url": "https://x/bare"}],
+        [
+            {"type": "image_url", "image_url": {"url": "https://x/y.png", "detail": "low"}},
+            {"type": "image_url", "image_url": "https://x/bare"},
+        ],
         [{"type": "image_url", "url": "https://x"}],
     )
 
@@ -317,27 +418,35 @@ def _image_url(rng: random.Random, depth: int) -> Any:
 def _data_image(rng: random.Random, depth: int) -> Any:
     return _pick(
         rng,
-        [{"type": "image", "url": "https://x/i.png", "id": "b1"},
-         {"type": "image", "base64": "AAA", "mime_type": "image/png", "extras": {"k": 1}},
-         {"type": "image", "source_type": "url", "url": "https://x/v0.png"},
-         {"type": "image", "source_type": "base64", "data": "BBB", "mime_type": "image/gif"}],
-        [{"type": "image", "base64": "AAA"},
-         {"type": "image", "file_id": "f1"},
-         {"type": "image", "source_type": "id", "id": "f2"},
-         {"type": "image", "source_type": "base64", "file_id": "f3", "mime_type": "image/png"},
-         {"type": "image", "source_type": "base64", "mime_type": "image/png"},
-         {"type": "file", "source_type": "id", "name": "no id"}],
+        [
+            {"type": "image", "url": "https://x/i.png", "id": "b1"},
+            {"type": "image", "base64": "AAA", "mime_type": "image/png", "extras": {"k": 1}},
+            {"type": "image", "source_type": "url", "url": "https://x/v0.png"},
+            {"type": "image", "source_type": "base64", "data": "BBB", "mime_type": "image/gif"},
+        ],
+        [
+            {"type": "image", "base64": "AAA"},
+            {"type": "image", "file_id": "f1"},
+            {"type": "image", "source_type": "id", "id": "f2"},
+            {"type": "image", "source_type": "base64", "file_id": "f3", "mime_type": "image/png"},
+            {"type": "image", "source_type": "base64", "mime_type": "image/png"},
+            {"type": "file", "source_type": "id", "name": "no id"},
+        ],
     )
 
 
 def _data_audio(rng: random.Random, depth: int) -> Any:
     return _pick(
         rng,
-        [{"type": "audio", "base64": "UklG", "mime_type": "audio/wav"},
-         {"type": "audio", "source_type": "base64", "data": "SUQz", "mime_type": "audio/mpeg"}],
-        [{"type": "audio", "url": "https://x/a.wav"},
-         {"type": "audio", "base64": "UklG"},
-         {"type": "audio", "base64": "UklG", "mime_type": 3}],
+        [
+            {"type": "audio", "base64": "UklG", "mime_type": "audio/wav"},
+            {"type": "audio", "source_type": "base64", "data": "SUQz", "mime_type": "audio/mpeg"},
+        ],
+        [
+            {"type": "audio", "url": "https://x/a.wav"},
+            {"type": "audio", "base64": "UklG"},
+            {"type": "audio", "base64": "UklG", "mime_type": 3},
+        ],
     )
 
 
@@ -345,17 +454,24 @@ def _data_file(rng: random.Random, depth: int) -> Any:
     pdf = {"type": "file", "base64": "JVBE", "mime_type": "application/pdf"}
     return _pick(
         rng,
-        [{**pdf, "filename": "a.pdf"}, pdf, {**pdf, "extras": {"filename": "e.pdf"}},
-         {**pdf, "metadata": {"filename": "m.pdf"}}, {**pdf, "filename": ""},
-         {"type": "file", "source_type": "base64", "data": "JVBE", "mime_type": "text/csv"},
-         {"type": "file", "file_id": "file-1"},
-         {"type": "file", "source_type": "id", "id": "file-2"}],
-        [{**pdf, "extras": "filename"},
-         {"type": "file", "url": "https://x/f.pdf"},
-         {"type": "file", "text": "plain"},
-         {"type": "file", "base64": "JVBE"},
-         {"type": "video", "url": "https://x/v.mp4"},
-         {"type": "text-plain", "text": "t", "mime_type": "text/plain"}],
+        [
+            {**pdf, "filename": "a.pdf"},
+            pdf,
+            {**pdf, "extras": {"filename": "e.pdf"}},
+            {**pdf, "metadata": {"filename": "m.pdf"}},
+            {**pdf, "filename": ""},
+            {"type": "file", "source_type": "base64", "data": "JVBE", "mime_type": "text/csv"},
+            {"type": "file", "file_id": "file-1"},
+            {"type": "file", "source_type": "id", "id": "file-2"},
+        ],
+        [
+            {**pdf, "extras": "filename"},
+            {"type": "file", "url": "https://x/f.pdf"},
+            {"type": "file", "text": "plain"},
+            {"type": "file", "base64": "JVBE"},
+            {"type": "video", "url": "https://x/v.mp4"},
+            {"type": "text-plain", "text": "t", "mime_type": "text/plain"},
+        ],
     )
 
 
@@ -363,22 +479,30 @@ def _anthropic_image(rng: random.Random, depth: int) -> Any:
     png = {"type": "base64", "media_type": "image/png", "data": "iVBOR"}
     return _pick(
         rng,
-        [{"type": "image", "source": png, "cache_control": {"type": "ephemeral"}},
-         {"type": "image", "source": {**png, "media_type": "image/jpeg"}}],
-        [{"type": "image", "source": {"type": "url", "url": "https://x"}},
-         {"type": "image", "source": "media_type type data"},
-         {"type": "image", "source": {}},
-         {"type": "image"}],
+        [
+            {"type": "image", "source": png, "cache_control": {"type": "ephemeral"}},
+            {"type": "image", "source": {**png, "media_type": "image/jpeg"}},
+        ],
+        [
+            {"type": "image", "source": {"type": "url", "url": "https://x"}},
+            {"type": "image", "source": "media_type type data"},
+            {"type": "image", "source": {}},
+            {"type": "image"},
+        ],
     )
 
 
 def _bedrock_image(rng: random.Random, depth: int) -> Any:
     return _pick(
         rng,
-        [{"image": {"format": "png", "source": {"bytes": b"\x89PNG\r\n"}}},
-         {"type": "image", "image": {"format": "webp", "source": {"bytes": bytes(range(7))}}}],
-        [{"image": {"source": {"bytes": b"x"}}},
-         {"image": {"format": "png", "source": {"bytes": "not bytes"}}}],
+        [
+            {"image": {"format": "png", "source": {"bytes": b"\x89PNG\r\n"}}},
+            {"type": "image", "image": {"format": "webp", "source": {"bytes": bytes(range(7))}}},
+        ],
+        [
+            {"image": {"source": {"bytes": b"x"}}},
+            {"image": {"format": "png", "source": {"bytes": "not bytes"}}},
+        ],
     )
 
 
@@ -398,16 +522,25 @@ def _input_audio(rng: random.Random, depth: int) -> Any:
 
 
 def _tool_use(rng: random.Random, depth: int) -> Any:
-    block = {"type": "tool_use", "id": rng.choice(["tu_1", "tu_2", "tu_3"]),
-             "name": "search", "input": rng.choice([{}, {"q": "café"}, {"n": [1, 2.5, None]}])}
+    block = {
+        "type": "tool_use",
+        "id": rng.choice(["tu_1", "tu_2", "tu_3"]),
+        "name": "search",
+        "input": rng.choice([{}, {"q": "café"}, {"n": [1, 2.5, None]}]),
+    }
     if _maybe(rng, BROKEN):
         del block[rng.choice(["id", "name", "input"])]
     return block
 
 
 def _function_call(rng: random.Random, depth: int) -> Any:
-    block = {"type": "function_call", "call_id": rng.choice(["tu_1", "fc_1"]),
-             "name": "f", "arguments": '{"a": 1}', "id": "fc"}
+    block = {
+        "type": "function_call",
+        "call_id": rng.choice(["tu_1", "fc_1"]),
+        "name": "f",
+        "arguments": '{"a": 1}',
+        "id": "fc",
+    }
     if _maybe(rng, BROKEN):
         del block[rng.choice(["call_id", "name", "arguments"])]
     return block
@@ -442,44 +575,63 @@ def _json(rng: random.Random, depth: int) -> Any:
 def _guard(rng: random.Random, depth: int) -> Any:
     return _pick(
         rng,
-        [{"guard_content": {"text": "g"}},
-         {"type": "guard_content", "guard_content": {"text": {"text": "inner"}}},
-         {"type": "guard_content", "guard_content": {"text": 5}}],
-        [{"type": "guard_content"},
-         {"guard_content": {"txt": "x"}},
-         {"guard_content": "no t-e-x-t here"},
-         {"guard_content": "has text"}],
+        [
+            {"guard_content": {"text": "g"}},
+            {"type": "guard_content", "guard_content": {"text": {"text": "inner"}}},
+            {"type": "guard_content", "guard_content": {"text": 5}},
+        ],
+        [
+            {"type": "guard_content"},
+            {"guard_content": {"txt": "x"}},
+            {"guard_content": "no t-e-x-t here"},
+            {"guard_content": "has text"},
+        ],
     )
 
 
 def _media(rng: random.Random, depth: int) -> Any:
     return _pick(
         rng,
-        [{"type": "media", "mime_type": "image/png", "data": b"\x89PNG"},
-         {"type": "media", "mime_type": "image/jpeg", "data": bytes(range(5))}],
-        [{"type": "media", "mime_type": "video/mp4", "data": b"x"},
-         {"type": "media", "mime_type": "image/png"},
-         {"type": "media", "mime_type": "image/png", "data": "str"}],
+        [
+            {"type": "media", "mime_type": "image/png", "data": b"\x89PNG"},
+            {"type": "media", "mime_type": "image/jpeg", "data": bytes(range(5))},
+        ],
+        [
+            {"type": "media", "mime_type": "video/mp4", "data": b"x"},
+            {"type": "media", "mime_type": "image/png"},
+            {"type": "media", "mime_type": "image/png", "data": "str"},
+        ],
     )
 
 
 def _refusal(rng: random.Random, depth: int) -> Any:
-    return rng.choice([{"type": "refusal", "refusal": "no"}, {"type": "refusal"},
-                       {"type": "refusal", "refusal": ""}])
+    return rng.choice(
+        [
+            {"type": "refusal", "refusal": "no"},
+            {"type": "refusal"},
+            {"type": "refusal", "refusal": ""},
+        ]
+    )
 
 
 def _reasoning(rng: random.Random, depth: int) -> Any:
-    return rng.choice([
-        {"type": "thinking", "thinking": "hmm", "signature": "s"},
-        {"type": "reasoning", "summary": [], "id": "rs_1"},
-    ])
+    return rng.choice(
+        [
+            {"type": "thinking", "thinking": "hmm", "signature": "s"},
+            {"type": "reasoning", "summary": [], "id": "rs_1"},
+        ]
+    )
 
 
 def _unknown(rng: random.Random, depth: int) -> Any:
     return _pick(
         rng,
-        [{"type": "custom", "x": 1}, {"type": "server_tool_use", "id": "s", "name": "web"},
-         {"type": None}, {"foo": "bar"}],
+        [
+            {"type": "custom", "x": 1},
+            {"type": "server_tool_use", "id": "s", "name": "web"},
+            {"type": None},
+            {"foo": "bar"},
+        ],
         [{"type": ["unhashable"]}],
     )
 
@@ -487,32 +639,65 @@ def _unknown(rng: random.Random, depth: int) -> Any:
 def _hybrid(rng: random.Random, depth: int) -> Any:
     """Blocks that two rules match: the first rule in LangChain's order must win."""
     png = {"type": "base64", "media_type": "image/png", "data": "iVBOR"}
-    return rng.choice([
-        {"type": "text", "text": "t", "image_url": {"url": "u"}},
-        {"type": "image_url", "image_url": {"url": "u"}, "base64": "B"},
-        {"type": "image", "url": "https://x/both", "source": png},
-        {"type": "file", "file_id": "fid", "image": {"format": "png", "source": {"bytes": b"P"}}},
-        {"type": "file", "file": {"file_data": "d"}, "image": {"format": "png",
-                                                             "source": {"bytes": b"Q"}}},
-        {"type": "input_audio", "input_audio": {"data": "d", "format": "wav"}, "json": 1},
-        {"type": "tool_use", "id": "tu_9", "name": "n", "input": {}, "json": 2},
-        {"type": "tool_result", "tool_use_id": "t", "content": "c", "guard_content": {"text": 3}},
-        {"type": "tool_result", "tool_use_id": "t", "content": "c", "json": 10},
-        {"type": "function_call", "call_id": "c", "name": "n", "arguments": "{}", "json": 4},
-        {"json": 5, "guard_content": {"text": "g"}},
-        {"type": "media", "mime_type": "image/png", "data": b"M", "guard_content": {"text": 6}},
-        {"type": "refusal", "refusal": "r", "json": 7},
-        {"type": "media", "mime_type": "image/png", "data": b"M", "json": 8},
-        {"type": "thinking", "thinking": "t", "json": 9},
-        {"type": "refusal", "refusal": "r", "image": {"format": "gif", "source": {"bytes": b"R"}}},
-    ])
+    return rng.choice(
+        [
+            {"type": "text", "text": "t", "image_url": {"url": "u"}},
+            {"type": "image_url", "image_url": {"url": "u"}, "base64": "B"},
+            {"type": "image", "url": "https://x/both", "source": png},
+            {
+                "type": "file",
+                "file_id": "fid",
+                "image": {"format": "png", "source": {"bytes": b"P"}},
+            },
+            {
+                "type": "file",
+                "file": {"file_data": "d"},
+                "image": {"format": "png", "source": {"bytes": b"Q"}},
+            },
+            {"type": "input_audio", "input_audio": {"data": "d", "format": "wav"}, "json": 1},
+            {"type": "tool_use", "id": "tu_9", "name": "n", "input": {}, "json": 2},
+            {
+                "type": "tool_result",
+                "tool_use_id": "t",
+                "content": "c",
+                "guard_content": {"text": 3},
+            },
+            {"type": "tool_result", "tool_use_id": "t", "content": "c", "json": 10},
+            {"type": "function_call", "call_id": "c", "name": "n", "arguments": "{}", "json": 4},
+            {"json": 5, "guard_content": {"text": "g"}},
+            {"type": "media", "mime_type": "image/png", "data": b"M", "guard_content": {"text": 6}},
+            {"type": "refusal", "refusal": "r", "json": 7},
+            {"type": "media", "mime_type": "image/png", "data": b"M", "json": 8},
+            {"type": "thinking", "thinking": "t", "json": 9},
+            {
+                "type": "refusal",
+                "refusal": "r",
+                "image": {"format": "gif", "source": {"bytes": b"R"}},
+            },
+        ]
+    )
 
 
 BLOCKS: list[tuple[Gen, int]] = [
-    (_text, 12), (_string, 6), (_image_url, 4), (_data_image, 3), (_data_audio, 2),
-    (_data_file, 3), (_anthropic_image, 3), (_bedrock_image, 2), (_openai_file, 2),
-    (_input_audio, 2), (_tool_use, 3), (_function_call, 2), (_tool_result, 4), (_json, 2),
-    (_guard, 2), (_media, 2), (_refusal, 2), (_reasoning, 2), (_unknown, 2),
+    (_text, 12),
+    (_string, 6),
+    (_image_url, 4),
+    (_data_image, 3),
+    (_data_audio, 2),
+    (_data_file, 3),
+    (_anthropic_image, 3),
+    (_bedrock_image, 2),
+    (_openai_file, 2),
+    (_input_audio, 2),
+    (_tool_use, 3),
+    (_function_call, 2),
+    (_tool_result, 4),
+    (_json, 2),
+    (_guard, 2),
+    (_media, 2),
+    (_refusal, 2),
+    (_reasoning, 2),
+    (_unknown, 2),
     (_hybrid, 2),
 ]
 # tool_use and function_call outside an AI message make LangChain fail (no tool_calls):
@@ -534,8 +719,9 @@ def _content(rng: random.Random, ai: bool) -> Any:
     if roll < 0.3:
         return []
     if roll < 0.45:  # text only, to reach the "\n" join
-        return [_string(rng, 0) if _maybe(rng, 0.4) else _text(rng, 0)
-                for _ in range(rng.randint(1, 3))]
+        return [
+            _string(rng, 0) if _maybe(rng, 0.4) else _text(rng, 0) for _ in range(rng.randint(1, 3))
+        ]
     return _content_list(rng, 2, ai)
 
 
@@ -544,9 +730,22 @@ TOOL_CALLS = [
     {"name": "f", "args": {}, "id": "fc_1"},
 ]
 KINDS = [
-    "human", "human", "ai", "ai", "ai", "system", "tool", "function", "chat", "remove",
-    "HumanMessageChunk", "AIMessageChunk", "SystemMessageChunk", "ToolMessageChunk",
-    "FunctionMessageChunk", "ChatMessageChunk",
+    "human",
+    "human",
+    "ai",
+    "ai",
+    "ai",
+    "system",
+    "tool",
+    "function",
+    "chat",
+    "remove",
+    "HumanMessageChunk",
+    "AIMessageChunk",
+    "SystemMessageChunk",
+    "ToolMessageChunk",
+    "FunctionMessageChunk",
+    "ChatMessageChunk",
 ]
 
 
@@ -585,8 +784,14 @@ def _lc_message(rng: random.Random) -> Any:
         kwargs["name"] = "fn"
     if kind in ("chat", "ChatMessageChunk"):
         kwargs["role"] = rng.choice(["critic", "user"])
-    cls = {"human": lc.HumanMessage, "ai": lc.AIMessage, "system": lc.SystemMessage,
-           "tool": lc.ToolMessage, "function": lc.FunctionMessage, "chat": lc.ChatMessage}
+    cls = {
+        "human": lc.HumanMessage,
+        "ai": lc.AIMessage,
+        "system": lc.SystemMessage,
+        "tool": lc.ToolMessage,
+        "function": lc.FunctionMessage,
+        "chat": lc.ChatMessage,
+    }
     return cls.get(kind, getattr(lc, kind))(**kwargs)
 
 
@@ -635,8 +840,9 @@ def _case(seed: int) -> tuple[list[Any], dict[str, Any]]:
     rng = random.Random(seed)
     messages = [_lc_message(rng) for _ in range(rng.randint(1, 5))]
     options = {
-        "text_format": rng.choice(["string", "string", "block"] + (["md"] if seed % 97 == 0
-                                                                   else [])),
+        "text_format": rng.choice(
+            ["string", "string", "block"] + (["md"] if seed % 97 == 0 else [])
+        ),
         "include_id": rng.random() < 0.5,
         "pass_through_unknown_blocks": rng.random() < 0.7,
     }
@@ -663,18 +869,51 @@ def _compare(seed: int) -> tuple[Outcome, str | None]:
 DIFFERENTIAL_CASES = 3000
 # Something each block kind (and each message role) leaves in a successful conversion.
 SIGNS_OF_EVERY_KIND = [
-    "'role': 'user'", "'role': 'assistant'", "'role': 'system'", "'role': 'developer'",
-    "'role': 'tool'", "'role': 'function'", "'role': 'critic'", "'id': 'm1'",
-    "'name': 'bob'", "'refusal': 'no'", "'tool_calls'", "'content': []",
-    "'text': 'hi'", "'https://x/y.png'", "https://x/i.png", "data:image/png;base64,AAA",
-    "data:image/gif;base64,BBB", "'format': 'wav'", "'format': 'mpeg'",
-    "'filename': 'e.pdf'", "'filename': 'm.pdf'", "'file_id': 'file-2'", "LC_AUTOGENERATED",
-    "'filename': 'doc.pdf'", "data:image/png;base64,iVBOR", "data:image/png;base64,iVBORw0K",
-    "data:image/webp;base64,AAECAwQFBg==", "'input_audio'", "'arguments': '{\"q\": \"café\"}'",
-    "'function_call'", "'tool_call_id': '9'", "'tool_call_id': '2.5'", "'tool_call_id': 'True'",
-    "\\u00e9", "'text': 'inner'", "'text': 5", "data:image/jpeg;base64,AAECAwQ=",
-    "'type': 'refusal'", "'thinking'", "'reasoning'", "'custom'", "'foo': 'bar'",
-    "'type': None", "'content': 'None'", "two\\nlines",
+    "'role': 'user'",
+    "'role': 'assistant'",
+    "'role': 'system'",
+    "'role': 'developer'",
+    "'role': 'tool'",
+    "'role': 'function'",
+    "'role': 'critic'",
+    "'id': 'm1'",
+    "'name': 'bob'",
+    "'refusal': 'no'",
+    "'tool_calls'",
+    "'content': []",
+    "'text': 'hi'",
+    "'https://x/y.png'",
+    "https://x/i.png",
+    "data:image/png;base64,AAA",
+    "data:image/gif;base64,BBB",
+    "'format': 'wav'",
+    "'format': 'mpeg'",
+    "'filename': 'e.pdf'",
+    "'filename': 'm.pdf'",
+    "'file_id': 'file-2'",
+    "LC_AUTOGENERATED",
+    "'filename': 'doc.pdf'",
+    "data:image/png;base64,iVBOR",
+    "data:image/png;base64,iVBORw0K",
+    "data:image/webp;base64,AAECAwQFBg==",
+    "'input_audio'",
+    "'arguments': '{\"q\": \"café\"}'",
+    "'function_call'",
+    "'tool_call_id': '9'",
+    "'tool_call_id': '2.5'",
+    "'tool_call_id': 'True'",
+    "\\u00e9",
+    "'text': 'inner'",
+    "'text': 5",
+    "data:image/jpeg;base64,AAECAwQ=",
+    "'type': 'refusal'",
+    "'thinking'",
+    "'reasoning'",
+    "'custom'",
+    "'foo': 'bar'",
+    "'type': None",
+    "'content': 'None'",
+    "two\\nlines",
 ]
 
 

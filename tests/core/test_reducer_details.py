@@ -28,9 +28,12 @@ def test_add_messages_without_arguments_returns_a_configured_reducer() -> None:
     ]
 
 
-@pytest.mark.parametrize(("left", "right", "side"), [([1], None, "left"), (None, [1], "right"),
-                                                      ([], None, "right")])
-def test_add_messages_with_one_side_missing_names_it(left: object, right: object, side: str) -> None:
+@pytest.mark.parametrize(
+    ("left", "right", "side"), [([1], None, "left"), (None, [1], "right"), ([], None, "right")]
+)
+def test_add_messages_with_one_side_missing_names_it(
+    left: object, right: object, side: str
+) -> None:
     with pytest.raises(ReducerError, match=f"Only received: '{side}'"):
         add_messages(left, right)
 
@@ -43,8 +46,8 @@ def test_add_messages_rejects_an_unknown_format() -> None:
 def test_add_messages_stamps_uuid4_ids_and_one_id_per_object() -> None:
     same = HumanMessage(content="twice")
     merged = add_messages([HumanMessage(content="left")], [same, same])
-    assert len(merged) == 2  # noqa: PLR2004
-    assert all(uuid.UUID(str(m.id)).version == 4 for m in merged)  # noqa: PLR2004
+    assert len(merged) == 2
+    assert all(uuid.UUID(str(m.id)).version == 4 for m in merged)
 
 
 def test_add_messages_returns_a_new_list_and_leaves_frozen_inputs_alone() -> None:
@@ -56,15 +59,25 @@ def test_add_messages_returns_a_new_list_and_leaves_frozen_inputs_alone() -> Non
 
 def test_ensure_ids_stamps_missing_and_empty_ids_of_message_likes_only() -> None:
     stamped = ensure_ids(
-        [{"role": "user", "content": "a"}, {"role": "user", "content": "b", "id": ""},
-         HumanMessage(content="c", id=""), HumanMessage(content="d"), "e", ("ai", "f"),
-         {"role": "user", "content": "g", "id": "keep"}],
+        [
+            {"role": "user", "content": "a"},
+            {"role": "user", "content": "b", "id": ""},
+            HumanMessage(content="c", id=""),
+            HumanMessage(content="d"),
+            "e",
+            ("ai", "f"),
+            {"role": "user", "content": "g", "id": "keep"},
+        ],
         new_id=golden_ids(),
     )
     assert [m.id for m in stamped] == [
-        "00000000-0000-4000-8000-000000000001", "00000000-0000-4000-8000-000000000002", "",
-        "00000000-0000-4000-8000-000000000003", "00000000-0000-4000-8000-000000000004",
-        "00000000-0000-4000-8000-000000000005", "keep",
+        "00000000-0000-4000-8000-000000000001",
+        "00000000-0000-4000-8000-000000000002",
+        "",
+        "00000000-0000-4000-8000-000000000003",
+        "00000000-0000-4000-8000-000000000004",
+        "00000000-0000-4000-8000-000000000005",
+        "keep",
     ]
 
 
@@ -102,23 +115,45 @@ EFFECT_TABLE = [
     ("update keeps position", [AIMessage(content="a2", id="a")], False, {"a": 0}, set()),
     ("remove existing", [_rm("a")], False, {}, {"a"}),
     ("remove unknown is a no-op", [_rm("zz")], False, {}, set()),
-    ("remove then re-add appends", [_rm("a"), HumanMessage(content="x", id="a")], False, {"a": 2},
-     set()),
-    ("add then remove leaves nothing to write", [HumanMessage(content="c", id="c"), _rm("c")],
-     False, {}, {"c"}),
-    ("remove all then add", [_rm("__remove_all__"), HumanMessage(content="d", id="d")], True,
-     {"d": 2}, set()),
+    (
+        "remove then re-add appends",
+        [_rm("a"), HumanMessage(content="x", id="a")],
+        False,
+        {"a": 2},
+        set(),
+    ),
+    (
+        "add then remove leaves nothing to write",
+        [HumanMessage(content="c", id="c"), _rm("c")],
+        False,
+        {},
+        {"c"},
+    ),
+    (
+        "remove all then add",
+        [_rm("__remove_all__"), HumanMessage(content="d", id="d")],
+        True,
+        {"d": 2},
+        set(),
+    ),
 ]
 
 
-@pytest.mark.parametrize(("name", "batch", "cleared", "positions", "removed"), EFFECT_TABLE,
-                         ids=[row[0] for row in EFFECT_TABLE])
+@pytest.mark.parametrize(
+    ("name", "batch", "cleared", "positions", "removed"),
+    EFFECT_TABLE,
+    ids=[row[0] for row in EFFECT_TABLE],
+)
 def test_thread_fold_reports_the_net_effect(
-    name: str, batch: list[HumanMessage], cleared: bool, positions: dict[str, int],
+    name: str,
+    batch: list[HumanMessage],
+    cleared: bool,
+    positions: dict[str, int],
     removed: set[str],
 ) -> None:
-    fold = ThreadFold.from_messages([HumanMessage(content="a", id="a"),
-                                     HumanMessage(content="b", id="b")])
+    fold = ThreadFold.from_messages(
+        [HumanMessage(content="a", id="a"), HumanMessage(content="b", id="b")]
+    )
     fold.apply(batch)
     effect = fold.take_effect()
     assert effect.cleared is cleared

@@ -34,24 +34,24 @@ def _message(rng: random.Random) -> Any:
         return text or "s"
     if kind == 1:
         return [rng.choice(["user", "ai", "assistant", "system"]), text]
-    if kind == 2:  # noqa: PLR2004
+    if kind == 2:
         return {"role": rng.choice(["user", "assistant", "developer"]), **base}
-    if kind == 3:  # noqa: PLR2004
+    if kind == 3:
         return {"type": "tool", "tool_call_id": "c1", **base}
-    if kind == 4:  # noqa: PLR2004
+    if kind == 4:
         return {"type": "remove", "id": rng.choice([*POOL, "9"]), "content": ""}
-    if kind == 5:  # noqa: PLR2004
+    if kind == 5:
         return {"type": "remove", "id": "__remove_all__", "content": ""}
-    if kind == 6:  # noqa: PLR2004
+    if kind == 6:
         return {"type": "AIMessageChunk", **base}
-    if kind == 7:  # noqa: PLR2004
+    if kind == 7:
         call = {"name": "f", "args": {"q": text}, "id": "c1"}
         return {"type": "ai", "tool_calls": [call], **base}
     return {"type": rng.choice(["human", "ai", "system"]), **base}
 
 
 def _write(rng: random.Random) -> Any:
-    if rng.random() < 0.15:  # noqa: PLR2004
+    if rng.random() < 0.15:
         single = _message(rng)
         return tuple(single) if isinstance(single, list) else single
     return [_message(rng) for _ in range(rng.randrange(0, 5))]
@@ -74,14 +74,14 @@ def _ours(run: Callable[[], Any]) -> Any:
 def _theirs(run: Callable[[], Any]) -> Any:
     try:
         return ("ok", [m.model_dump() for m in run()])
-    except Exception as exc:  # noqa: BLE001  # the class (and LangGraph's own text) is compared
+    except Exception as exc:  # the class (and LangGraph's own text) is compared
         return ("error", type(exc).__name__, str(exc))
 
 
 def _normalise_error(result: Any) -> Any:
     # LangChain's coercion ValueErrors carry their own text; ours is user-facing.
     # The class is compared always; the text only for LangGraph's own reducer errors.
-    if result[0] == "error" and not (len(result) == 3 and "Attempting" in result[2]):  # noqa: PLR2004
+    if result[0] == "error" and not (len(result) == 3 and "Attempting" in result[2]):
         return result[:2]
     return result
 
@@ -99,7 +99,7 @@ def _mismatches(check: Callable[[random.Random], tuple[Any, Any, Any]]) -> list[
 def test_apply_deltas_matches_the_delta_reducer_in_one_call_and_per_batch() -> None:
     def check(rng: random.Random) -> tuple[Any, Any, Any]:
         state, writes = _case(rng)
-        per_batch = rng.random() < 0.5  # noqa: PLR2004
+        per_batch = rng.random() < 0.5
 
         def ours() -> Any:
             if not per_batch:

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from core import BaseMessage, apply_deltas, dump_messages, to_messages
 from tests.infra.processes import ManagedProcess, wait_until
 from workers.redis_io import SyncClient, sync_client
@@ -144,8 +146,6 @@ def version_key(version: str) -> tuple[int, int]:
 
 
 def stamped(messages: list[Any], ids: Sequence[str]) -> list[BaseMessage]:
-    import msgspec
-
     return [
         msgspec.structs.replace(m, id=i) for m, i in zip(to_messages(messages), ids, strict=True)
     ]

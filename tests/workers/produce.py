@@ -28,15 +28,15 @@ def random_messages(rng: random.Random, step: int) -> list[Any]:
     for _ in range(rng.randint(1, 3)):
         roll = rng.random()
         ident = rng.choice(POOL)
-        if roll < 0.45:  # noqa: PLR2004
+        if roll < 0.45:
             out.append(
                 {"role": rng.choice(["user", "assistant"]), "content": f"s{step}", "id": ident}
             )
-        elif roll < 0.6:  # noqa: PLR2004
+        elif roll < 0.6:
             out.append({"type": "tool", "content": f"r{step}", "tool_call_id": "c", "id": ident})
-        elif roll < 0.8:  # noqa: PLR2004
+        elif roll < 0.8:
             out.append({"type": "remove", "id": rng.choice([*POOL, "nope"]), "content": ""})
-        elif roll < 0.84:  # noqa: PLR2004
+        elif roll < 0.84:
             out.append({"type": "remove", "id": "__remove_all__", "content": ""})
         else:
             out.append(rng.choice([f"idless {step}", ["ai", f"pair {step}"]]))
@@ -56,9 +56,9 @@ def main(seed: int, threads: int, deltas: int, out_path: str, prefix: str = "t")
         for step in range(deltas):
             thread = f"{prefix}{rng.randrange(threads)}"
             messages = random_messages(rng, step)
-            delta_id = f"{seed}-{step}" if rng.random() < 0.3 else None  # noqa: PLR2004
+            delta_id = f"{seed}-{step}" if rng.random() < 0.3 else None
             batch = [Delta(thread, messages, delta_id)]
-            if delta_id and rng.random() < 0.5:  # noqa: PLR2004
+            if delta_id and rng.random() < 0.5:
                 batch.append(Delta(thread, messages, delta_id))  # a retry in the same call
             for delta, result in zip(batch, producer.enqueue_many(batch), strict=True):
                 row = {
@@ -69,7 +69,7 @@ def main(seed: int, threads: int, deltas: int, out_path: str, prefix: str = "t")
                     "ids": result.ids,
                 }
                 out.write(json.dumps(row) + "\n")
-            if delta_id and rng.random() < 0.3:  # noqa: PLR2004
+            if delta_id and rng.random() < 0.3:
                 again = producer.enqueue(thread, messages, delta_id=delta_id)  # a later retry
                 assert again.duplicate and again.version == result.version
     app.close()

@@ -48,7 +48,7 @@ def test_the_async_producer_appends_dedupes_and_wakes_like_the_sync_one(
     settings = make_settings(url, cluster=where == "cluster", key_prefix=f"ap{where[0]}")
     waker = NoWake()
     versions = asyncio.run(_produce(settings, waker))
-    assert len(set(versions)) == 20  # noqa: PLR2004  # versions are per thread
+    assert len(set(versions)) == 20  # versions are per thread
     assert sorted(waker.refs) == [f"_/a{i}" for i in range(5)]
     store = store_for(settings)
     for i in range(5):

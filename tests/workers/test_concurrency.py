@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core import dump_messages
+from core.codec import decode_messages, encode_message
+from core.fold import ThreadFold
 from tests.workers.harness import (
     Sent,
     make_settings,
@@ -82,9 +84,6 @@ def test_a_stale_worker_committing_late_is_refused_and_changes_nothing(redis_url
     producer.enqueue("s", [{"role": "user", "content": "b", "id": "1"}])
     Drainer(store, settings).drain("_/s")  # ...while another drains everything
     before = state_dump(store, "_/s")
-
-    from core.codec import decode_messages, encode_message
-    from core.fold import ThreadFold
 
     fold = ThreadFold({}, stale.next_position)
     fold.apply(decode_messages(stale.entries[0][1]))

@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from core import InvalidMessage, dump_messages
-from tests.infra.processes import ManagedProcess, wait_until
+from tests.infra.processes import wait_until
 from tests.infra.redis_server import RedisServer
 from tests.workers.harness import (
     Sent,
@@ -56,7 +56,7 @@ def _producer_loop(
             sent.add(f"_/{thread}", result.version, messages, result.ids)
             step += 1
             time.sleep(0.002)
-    except BaseException as exc:  # noqa: BLE001  # surfaced by the test
+    except BaseException as exc:  # surfaced by the test
         errors.append(exc)
     finally:
         app.close()
@@ -69,7 +69,8 @@ def test_kill_9_of_workers_at_random_moments_loses_nothing_and_applies_nothing_t
     rng = random.Random(3)
     workers = [start_worker(settings, f"k{i}", tmp_path) for i in range(4)]
     beat = start_beat(settings, tmp_path)
-    sent, stop, errors = Sent(), threading.Event(), []
+    sent, stop = Sent(), threading.Event()
+    errors: list[BaseException] = []
     producing = threading.Thread(target=_producer_loop, args=(settings, sent, stop, 5, errors))
     producing.start()
     kills = 0
@@ -90,7 +91,7 @@ def test_kill_9_of_workers_at_random_moments_loses_nothing_and_applies_nothing_t
             assert state_dump(store, ref) == dump_messages(sent.expected(ref)), ref
             status = store.status(ref)
             assert status is not None and status.applied == len(sent.deltas[ref])
-        assert kills >= 10  # noqa: PLR2004
+        assert kills >= 10
     finally:
         stop.set()
         for worker in workers:
@@ -139,11 +140,12 @@ def test_a_redis_restart_mid_run_keeps_every_acknowledged_delta(tmp_path: Path) 
         settings = make_settings(server.url, failure_limit=1000)
         workers = [start_worker(settings, f"r{i}", tmp_path) for i in range(2)]
         beat = start_beat(settings, tmp_path)
-        sent, stop, errors = Sent(), threading.Event(), []
+        sent, stop = Sent(), threading.Event()
+        errors: list[BaseException] = []
         producing = threading.Thread(target=_producer_loop, args=(settings, sent, stop, 9, errors))
         producing.start()
         try:
-            wait_until(lambda: len(sent.deltas) >= 10, 30, message="producer did not start")  # noqa: PLR2004
+            wait_until(lambda: len(sent.deltas) >= 10, 30, message="producer did not start")
             server.kill()  # SIGKILL: only what the AOF fsynced survives
             server.restart()
             time.sleep(1.0)  # let the producer write through the restarted server
@@ -181,7 +183,8 @@ BAD_DELTAS = [
                 "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "{bad"}}],
             }
         ],
-        r"^delta\.messages\[0\]\.tool_calls\[0\]\.function\.arguments: arguments are not valid JSON",
+        r"^delta\.messages\[0\]\.tool_calls\[0\]\.function\.arguments: "
+        r"arguments are not valid JSON",
     ),
 ]
 

@@ -7,24 +7,23 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 from langgraph.graph.message import _messages_delta_reducer
 
 from core import dump_messages
 from tests.differential.lc import lc_from_ours
-from tests.infra.processes import ManagedProcess, wait_until
-from tests.infra.redis_server import RedisServer
 from tests.workers.harness import (
     ROOT,
     Sent,
     make_settings,
     settings_env,
     start_worker,
-    stamped as stamped_messages,
     state_dump,
     store_for,
     version_key,
     wait_drained,
+)
+from tests.workers.harness import (
+    stamped as stamped_messages,
 )
 from workers.settings import Settings
 

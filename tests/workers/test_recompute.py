@@ -25,6 +25,7 @@ from tests.workers.harness import (
 )
 from tests.workers.produce import random_messages
 from tests.workers.test_concurrency import NoWake
+from workers import ops
 from workers.cli import main
 from workers.drain import Drainer
 from workers.producer import Producer
@@ -51,7 +52,7 @@ def _written(settings: Settings, threads: int = 3, deltas: int = 120) -> tuple[S
 def _corrupt(store: Store, ref: str) -> None:
     """Change a stored body behind the workers' back."""
     k = store.keyspace.thread(ref)
-    victim = store.client.zrange(k.order, 0, 0)[0].decode()
+    victim = ops.text(store.client.zrange(k.order, 0, 0)[0])
     store.client.hset(k.msgs, victim, encode_message(HumanMessage(content="tampered", id=victim)))
 
 
