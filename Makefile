@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install lint test test-fast bench run loadtest clean
+.PHONY: install lint test test-fast bench run loadtest clean docs
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,3 +30,11 @@ bench: install
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+
+# The main job on a fresh machine: install, then the whole local stack (a private
+# redis-server unless REDIS_URL is set) with the demo conversation. Ctrl-C stops it.
+run: install
+	$(BIN)/threadfold up --demo
+
+loadtest: install
+	$(BIN)/threadfold loadtest --duration $${DURATION:-60} --users $${USERS:-50}

@@ -51,3 +51,20 @@ def parse_keys(text: str) -> dict[str, str]:
             raise ValueError("every API key must be a string of at least 16 characters")
         keys[token] = DEFAULT_TENANT if tenant is None else check_name(tenant, "tenant")
     return keys
+
+
+def markdown_table() -> str:
+    """The configuration table of the README, generated from the settings themselves."""
+    rows = ["| variable | default | meaning |", "|---|---|---|"]
+    for name, info in ApiSettings.model_fields.items():
+        default = info.default
+        if isinstance(default, SecretStr):
+            default = default.get_secret_value()
+        shown = "" if default is None else f"`{default}`"
+        text = (info.description or "").replace("|", "\\|")
+        rows.append(f"| `THREADFOLD_{name.upper()}` | {shown} | {text} |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(markdown_table())

@@ -79,7 +79,9 @@ class Settings(BaseSettings):
     visibility_timeout: float = Field(
         300.0, gt=0, description="Redis broker redelivery timeout; above the hard time limit."
     )
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        "INFO", description="Log level of every process."
+    )
 
     @model_validator(mode="after")
     def _limits_are_ordered(self) -> Settings:
