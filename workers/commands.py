@@ -18,7 +18,7 @@ from workers.app import CeleryWaker, make_celery
 from workers.producer import Producer
 from workers.redis_io import sync_client
 from workers.settings import Settings
-from workers.stack import LocalStack, StackError, start_stack
+from workers.stack import LocalStack, StackError, celery_argv, start_stack
 from workers.store import Store
 
 
@@ -47,39 +47,11 @@ def cmd_api(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    settings = _settings()
-    return _exec(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "workers.worker",
-            "worker",
-            "--pool=prefork",
-            f"--concurrency={args.concurrency}",
-            "-Q",
-            settings.queue,
-            "--without-gossip",
-            "--without-mingle",
-            f"--loglevel={settings.log_level}",
-        ]
-    )
+    return _exec(celery_argv("worker", _settings(), f"--concurrency={args.concurrency}"))
 
 
 def cmd_beat(args: argparse.Namespace) -> int:
-    settings = _settings()
-    return _exec(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "workers.worker",
-            "beat",
-            f"--loglevel={settings.log_level}",
-        ]
-    )
+    return _exec(celery_argv("beat", _settings()))
 
 
 def _redis_url_override() -> str | None:

@@ -173,6 +173,22 @@ def settings_env(settings: Settings) -> dict[str, str]:
     return env
 
 
+def celery_argv(kind: str, settings: Settings, *extra: str) -> list[str]:
+    """The command line of a Celery ``worker`` or ``beat`` for these settings."""
+    argv = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "workers.worker",
+        kind,
+        f"--loglevel={settings.log_level}",
+    ]
+    if kind == "worker":
+        argv += ["--pool=prefork", "-Q", settings.queue, "--without-gossip", "--without-mingle"]
+    return [*argv, *extra]
+
+
 def start_stack(
     settings: Settings, *, redis_url: str | None, workers: int, port: int, data_dir: Path
 ) -> LocalStack:
@@ -183,42 +199,13 @@ def start_stack(
         settings = settings.model_copy(update={"redis_url": settings.redis_url.__class__(url)})
         stack.env.update(settings_env(settings))
         stack.redis_url = url
-        python = sys.executable
-        stack.spawn(
-            "worker",
-            [
-                python,
-                "-m",
-                "celery",
-                "-A",
-                "workers.worker",
-                "worker",
-                "--pool=prefork",
-                f"--concurrency={workers}",
-                "-Q",
-                settings.queue,
-                "--without-gossip",
-                "--without-mingle",
-                "--loglevel=INFO",
-            ],
-        )
-        stack.spawn(
-            "beat",
-            [
-                python,
-                "-m",
-                "celery",
-                "-A",
-                "workers.worker",
-                "beat",
-                "-s",
-                str(data_dir / "beat-schedule"),
-                "--loglevel=INFO",
-            ],
-        )
+        stack.spawn("worker", celery_argv("worker", settings, f"--concurrency={workers}"))
+        stack.spawn("beat", celery_argv("beat", settings, "-s", str(data_dir / "beat-schedule")))
         port = port or free_port()
         stack.spawn(
-            "api", [python, "-m", "api"], {"THREADFOLD_PORT": str(port), "THREADFOLD_HOST": HOST}
+            "api",
+            [sys.executable, "-m", "api"],
+            {"THREADFOLD_PORT": str(port), "THREADFOLD_HOST": HOST},
         )
         stack.api_url = f"http://{HOST}:{port}"
         _wait(lambda: _http_ok(f"{stack.api_url}/readyz"), "the API", stack, timeout=60)

@@ -17,6 +17,7 @@ from core import BaseMessage, apply_deltas, dump_messages, to_messages
 from tests.infra.processes import ManagedProcess, wait_until
 from workers.redis_io import SyncClient, sync_client
 from workers.settings import Settings
+from workers.stack import settings_env as settings_env
 from workers.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,17 +38,6 @@ FAST = {
 def make_settings(redis_url: str, **overrides: Any) -> Settings:
     values: dict[str, Any] = {**FAST, "redis_url": redis_url, **overrides}
     return Settings(**values)
-
-
-def settings_env(settings: Settings) -> dict[str, str]:
-    """The ``THREADFOLD_*`` variables that reproduce ``settings`` in a child process."""
-    env: dict[str, str] = {}
-    for name, value in settings.model_dump().items():
-        if value is None:
-            continue
-        raw = value.get_secret_value() if hasattr(value, "get_secret_value") else value
-        env[f"THREADFOLD_{name.upper()}"] = str(raw).lower() if isinstance(raw, bool) else str(raw)
-    return env
 
 
 def start_worker(
