@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml  # type: ignore[import-untyped,unused-ignore]
+
+from api.settings import ApiSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -28,7 +30,31 @@ SUBCOMMANDS = frozenset(
     {"api", "worker", "beat", "status", "up", "recompute", "retry", "loadtest", "bench", "demo"}
 )
 
+COMPOSE_FILES = [(COMPOSE,), (COMPOSE, COMPOSE_RABBITMQ)]
+
+SETTING_NAMES = frozenset(f"THREADFOLD_{name.upper()}" for name in ApiSettings.model_fields)
+SECRET_NAMES = frozenset(
+    f"THREADFOLD_{name.upper()}"
+    for name, field in ApiSettings.model_fields.items()
+    if "SecretStr" in str(field.annotation)
+)
+
 Object = dict[str, Any]
+LoadSettings = Callable[[Mapping[str, str]], ApiSettings]
+
+
+def is_known_entry(command: list[str]) -> bool:
+    """``threadfold <sub>``, ``python -m api`` or ``celery -A workers.worker ...``."""
+    match command:
+        case ["threadfold", sub, *_]:
+            return sub in SUBCOMMANDS
+        case ["python" | "python3", "-m", "api", *_]:
+            return True
+        case ["celery", "-A" | "--app", "workers.worker", *_]:
+            return True
+        case ["celery", "--app=workers.worker", *_]:
+            return True
+    return False
 
 
 def yaml_files() -> list[Path]:
@@ -41,6 +67,10 @@ def deploy_files() -> list[Path]:
 
 def load_all(path: Path) -> list[Any]:
     return list(yaml.safe_load_all(path.read_text()))
+
+
+def load_all_text(text: str) -> list[Any]:
+    return [doc for doc in yaml.safe_load_all(text) if doc is not None]
 
 
 def load(path: Path) -> Object:

@@ -14,9 +14,7 @@ from tests.deploy.manifests import (
 
 STAGES = dockerfile_stages()
 FINAL = STAGES[-1]
-STAGE_NAMES = {
-    stage[0].args.split()[-1] for stage in STAGES if " as " in stage[0].args.lower()
-}
+STAGE_NAMES = {stage[0].args.split()[-1] for stage in STAGES if " as " in stage[0].args.lower()}
 
 
 def instructions(keyword: str, stage: list[Instruction] = FINAL) -> list[Instruction]:
@@ -33,7 +31,7 @@ def test_every_base_image_is_pinned_and_never_latest() -> None:
         image = stage[0].args.split()[0]
         if image in STAGE_NAMES:
             continue
-        name, _, tag = image.partition(":")
+        tag = image.partition(":")[2]
         assert tag or "@sha256:" in image, f"unpinned base image {image}"
         assert tag.split("@")[0] != "latest", f"base image {image} uses latest"
 

@@ -43,15 +43,14 @@ def pairs(arguments: list[str]) -> dict[str, str]:
     return {name[2:]: value for name, value in zip(names, arguments[1::2], strict=True)}
 
 
-SOURCES = {
-    **{path.name: lambda path=path: as_arguments(directives(path)) for path in CONFIGS},
-    "compose redis": compose_redis_arguments,
+SOURCES = {path.name: as_arguments(directives(path)) for path in CONFIGS} | {
+    "compose redis": compose_redis_arguments()
 }
 
 
 @pytest.mark.parametrize("source", SOURCES)
 def test_every_redis_setting_in_deploy_is_durable_and_never_evicts(source: str) -> None:
-    settings = pairs(SOURCES[source]())
+    settings = pairs(SOURCES[source])
     assert settings["maxmemory-policy"] == "noeviction"
     assert settings["appendonly"] == "yes"
     assert settings["appendfsync"] == "everysec"
@@ -59,10 +58,10 @@ def test_every_redis_setting_in_deploy_is_durable_and_never_evicts(source: str) 
 
 @pytest.mark.parametrize("source", SOURCES)
 def test_every_redis_setting_in_deploy_is_accepted_by_redis_server(source: str) -> None:
-    settings = pairs(SOURCES[source]())
+    settings = pairs(SOURCES[source])
     cluster = settings.get("cluster-enabled") == "yes"
     with (
-        RedisServer(extra_args=[*SOURCES[source]()], cluster_bus=cluster) as server,
+        RedisServer(extra_args=SOURCES[source], cluster_bus=cluster) as server,
         server.probe() as admin,
     ):
         for name, value in settings.items():
