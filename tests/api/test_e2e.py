@@ -14,9 +14,10 @@ import pytest
 from core import dump_messages
 from tests.infra.ports import free_port
 from tests.infra.processes import ManagedProcess, wait_until
-from tests.workers.harness import ROOT, Sent, make_settings, settings_env, start_worker, version_key
+from tests.workers.harness import ROOT, Sent, make_settings, start_worker, version_key
 from tests.workers.produce import random_messages
 from workers.settings import Settings
+from workers.stack import settings_env
 
 
 @pytest.fixture

@@ -21,7 +21,8 @@ from api.openapi import document
 from tests.infra.ports import free_port
 from tests.infra.processes import ManagedProcess, wait_until
 from tests.infra.redis_server import RedisServer
-from tests.workers.harness import ROOT, make_settings, settings_env
+from tests.workers.harness import ROOT, make_settings
+from workers.stack import settings_env
 
 # Both valid and invalid (negative) requests, so the error paths are fuzzed too.
 _CONFIG = SchemathesisConfig.from_dict({"generation": {"mode": "all"}})

@@ -17,7 +17,7 @@ from core import BaseMessage, apply_deltas, dump_messages, to_messages
 from tests.infra.processes import ManagedProcess, wait_until
 from workers.redis_io import SyncClient, sync_client
 from workers.settings import Settings
-from workers.stack import settings_env as settings_env
+from workers.stack import settings_env
 from workers.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]

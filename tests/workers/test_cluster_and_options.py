@@ -16,7 +16,6 @@ from tests.workers.harness import (
     ROOT,
     Sent,
     make_settings,
-    settings_env,
     start_worker,
     state_dump,
     store_for,
@@ -26,6 +25,7 @@ from tests.workers.test_concurrency import NoWake
 from workers import ops
 from workers.drain import Drainer
 from workers.producer import Producer
+from workers.stack import settings_env
 
 
 def test_a_three_master_cluster_holds_state_with_the_broker_outside_it(

@@ -15,7 +15,6 @@ from tests.workers.harness import (
     ROOT,
     Sent,
     make_settings,
-    settings_env,
     start_worker,
     state_dump,
     store_for,
@@ -26,6 +25,7 @@ from tests.workers.harness import (
     stamped as stamped_messages,
 )
 from workers.settings import Settings
+from workers.stack import settings_env
 
 PRODUCERS = 3
 THREADS = 200

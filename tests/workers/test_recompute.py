@@ -17,7 +17,6 @@ from tests.api.client import api_client, api_settings
 from tests.workers.harness import (
     Sent,
     make_settings,
-    settings_env,
     start_worker,
     state_dump,
     store_for,
@@ -31,6 +30,7 @@ from workers.drain import Drainer
 from workers.producer import Producer
 from workers.replay import NotReplayable, audit, rebuild, replay
 from workers.settings import Settings
+from workers.stack import settings_env
 from workers.store import Store
 
 
