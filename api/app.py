@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -272,6 +273,12 @@ def create_app(settings: ApiSettings, resources: Resources | None = None) -> Sta
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         res = resources or build_resources(settings)
         app.state.resources = res
+        # Everything built so far lives as long as the process: keep the collector off
+        # it, and collect young objects less often (the collector measured 10-19% of an
+        # API process under load, walking objects that never die).
+        gc.collect()
+        gc.freeze()
+        gc.set_threshold(50_000, 20, 20)
         flusher = asyncio.create_task(_flush_metrics(res))
         try:
             yield

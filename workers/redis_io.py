@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 import redis
@@ -36,15 +36,16 @@ Args = Sequence[str | bytes | int | float]
 
 @dataclass(frozen=True, slots=True)
 class Script:
-    """A Lua script and its SHA1."""
+    """A Lua script and its SHA1 (computed once: it is sent with every call)."""
 
     name: str
     source: str
+    sha: str = field(init=False)
 
-    @property
-    def sha(self) -> str:
+    def __post_init__(self) -> None:
         # SHA1 because Redis names scripts by it, not for security.
-        return hashlib.sha1(self.source.encode(), usedforsecurity=False).hexdigest()
+        digest = hashlib.sha1(self.source.encode(), usedforsecurity=False).hexdigest()
+        object.__setattr__(self, "sha", digest)
 
 
 @dataclass(frozen=True, slots=True)

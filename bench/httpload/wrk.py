@@ -159,6 +159,7 @@ class WrkResult:
 
     requests: int
     seconds: float
+    bytes: int
     socket_errors: dict[str, int]
     non_2xx: int
     p50_ms: float
@@ -193,6 +194,7 @@ def parse_output(stdout: str, cpu_s: float, connections: int, threads: int) -> W
             return WrkResult(
                 requests=int(raw["requests"]),
                 seconds=raw["duration_us"] / 1e6,
+                bytes=int(raw["bytes"]),
                 socket_errors={k: int(raw[k]) for k in ("connect", "read", "write", "timeout")},
                 non_2xx=int(raw["status"]),
                 p50_ms=raw["p50"] / 1000, p90_ms=raw["p90"] / 1000, p99_ms=raw["p99"] / 1000,

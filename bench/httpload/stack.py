@@ -1,0 +1,267 @@
+"""The running service for the HTTP benchmark, and what it costs.
+
+A private state Redis and broker Redis, Celery workers and beat (the sweeper), and one
+API process group per ``THREADFOLD_API_WORKERS`` value, all on free loopback ports
+(child processes killed with their owner, from the test infrastructure). The APIs run
+side by side on one Redis so their runs can be interleaved; an idle API costs nothing
+but a metrics flush a second.
+
+CPU is read from ``/proc`` for process trees (the uvicorn supervisor and its workers,
+a Celery worker and its pool) and from ``INFO cpu`` for Redis. Pinning moves one API's
+threads to core 0 and everything else of ours (Redis, workers, beat, this process, the
+load generator) to core 1, with ``sched_setaffinity`` on every thread.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import redis
+
+from bench.pipeline import services
+from tests.infra.ports import free_port
+from tests.infra.processes import ManagedProcess, wait_until
+from tests.workers.harness import ROOT, start_beat, start_worker
+from workers import ops
+from workers.redis_io import run_many
+from workers.settings import Settings
+from workers.stack import settings_env
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+_CHUNK = 2000
+
+
+def _proc_table() -> dict[int, tuple[int, float, float]]:
+    """pid -> (parent pid, user + system CPU seconds, system CPU seconds), for every process."""
+    table: dict[int, tuple[int, float, float]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            continue
+        user, system = int(fields[11]) / _TICKS, int(fields[12]) / _TICKS
+        table[int(entry.name)] = (int(fields[1]), user + system, system)
+    return table
+
+
+def _tree(table: Mapping[int, tuple[int, float, float]], root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _, _) in table.items():
+        children.setdefault(parent, []).append(pid)
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        if pid in table:
+            out.append(pid)
+            todo.extend(children.get(pid, ()))
+    return out
+
+
+def tree_pids(root: int) -> list[int]:
+    return _tree(_proc_table(), root)
+
+
+def machine_busy() -> float:
+    """CPU seconds every core of the machine has spent busy since boot (``/proc/stat``)."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / _TICKS
+
+
+@dataclass(frozen=True)
+class Cpu:
+    """CPU seconds so far: per API, all Celery workers, beat, each Redis, the machine."""
+
+    at: float
+    apis: dict[str, float]
+    workers: float
+    beat: float
+    redis: float
+    broker: float
+    machine: float = 0.0
+    apis_sys: dict[str, float] = field(default_factory=dict)
+
+    def minus(self, before: Cpu) -> Cpu:
+        return Cpu(self.at - before.at,
+                   {k: v - before.apis.get(k, 0.0) for k, v in self.apis.items()},
+                   self.workers - before.workers, self.beat - before.beat,
+                   self.redis - before.redis, self.broker - before.broker,
+                   self.machine - before.machine,
+                   {k: v - before.apis_sys.get(k, 0.0) for k, v in self.apis_sys.items()})
+
+    def others(self, load_generator: float) -> float:
+        """Cores' worth of CPU used by processes not ours over this interval (a delta)."""
+        ours = (sum(self.apis.values()) + self.workers + self.beat + self.redis + self.broker
+                + load_generator)
+        return max(self.machine - ours, 0.0) / self.at if self.at > 0 else 0.0
+
+
+@dataclass
+class Api:
+    """One API process group (``workers`` uvicorn worker processes)."""
+
+    name: str
+    workers: int
+    port: int
+    process: ManagedProcess
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+@dataclass
+class Stack:
+    """The running services."""
+
+    settings: Settings
+    apis: dict[str, Api]
+    workers: list[ManagedProcess]
+    beat: ManagedProcess
+    state_pid: int
+    broker_pid: int
+    client: redis.Redis
+    broker: redis.Redis
+    logs: Path
+    all_cpus: set[int] = field(default_factory=lambda: set(os.sched_getaffinity(0)))
+
+    def cpu(self) -> Cpu:
+        table = _proc_table()
+
+        def total(root: int, column: int = 1) -> float:
+            return sum(table[p][column] for p in _tree(table, root))
+
+        return Cpu(time.perf_counter(),
+                   {n: total(a.process.pid) for n, a in self.apis.items()},
+                   sum(total(w.pid) for w in self.workers), total(self.beat.pid),
+                   services.redis_cpu(self.client), services.redis_cpu(self.broker),
+                   machine_busy(), {n: total(a.process.pid, 2) for n, a in self.apis.items()})
+
+    def check_alive(self) -> None:
+        dead = [p for p in [*self.workers, self.beat] if not p.alive]
+        dead += [a.process for a in self.apis.values() if not a.process.alive]
+        if dead:
+            raise RuntimeError(f"a service died: {dead[0]!r}; log: {dead[0].read_log()[-2000:]}")
+
+    # -- backlog -----------------------------------------------------------------------
+
+    def threads_with_backlog(self) -> int:
+        pipe = self.client.pipeline(transaction=False)
+        for bucket in range(self.settings.buckets):
+            pipe.zcard(self.settings.keyspace.bucket_keys(bucket).dirty)
+        return sum(int(n) for n in pipe.execute())
+
+    def wait_drained(self, timeout: float) -> float:
+        """Seconds until no thread has a backlog (polled every 20 ms)."""
+        started = time.perf_counter()
+
+        def drained() -> bool:
+            self.check_alive()
+            return self.threads_with_backlog() == 0
+
+        wait_until(drained, timeout, interval=0.02, message="the workers did not drain")
+        return time.perf_counter() - started
+
+    def statuses(self, refs: Sequence[str]) -> list[ops.ThreadStatus | None]:
+        """Every thread's status (pipelined in chunks); None for threads never written."""
+        out: list[ops.ThreadStatus | None] = []
+        ks = self.settings.keyspace
+        for i in range(0, len(refs), _CHUNK):
+            calls = [ops.status_call(ks, ref) for ref in refs[i : i + _CHUNK]]
+            out += [ops.parse_status(raw) for raw in run_many(self.client, calls)]
+        return out
+
+    # -- pinning -----------------------------------------------------------------------
+
+    @contextmanager
+    def pinned(self, api: str | None) -> Iterator[str | None]:
+        """With ``api`` set: its processes on core 0, the rest of ours on core 1; yields
+        the cpu list for the load generator (None when not pinned)."""
+        if api is None or len(self.all_cpus) < 2:
+            yield None
+            return
+        first, second = sorted(self.all_cpus)[:2]
+        ours = [self.state_pid, self.broker_pid, os.getpid(), self.beat.pid,
+                *(w.pid for w in self.workers),
+                *(a.process.pid for n, a in self.apis.items() if n != api)]
+        try:
+            _set_affinity([self.apis[api].process.pid], {first})
+            _set_affinity(ours, {second})
+            yield str(second)
+        finally:
+            _set_affinity([self.state_pid, self.broker_pid, os.getpid(), self.beat.pid,
+                           *(w.pid for w in self.workers),
+                           *(a.process.pid for a in self.apis.values())], self.all_cpus)
+
+
+def _set_affinity(roots: Sequence[int], cpus: set[int]) -> None:
+    """Every thread of every process in the trees under ``roots``."""
+    table = _proc_table()
+    for root in roots:
+        for pid in _tree(table, root):
+            try:
+                tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+            except FileNotFoundError:
+                continue
+            for tid in tids:
+                with suppress(ProcessLookupError, PermissionError):
+                    os.sched_setaffinity(tid, cpus)
+
+
+def start_api(settings: Settings, name: str, workers: int, logs: Path) -> Api:
+    port = free_port()
+    env = {**settings_env(settings), "PYTHONPATH": str(ROOT), "THREADFOLD_PORT": str(port),
+           "THREADFOLD_API_WORKERS": str(workers), "THREADFOLD_LOG_LEVEL": "WARNING"}
+    process = ManagedProcess([sys.executable, "-m", "api"], env=env,
+                             log_path=logs / f"api-{name}.log", cwd=ROOT)
+    return Api(name, workers, port, process)
+
+
+def _wait_api(api: Api, timeout: float = 60.0) -> None:
+    with httpx.Client(base_url=api.url, timeout=5) as client:
+
+        def up() -> bool:
+            if not api.process.alive:
+                raise RuntimeError(f"API {api.name} exited: {api.process.read_log()[-2000:]}")
+            return client.get("/readyz").status_code == 200
+
+        wait_until(up, timeout, interval=0.1, ignore=(httpx.HTTPError,),
+                   message=f"API {api.name} did not start")
+
+
+@contextmanager
+def running(api_workers: Sequence[int], celery_workers: int, logs: Path,
+            **overrides: object) -> Iterator[Stack]:
+    """Start everything; APIs are named ``api<N>`` by their worker count."""
+    with (services.redis_server() as state, services.redis_server() as broker_server,
+          ExitStack() as stack):
+        values: dict[str, object] = {"redis_url": state.url, "broker_url": broker_server.url,
+                                     "log_level": "WARNING", **overrides}
+        settings = Settings(**values)  # type: ignore[arg-type]
+        names = [f"w{i}" for i in range(celery_workers)]
+        workers = [start_worker(settings, n, logs) for n in names]
+        stack.enter_context(services.killing(workers))
+        beat = start_beat(settings, logs)
+        stack.callback(beat.kill)
+        apis = {f"api{n}": start_api(settings, f"api{n}", n, logs) for n in api_workers}
+        for api in apis.values():
+            stack.callback(api.process.kill)
+        from workers.app import make_celery  # noqa: PLC0415
+
+        app = make_celery(settings)
+        stack.callback(app.close)
+        services.wait_ready(app, names, workers)
+        for api in apis.values():
+            _wait_api(api)
+        client, broker = state.client(), broker_server.client()
+        yield Stack(settings, apis, workers, beat, state.pid, broker_server.pid, client, broker,
+                    logs)
