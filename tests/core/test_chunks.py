@@ -24,17 +24,10 @@ from langchain_core.messages.base import merge_content as lc_merge_content
 from langchain_core.utils._merge import merge_dicts as lc_merge_dicts
 from langchain_core.utils.json import parse_partial_json as lc_parse_partial_json
 
-from core.chunks import (
-    add_chunks,
-    add_usage,
-    fold_chunks,
-    init_tool_calls,
-    merge_content,
-    merge_dicts,
-    merge_lists,
-    merge_obj,
-)
+from core.ai_chunk import init_tool_calls
+from core.chunks import add_chunks, fold_chunks
 from core.errors import ChunkMergeError
+from core.merge import add_usage, merge_content, merge_dicts, merge_lists, merge_obj
 from core.messages import (
     CLASS_OF,
     AIMessage,
