@@ -20,7 +20,8 @@ lint: install
 
 # The README's test command: installs, lints, then runs every test.
 test: lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 -m "not serial"
+	$(BIN)/python -m pytest -m serial
 
 test-fast: install
 	$(BIN)/python -m pytest -m "not differential and not slow"

@@ -69,7 +69,7 @@ FULL = Sizes(
     e2e=_e2e(1000, 100, [(10, 1000), (100, 1000), (10, 1000), (10, 200)], bulk=1000),
     naive=NaiveConfig(threads=50, per_thread=100), floor_tasks=2000,
     cost=CostConfig(lengths=(100, 100_000), deltas=20_000, batch_sizes=(200, 1000), rounds=3),
-    latency_seconds=10.0, latency_shares=(0.5, 0.25, 0.1),
+    latency_seconds=10.0, latency_shares=(0.5, 0.25, 0.1, 0.03),
     memory=MemoryConfig(messages=100_000, human_messages=50_000, layouts=(100, 1000),
                         configs=tuple(memory.CONFIGS), cost_deltas=5_000),
     component_deltas=20_000, component_wakes=2_000,

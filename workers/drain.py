@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import msgspec
@@ -18,7 +18,8 @@ from core.codec import decode_messages, encode_message
 from core.fold import ThreadFold
 from core.messages import REMOVE_ALL_MESSAGES, BaseMessage, is_chunk
 from workers.metrics import BATCH_BUCKETS, LAG_BUCKETS_MS, Metrics
-from workers.ops import Batch, Committed
+from workers.ops import Batch, Committed, commit_call
+from workers.redis_io import Call
 from workers.settings import Settings
 from workers.store import Store
 
@@ -47,7 +48,10 @@ class PoisonEntry(Exception):
         self.reason = reason
 
 
-def _decode(batch: Batch) -> list[tuple[str, list[BaseMessage]]]:
+Decoded = list[tuple[str, list[BaseMessage]]]
+
+
+def _decode(batch: Batch) -> Decoded:
     """Decode entries up to the first bad one; a bad first entry is poison."""
     decoded: list[tuple[str, list[BaseMessage]]] = []
     for entry, payload in batch.entries:
@@ -82,34 +86,60 @@ class Drainer:
         self.metrics = metrics or Metrics(settings.keyspace, "worker")
 
     def drain(self, ref: str, deadline: float | None = None) -> DrainReport:
-        """Fold every entry after the cursor, batch by batch, until none is left or the
-        time budget is spent (then ``handed_off``: the caller sends a new wake-up)."""
-        report = DrainReport(ref)
+        """Fold every entry after the thread's cursor (see :meth:`drain_many`)."""
+        return self.drain_many([ref], deadline)[0]
+
+    def drain_many(self, refs: Sequence[str], deadline: float | None = None) -> list[DrainReport]:
+        """Drain threads together, batch by batch, until none has a backlog or the time
+        budget is spent (those left are ``handed_off``: the caller sends a new wake-up).
+
+        Each round is three pipelined round trips for all the threads (read, positions,
+        commit) instead of three per thread: a wake-up for many quiet threads, the
+        common case under spread load, costs about what one thread costs.
+        """
         if deadline is None:
             deadline = self.clock() + self.settings.drain_seconds
-        while True:
-            batch = self.store.read_batch(ref, self.settings.batch_size)
-            if batch.quarantined or not batch.entries:
-                return report
-            try:
-                done = self._fold_and_commit(ref, batch, report)
-            except PoisonEntry as exc:
-                return self._failed(ref, exc, report)
-            if not done.ok:
-                report.conflicts += 1
-                self.metrics.add("commit_conflicts")
-                continue
-            if not done.more:
-                return report
-            if self.clock() >= deadline:
-                report.handed_off = True
-                return report
+        reports = {ref: DrainReport(ref) for ref in refs}
+        pending = list(reports)
+        while pending:
+            pending = self._round(pending, reports)
+            if pending and self.clock() >= deadline:
+                for ref in pending:
+                    reports[ref].handed_off = True
+                break
+        return list(reports.values())
 
-    def _fold_and_commit(self, ref: str, batch: Batch, report: DrainReport) -> Committed:
-        decoded = _decode(batch)
-        ids = _mentioned(decoded)
+    def _round(self, refs: list[str], reports: dict[str, DrainReport]) -> list[str]:
+        """One batch for each thread; returns the threads to go round again."""
+        work: list[tuple[str, Batch, Decoded]] = []
+        for ref, batch in zip(
+            refs, self.store.read_batches(refs, self.settings.batch_size), strict=True
+        ):
+            if batch.quarantined or not batch.entries:
+                continue
+            try:
+                work.append((ref, batch, _decode(batch)))
+            except PoisonEntry as exc:
+                self._failed(ref, exc, reports[ref])
+        positions = self.store.positions_many([(ref, _mentioned(d)) for ref, _, d in work])
+        calls, kept = [], []
+        for (ref, batch, decoded), known in zip(work, positions, strict=True):
+            try:
+                calls.append(self._commit_call(ref, batch, decoded, known))
+            except PoisonEntry as exc:
+                self._failed(ref, exc, reports[ref])
+                continue
+            kept.append((ref, decoded))
+        again = []
+        for (ref, decoded), done in zip(kept, self.store.commit_many(calls), strict=True):
+            if self._settle(reports[ref], decoded, done):
+                again.append(ref)
+        return again
+
+    def _commit_call(self, ref: str, batch: Batch, decoded: Decoded, known: dict[str, int]) -> Call:
+        """Fold the batch over the positions it mentions; the commit of its net effect."""
         fold = ThreadFold(
-            self.store.positions(ref, ids),
+            known,
             batch.next_position,
             self._bodies(ref, decoded),
             merge_chunks=self.settings.merge_chunks,
@@ -119,23 +149,29 @@ class Drainer:
                 fold.apply(messages)
             except Exception as exc:  # any failure here marks the entry as poison
                 raise PoisonEntry(entry, f"cannot fold: {exc}") from exc
-        last = decoded[-1][0]
-        done = self.store.commit(
+        return commit_call(
+            self.store.keyspace,
             ref,
-            batch,
-            last,
-            fold.next_position,
-            fold.take_effect(),
+            batch=batch,
+            new_cursor=decoded[-1][0],
+            next_position=fold.next_position,
+            effect=fold.take_effect(),
             applied=len(decoded),
             retention_ms=self.settings.retention_ms,
             wake_ms=self.settings.wake_ttl_ms,
             encode=encode_message,
         )
-        if done.ok:
-            report.batches += 1
-            report.entries += len(decoded)
-            self._record(decoded, done.now_ms)
-        return done
+
+    def _settle(self, report: DrainReport, decoded: Decoded, done: Committed) -> bool:
+        """Account for one commit; True when the thread needs another round."""
+        if not done.ok:
+            report.conflicts += 1
+            self.metrics.add("commit_conflicts")
+            return True  # a concurrent drainer moved the cursor: re-read
+        report.batches += 1
+        report.entries += len(decoded)
+        self._record(decoded, done.now_ms)
+        return done.more
 
     def _record(self, decoded: list[tuple[str, list[BaseMessage]]], now_ms: int) -> None:
         """Batch size and enqueue-to-visible lag (entry ids carry their enqueue ms)."""

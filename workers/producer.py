@@ -11,6 +11,7 @@ the whole call, naming the item, and nothing is written.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,7 @@ from workers.settings import Settings
 from workers.wakeup import AsyncWaker, Waker
 
 MAX_DELTA_ID = 200
+log = logging.getLogger("threadfold.producer")
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +139,15 @@ def _outcomes(
     return [r for r in results if r is not None], woken
 
 
+def _lost_wake_up(refs: Sequence[str]) -> None:
+    """A wake-up that could not be published: the deltas are already in the log and
+    their threads marked dirty, so the sweeper wakes them once the flag's lease lapses.
+    Failing the call here would make the caller retry a delta that is stored."""
+    log.warning(
+        "could not publish the wake-up of %d thread(s); the sweeper will", len(refs), exc_info=True
+    )
+
+
 class Producer:
     """Synchronous producer."""
 
@@ -166,7 +177,10 @@ class Producer:
         answers = run_many(self.client, _calls(self.settings, prepared, groups))
         results, woken = _outcomes(deltas, prepared, groups, answers)
         if woken:
-            self.waker.wake(woken)
+            try:
+                self.waker.wake(woken)
+            except Exception:  # noqa: BLE001  # the deltas are stored: see _lost_wake_up
+                _lost_wake_up(woken)
         return results
 
 
@@ -203,5 +217,8 @@ class AsyncProducer:
         answers = await arun_many(self.client, _calls(self.settings, prepared, groups))
         results, woken = _outcomes(deltas, prepared, groups, answers)
         if woken:
-            await self.waker.wake(woken)
+            try:
+                await self.waker.wake(woken)
+            except Exception:  # noqa: BLE001  # the deltas are stored: see _lost_wake_up
+                _lost_wake_up(woken)
         return results

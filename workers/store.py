@@ -10,7 +10,7 @@ from core.fold import Effect
 from core.keys import Keyspace
 from core.messages import BaseMessage
 from workers import ops
-from workers.redis_io import SyncClient, run, run_many
+from workers.redis_io import Call, SyncClient, run, run_many
 
 
 class Store:
@@ -41,6 +41,31 @@ class Store:
         return ops.parse_read_batch(
             run(self.client, ops.read_batch_call(self.keyspace, ref, max_entries))
         )
+
+    def read_batches(self, refs: Sequence[str], max_entries: int) -> list[ops.Batch]:
+        """``read_batch`` for several threads in one pipelined round trip."""
+        calls = [ops.read_batch_call(self.keyspace, ref, max_entries) for ref in refs]
+        return [ops.parse_read_batch(raw) for raw in run_many(self.client, calls)]
+
+    def positions_many(self, items: Sequence[tuple[str, Sequence[str]]]) -> list[dict[str, int]]:
+        """``positions`` for several threads in one pipelined round trip."""
+        pipe = self.client.pipeline(transaction=False)
+        asked = [(ref, list(ids)) for ref, ids in items if ids]
+        for ref, ids in asked:
+            pipe.zmscore(self.keyspace.thread(ref).order, ids)
+        found = dict(zip([ref for ref, _ in asked], pipe.execute() if asked else [], strict=True))
+        return [
+            {
+                k: int(score)
+                for k, score in zip(ids, found.get(ref, []), strict=False)
+                if score is not None
+            }
+            for ref, ids in items
+        ]
+
+    def commit_many(self, calls: Sequence[Call]) -> list[ops.Committed]:
+        """Several threads' compare-and-set commits in one pipelined round trip."""
+        return [ops.parse_commit(raw) for raw in run_many(self.client, calls)]
 
     def positions(self, ref: str, ids: Sequence[str]) -> dict[str, int]:
         """Positions of those ``ids`` that the thread holds."""

@@ -54,22 +54,13 @@ def _flush_forever(drainer: Drainer) -> None:
 
 
 def drain_once(runtime: Runtime, refs: list[str] | str) -> list[DrainReport]:
-    """One wake-up task: drain its threads in turn within one time budget; threads not
-    finished (or not reached) when it runs out go to a fresh task, so one hot thread
-    never holds a worker for long."""
-    todo = [refs] if isinstance(refs, str) else list(refs)
+    """One wake-up task: drain its threads together within one time budget; threads
+    not finished when it runs out go to a fresh task, so one hot thread never holds a
+    worker for long."""
+    todo = [refs] if isinstance(refs, str) else list(dict.fromkeys(refs))
     drainer = runtime.drainer
-    deadline = drainer.clock() + runtime.settings.drain_seconds
-    reports: list[DrainReport] = []
-    later: list[str] = []
-    for i, ref in enumerate(todo):
-        if drainer.clock() >= deadline:
-            later.extend(todo[i:])
-            break
-        report = drainer.drain(ref, deadline)
-        reports.append(report)
-        if report.handed_off:
-            later.append(ref)
+    reports = drainer.drain_many(todo, drainer.clock() + runtime.settings.drain_seconds)
+    later = [report.ref for report in reports if report.handed_off]
     if later:
         drainer.metrics.add("handoffs", len(later))
         runtime.waker.wake(later)

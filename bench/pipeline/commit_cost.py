@@ -21,7 +21,7 @@ import redis
 
 from bench.inputs import new_id
 from bench.pipeline import services
-from bench.pipeline.workload import _templates, ref_of
+from bench.pipeline.workload import ref_of, templates
 from tests.workers.harness import make_settings, store_for
 from workers.drain import Drainer
 from workers.producer import Delta, Producer
@@ -76,9 +76,13 @@ class CostRow:
         return median(self.wall_us)
 
     @property
+    def cpu_us(self) -> list[float]:
+        """Drainer plus server CPU per delta, per round (what the machine spent)."""
+        return [d + r for d, r in zip(self.drainer_cpu_us, self.redis_cpu_us, strict=True)]
+
+    @property
     def best_cpu_us(self) -> float:
-        """Drainer plus server CPU per delta, best round (what the machine spent)."""
-        return min(d + r for d, r in zip(self.drainer_cpu_us, self.redis_cpu_us, strict=True))
+        return min(self.cpu_us)
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "best_wall_us": self.best_wall_us,
@@ -97,7 +101,7 @@ class _Bench:
     def __init__(self, cfg: CostConfig, url: str) -> None:
         self.cfg = cfg
         self.rng = random.Random(cfg.seed)
-        self.templates = _templates(cfg.seed)
+        self.templates = templates(cfg.seed)
         base = make_settings(url, **_LONG_LIMITS)
         self.store = store_for(base)
         self.client: redis.Redis = self.store.client  # type: ignore[assignment]

@@ -25,7 +25,6 @@ from core import dump_messages
 from tests.infra.processes import ManagedProcess, wait_until
 from tests.workers.harness import (
     Sent,
-    make_settings,
     start_worker,
     state_dump,
     store_for,
@@ -215,7 +214,10 @@ def pipeline(batch_size: int, workers: int = 2, concurrency: int = 1) -> Iterato
     """Start Redis (state and broker) and ``workers`` Celery workers; warm them up."""
     with (services.redis_server() as state, services.redis_server() as broker_server,
           services.log_dir() as logs, ExitStack() as stack):
-        settings = make_settings(state.url, broker_url=broker_server.url, batch_size=batch_size)
+        # Production defaults (wake-up lease, drain budget, time limits), not the tests'
+        # short ones: a 1.5 s lease expiring under a queue backlog re-sends wake-ups.
+        settings = Settings(redis_url=state.url, broker_url=broker_server.url,
+                            batch_size=batch_size)
         names = [f"w{i}" for i in range(workers)]
         procs = [start_worker(settings, n, logs, concurrency) for n in names]
         stack.enter_context(services.killing(procs))
@@ -233,9 +235,16 @@ def pipeline(batch_size: int, workers: int = 2, concurrency: int = 1) -> Iterato
         yield line
 
 
+def wait_idle(line: Pipeline, timeout: float = 300.0) -> None:
+    """Until no wake-up waits in the broker queue: a run must not queue behind the last."""
+    wait_until(lambda: line.broker.llen(line.settings.queue) == 0, timeout, interval=0.05,
+               message="wake-ups still queued")
+
+
 def run(cfg: E2EConfig, line: Pipeline, progress: Progress, prefix: str = "e2e") -> E2EResult:
     """One timed run on running services (their batch size must be ``cfg.batch_size``)."""
     client, broker, workers = line.client, line.broker, line.workers
+    wait_idle(line)
     mix = Mix(cfg.threads, cfg.seed)
     bulks = list(schedule(cfg.threads, cfg.per_thread, cfg.bulk, cfg.run, cfg.seed))
     line.waker.sent = 0

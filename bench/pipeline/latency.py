@@ -16,6 +16,7 @@ import multiprocessing
 import queue
 import random
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from statistics import mean, quantiles
@@ -24,7 +25,8 @@ from typing import Any
 import redis
 
 from bench.checks import Check
-from bench.pipeline.e2e import Pipeline, verify
+from bench.pipeline import services
+from bench.pipeline.e2e import Pipeline, verify, wait_idle
 from bench.pipeline.workload import Mix, ref_of, thread_id
 from core.keys import Keyspace
 from tests.workers.harness import Sent, version_key
@@ -52,9 +54,11 @@ class LatencyResult:
     p99_ms: float
     max_ms: float
     mean_poll_ms: float
+    poller_cpu_share: float
     p99_by_second_ms: list[float]
     unresolved: int
     wakes_sent_by_producer: int
+    worker_cpu_us: float
     check: Check
 
     def to_json(self) -> dict[str, Any]:
@@ -74,48 +78,70 @@ def _cursors(client: redis.Redis) -> Callable[..., list[Any]]:
     return cursors
 
 
+class _Poller:
+    """Pending deltas per thread, resolved against the threads' cursors."""
+
+    def __init__(self, client: redis.Redis, keys: Keyspace) -> None:
+        self.keys = keys
+        self.cursors_of = _cursors(client)
+        self.meta: dict[str, str] = {}
+        self.seen: dict[str, bytes] = {}
+        self.pending: dict[str, deque[tuple[tuple[int, int], float]]] = {}
+        self.latencies: list[tuple[float, float]] = []
+        self.loops: list[float] = []
+
+    def add(self, batch: list[Record]) -> None:
+        for ref, version, t in batch:
+            if ref not in self.meta:
+                self.meta[ref] = self.keys.thread(ref).meta
+            if ref not in self.pending:
+                # Its cursor may already be past this version, unchanged since last seen.
+                self.seen.pop(ref, None)
+            self.pending.setdefault(ref, deque()).append((version, t))
+
+    def poll(self) -> None:
+        """One script call for every pending thread; only moved cursors are parsed."""
+        began = time.monotonic()
+        refs = list(self.pending)
+        cursors = self.cursors_of(*[self.meta[ref] for ref in refs])
+        now = time.monotonic()
+        self.loops.append(now - began)
+        for ref, raw in zip(refs, cursors, strict=True):
+            if not raw or self.seen.get(ref) == raw:
+                continue
+            self.seen[ref] = raw
+            cursor = version_key(raw.decode())
+            waiting = self.pending[ref]
+            while waiting and waiting[0][0] <= cursor:
+                sent_at = waiting.popleft()[1]
+                self.latencies.append((sent_at, now - sent_at))
+            if not waiting:
+                del self.pending[ref]
+
+    def unresolved(self) -> int:
+        return sum(len(v) for v in self.pending.values())
+
+
 def _poll(url: str, prefix: str, buckets: int, inbox: Any, outbox: Any) -> None:
-    """The poller process: latencies (seconds) and poll-loop durations to ``outbox``."""
+    """The poller process: latencies, poll-loop durations and its own CPU to ``outbox``."""
     client = redis.Redis.from_url(url)
     client.ping()
     outbox.put("ready")  # the producer starts only now: no delta waits on our start-up
-    keys = Keyspace(prefix, buckets)
-    cursors_of = _cursors(client)
-    pending: dict[str, list[tuple[tuple[int, int], float]]] = {}
-    latencies: list[tuple[float, float]] = []
-    loops: list[float] = []
+    poller = _Poller(client, Keyspace(prefix, buckets))
+    wall0, cpu0 = time.monotonic(), time.process_time()
     closing, deadline = False, float("inf")
-    while not (closing and (not pending or time.monotonic() > deadline)):
+    while not (closing and (not poller.pending or time.monotonic() > deadline)):
         try:
-            while True:
-                batch = inbox.get_nowait()
-                if batch is None:
-                    closing, deadline = True, time.monotonic() + 60
-                    break
-                for ref, version, t in batch:
-                    pending.setdefault(ref, []).append((version, t))
+            while (batch := inbox.get_nowait()) is not None:
+                poller.add(batch)
+            closing, deadline = True, time.monotonic() + 60
         except queue.Empty:
             pass
-        if not pending:
-            time.sleep(0.001)
-            continue
-        began = time.monotonic()
-        refs = list(pending)
-        cursors = cursors_of(*[keys.thread(ref).meta for ref in refs])
-        now = time.monotonic()
-        loops.append(now - began)
-        for ref, raw in zip(refs, cursors, strict=True):
-            if not raw:
-                continue
-            cursor = version_key(raw.decode())
-            waiting = pending[ref]
-            while waiting and waiting[0][0] <= cursor:
-                sent_at = waiting.pop(0)[1]
-                latencies.append((sent_at, now - sent_at))
-            if not waiting:
-                del pending[ref]
+        if poller.pending:
+            poller.poll()
         time.sleep(0.001)  # leave the two cores to the pipeline between polls
-    outbox.put((latencies, loops, sum(len(v) for v in pending.values())))
+    share = (time.process_time() - cpu0) / max(time.monotonic() - wall0, 1e-9)
+    outbox.put((poller.latencies, poller.loops, poller.unresolved(), share))
     client.close()
 
 
@@ -174,6 +200,7 @@ def _by_second(latencies: list[tuple[float, float]]) -> list[float]:
 def run(cfg: LatencyConfig, line: Pipeline, progress: Progress,
         prefix: str = "lat") -> LatencyResult:
     """Pace the producer on running services while the poller process measures."""
+    wait_idle(line)
     ctx = multiprocessing.get_context("spawn")
     inbox, outbox = ctx.Queue(), ctx.Queue()
     ks = line.settings.keyspace
@@ -185,9 +212,11 @@ def run(cfg: LatencyConfig, line: Pipeline, progress: Progress,
         if _answer(outbox, poller, timeout=60) != "ready":
             raise RuntimeError("the poller did not start")
         line.waker.sent = 0
+        cpu0 = services.processes_cpu(line.workers)
         sent, achieved = _pace(line, cfg, Mix(cfg.threads, cfg.seed), inbox, prefix)
         inbox.put(None)
-        latencies, loops, unresolved = _answer(outbox, poller)
+        latencies, loops, unresolved, poller_share = _answer(outbox, poller)
+        worker_cpu = services.processes_cpu(line.workers) - cpu0
         poller.join(timeout=10)
     finally:
         if poller.is_alive():
@@ -199,6 +228,9 @@ def run(cfg: LatencyConfig, line: Pipeline, progress: Progress,
         config=cfg, deltas=len(ms), achieved_rate=achieved, p50_ms=cuts[49], p90_ms=cuts[89],
         p99_ms=cuts[98], max_ms=ms[-1] if ms else 0.0,
         mean_poll_ms=mean(loops) * 1000 if loops else 0.0,
+        poller_cpu_share=poller_share,
         p99_by_second_ms=_by_second(latencies), unresolved=unresolved,
-        wakes_sent_by_producer=line.waker.sent, check=verify(line.store, line.settings, sent),
+        wakes_sent_by_producer=line.waker.sent,
+        worker_cpu_us=worker_cpu / max(len(ms), 1) * 1e6,
+        check=verify(line.store, line.settings, sent),
     )

@@ -77,16 +77,19 @@ def cost_table(rows: Sequence[CostRow]) -> list[str]:
              str(r.commits)] for r in rows]
     ratios = "; ".join(f"{x.name}: CPU x{x.cpu:.2f}, wall x{x.wall:.2f}"
                        for x in length_ratios(rows))
-    return [*_table(head, body), "", f"Long/short per delta: {ratios}"]
+    return [*_table(head, body), "",
+            f"Long/short per delta (median of the rounds' ratios): {ratios}"]
 
 
 def latency_table(results: Sequence[LatencyResult], headline: E2EResult) -> list[str]:
     head = ["share of headline rate", "target rate", "achieved", "deltas", "p50 ms", "p90 ms",
-            "p99 ms", "max ms", "poll loop ms", "wakes", "state"]
+            "p99 ms", "max ms", "poll loop ms", "poller CPU", "wakes", "worker CPU us/delta",
+            "state"]
     return _table(head, [[f"{r.config.rate / headline.rate:.2f}", f"{r.config.rate:,.0f}/s",
                           f"{r.achieved_rate:,.0f}/s", f"{r.deltas:,}", f"{r.p50_ms:.1f}",
                           f"{r.p90_ms:.1f}", f"{r.p99_ms:.1f}", f"{r.max_ms:.0f}",
-                          f"{r.mean_poll_ms:.1f}", f"{r.wakes_sent_by_producer:,}",
+                          f"{r.mean_poll_ms:.1f}", f"{r.poller_cpu_share:.0%}",
+                          f"{r.wakes_sent_by_producer:,}", f"{r.worker_cpu_us:.0f}",
                           _ok(r.check)] for r in results])
 
 

@@ -104,11 +104,6 @@ def reset_stats(client: redis.Redis) -> None:
     client.config_resetstat()
 
 
-def start_workers(count: int, start: Any, log_path: Path) -> list[ManagedProcess]:
-    """``count`` worker processes from ``start(name, log_dir)``."""
-    return [start(f"w{i}", log_path) for i in range(count)]
-
-
 def wait_ready(app: Any, names: Sequence[str], workers: Sequence[ManagedProcess],
                timeout: float = 60.0) -> None:
     """Until every named Celery worker answers a ping (its pool is up and consuming)."""

@@ -34,7 +34,7 @@ def ref_of(thread: str) -> str:
     return f"{DEFAULT_TENANT}/{thread}"
 
 
-def _templates(seed: int) -> list[Dict]:
+def templates(seed: int) -> list[Dict]:
     """Realistic messages without ids (OpenAI and LangChain forms, tool calls, metadata)."""
     rng = random.Random(seed)
     out = []
@@ -85,7 +85,7 @@ class Mix:
 
     def __init__(self, threads: int, seed: int, *, client_ids: float = 0.5) -> None:
         self.rng = random.Random(seed)
-        self.templates = _templates(seed)
+        self.templates = templates(seed)
         self.live = [_Live() for _ in range(threads)]
         self.client_ids = client_ids
         self.ops: Counter[str] = Counter()

@@ -17,9 +17,19 @@ from bench.timing import Repeats
 
 ONCE = Repeats(least=1, most=1, budget_s=0.0)
 TINY = core_bench.Sizes(
-    append_lengths=(10, 40), thread_length=20, update_count=60, mix_count=80,
-    batch_sizes=(1, 7, 1_000), min_run_s=0.0, fold_deltas=100, fold_lengths=(10, 50),
-    fold_reps=3, convert_items=40, codec_round_trips=5, repeats=ONCE, micro_repeats=ONCE,
+    append_lengths=(10, 40),
+    thread_length=20,
+    update_count=60,
+    mix_count=80,
+    batch_sizes=(1, 7, 1_000),
+    min_run_s=0.0,
+    fold_deltas=100,
+    fold_lengths=(10, 50),
+    fold_reps=3,
+    convert_items=40,
+    codec_round_trips=5,
+    repeats=ONCE,
+    micro_repeats=ONCE,
 )
 
 
@@ -79,8 +89,9 @@ def test_a_wrong_state_is_reported_as_a_mismatch() -> None:
     assert not same_state("unequal", wrong, theirs).ok
 
 
-def test_the_command_line_writes_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_command_line_writes_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr(core_bench, "QUICK", TINY)
     out = tmp_path / "core.json"
     assert core_bench.main(["--quick", "--out", str(out)]) == 0

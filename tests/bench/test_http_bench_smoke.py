@@ -20,11 +20,29 @@ from bench.httpload import paced, profile, report, wrk
 HAVE_WRK = wrk.wrk_path() is not None
 
 TINY = http_bench.Sizes(
-    rounds=1, seconds=1, bulk_seconds=1, variants=("api1",), post_ids=50, hot_ids=5,
-    state_threads=3, state_messages=10, bulk_threads=40, bulk_per_request=10, bulk_bodies=4,
-    connections=4, bulk_connections=2, paced_seconds=0.5, paced_half_max=False,
-    paced_rate=40.0, paced_connections=4, paced_grace=10.0, warmup_seconds=1,
-    profile_seconds=0, celery_workers=1, api_workers=(1,), use_wrk=HAVE_WRK,
+    rounds=1,
+    seconds=1,
+    bulk_seconds=1,
+    variants=("api1",),
+    post_ids=50,
+    hot_ids=5,
+    state_threads=3,
+    state_messages=10,
+    bulk_threads=40,
+    bulk_per_request=10,
+    bulk_bodies=4,
+    connections=4,
+    bulk_connections=2,
+    paced_seconds=0.5,
+    paced_half_max=False,
+    paced_rate=40.0,
+    paced_connections=4,
+    paced_grace=10.0,
+    warmup_seconds=1,
+    profile_seconds=0,
+    celery_workers=1,
+    api_workers=(1,),
+    use_wrk=HAVE_WRK,
 )
 
 
@@ -62,9 +80,12 @@ def test_every_wrk_run_is_drained_and_verified(results: http_bench.Results) -> N
     assert bulk.accepted == bulk.wrk.requests * TINY.bulk_per_request
 
 
-def test_the_report_and_the_json_are_written(results: http_bench.Results, tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_report_and_the_json_are_written(
+    results: http_bench.Results,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     monkeypatch.setattr(http_bench, "measure", lambda sizes, progress, keep=False: results)
     out = tmp_path / "http.json"
     assert http_bench.main(["--quick", "--out", str(out)]) == 0
@@ -92,9 +113,11 @@ def test_without_wrk_the_benchmark_says_how_to_install_it(
 
 
 def test_wrk_result_lines_are_parsed() -> None:
-    line = ('WRKJSON {"requests":1000,"duration_us":2000000,"bytes":50000,"connect":0,'
-            '"read":0,"write":0,"status":3,"timeout":1,"p50":1500,"p90":2500,"p99":9000,'
-            '"p999":12000,"max":15000,"mean":1800.5}')
+    line = (
+        'WRKJSON {"requests":1000,"duration_us":2000000,"bytes":50000,"connect":0,'
+        '"read":0,"write":0,"status":3,"timeout":1,"p50":1500,"p90":2500,"p99":9000,'
+        '"p999":12000,"max":15000,"mean":1800.5}'
+    )
     result = wrk.parse_output(f"noise\n{line}\n", cpu_s=0.5, connections=8, threads=1)
     assert result.rps == 500.0
     assert result.p99_ms == 9.0 and result.max_ms == 15.0
@@ -123,17 +146,21 @@ def test_paced_requests_and_percentiles() -> None:
 
 
 def test_profile_samples_go_to_the_first_named_frame_from_the_leaf() -> None:
-    root = ("thread (1): MainThread;<module> (api/__main__.py:9);serve (api/server.py:46);"
-            "Runner.run (asyncio/runners.py:118)")
-    raw = "\n".join([
-        f"{root};post_delta (api/app.py:135);prepare (workers/producer.py:85);"
-        "encode_messages (core/codec.py:50);mpack_encode (msgspec/_core.cpython-311.so) 3",
-        f"{root};arun_many (workers/redis_io.py:167);"
-        "StreamWriter.writelines (asyncio/streams.py:346);write (libc.so.6) 2",
-        f"{root};TaskObj_dealloc (_asynciomodule.c:1) 1",
-        "thread (2): uvloop_0;_worker (concurrent/futures/thread.py:81);"
-        "CeleryWaker.wake (workers/app.py:85);Producer.publish (kombu/messaging.py:190) 4",
-    ])
+    root = (
+        "thread (1): MainThread;<module> (api/__main__.py:9);serve (api/server.py:46);"
+        "Runner.run (asyncio/runners.py:118)"
+    )
+    raw = "\n".join(
+        [
+            f"{root};post_delta (api/app.py:135);prepare (workers/producer.py:85);"
+            "encode_messages (core/codec.py:50);mpack_encode (msgspec/_core.cpython-311.so) 3",
+            f"{root};arun_many (workers/redis_io.py:167);"
+            "StreamWriter.writelines (asyncio/streams.py:346);write (libc.so.6) 2",
+            f"{root};TaskObj_dealloc (_asynciomodule.c:1) 1",
+            "thread (2): uvloop_0;_worker (concurrent/futures/thread.py:81);"
+            "CeleryWaker.wake (workers/app.py:85);Producer.publish (kombu/messaging.py:190) 4",
+        ]
+    )
     prof = profile.parse(raw, "test", native=True, rate=100, seconds=1.0)
     groups = dict(prof.groups)
     assert prof.samples == 10

@@ -24,12 +24,18 @@ from tests.infra.redis_server import RedisServer
 
 TINY = pipeline_bench.Sizes(
     e2e=(E2EConfig(threads=12, per_thread=8, bulk=24, run=4, batch_size=5),),
-    naive=NaiveConfig(threads=3, per_thread=4), floor_tasks=10,
+    # One naive worker: with two, tasks of one thread can run out of order (the naive
+    # design has no per-thread order), and the state check would fail by chance.
+    naive=NaiveConfig(threads=3, per_thread=4, workers=1),
+    floor_tasks=10,
     cost=CostConfig(lengths=(5, 40), deltas=30, batch_sizes=(7, 1000), rounds=1),
-    latency_seconds=0.5, latency_shares=(0.05,),
-    memory=MemoryConfig(messages=120, human_messages=60, layouts=(30,), configs=("default",),
-                        cost_deltas=20),
-    component_deltas=100, component_wakes=10,
+    latency_seconds=0.5,
+    latency_shares=(0.05,),
+    memory=MemoryConfig(
+        messages=120, human_messages=60, layouts=(30,), configs=("default",), cost_deltas=20
+    ),
+    component_deltas=100,
+    component_wakes=10,
 )
 
 
@@ -64,9 +70,12 @@ def test_every_part_is_measured_and_every_target_judged(results: pipeline_bench.
     assert "## Targets" in report and "| end to end sustained deltas/s" in report
 
 
-def test_the_command_line_writes_json(results: pipeline_bench.Results, tmp_path: Path,
-                                      monkeypatch: pytest.MonkeyPatch,
-                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_command_line_writes_json(
+    results: pipeline_bench.Results,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     monkeypatch.setattr(pipeline_bench, "measure", lambda sizes, progress: results)
     out = tmp_path / "pipeline.json"
     assert pipeline_bench.main(["--quick", "--out", str(out)]) == 0
@@ -103,7 +112,8 @@ def test_a_naive_remove_of_an_unknown_id_is_counted_as_failed() -> None:
     with RedisServer() as server:
         client = server.client()
         assert naive_app.apply_delta(client, "t", [{"type": "human", "content": "a", "id": "1"}])
-        assert not naive_app.apply_delta(client, "t", [{"type": "remove", "id": "2",
-                                                        "content": ""}])
+        assert not naive_app.apply_delta(
+            client, "t", [{"type": "remove", "id": "2", "content": ""}]
+        )
         assert int(client.get(naive_app.FAILED) or 0) == 1
         assert int(client.get(naive_app.DONE) or 0) == 2
