@@ -10,9 +10,7 @@ Speed is only compared within one run (ratios), on a machine that may be shared.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
 import platform
 import sys
 import time
@@ -23,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import core
-from bench import folds, micro, reducers, report, targets
+from bench import cli, folds, micro, reducers, report, targets
 from bench.checks import Check
 from bench.folds import FoldRow, LengthCost
 from bench.inputs import Workload, appends, mix, updates
@@ -147,27 +145,16 @@ def render(results: Results) -> str:
                            results.comparisons, results.targets)
 
 
-def _progress(started: float) -> Callable[[str], None]:
-    def say(message: str) -> None:
-        print(f"[{time.perf_counter() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
-
-    return say
-
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.core_bench", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="smaller sizes, under a minute")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="JSON path (default bench/results/core.json, "
-                             "or core-quick.json with --quick)")
+    parser = cli.parser("core", __doc__, "smaller sizes, under a minute")
     args = parser.parse_args(argv)
     mode, sizes = ("quick", QUICK) if args.quick else ("full", FULL)
-    out: Path = args.out or Path("bench/results") / f"core{'-quick' if args.quick else ''}.json"
+    out = cli.out_path("core", args)
     started = time.perf_counter()
-    results = measure(sizes, _progress(started))
+    results = measure(sizes, cli.progress(started))
     data = to_json(results, mode, sizes, time.perf_counter() - started)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(data, indent=2) + "\n")
+    cli.write(out, data)
     print(render(results))
     for check in results.failed_checks:
         print(f"CHECK FAILED: {check.name}: {check.detail}", file=sys.stderr)

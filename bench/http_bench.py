@@ -25,8 +25,6 @@ process core 0 to itself (everything else on core 1).
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import platform
 import subprocess
@@ -38,6 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import cli
 from bench.checks import Check
 from bench.httpload import report, stack
 from bench.httpload.profile import Profile, profile_during
@@ -327,33 +326,21 @@ def render(results: Results) -> str:
                            profiles=results.profiles, notes=results.notes, checks=checks)
 
 
-def _progress(started: float) -> Progress:
-    def say(message: str) -> None:
-        print(f"[{time.perf_counter() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
-
-    return say
-
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.http_bench", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="small sizes, under a minute")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="JSON path (default bench/results/http.json, "
-                             "or http-quick.json with --quick)")
+    parser = cli.parser("http", __doc__, "small sizes, under a minute")
     parser.add_argument("--keep", action="store_true", help="keep logs and raw profiles")
     args = parser.parse_args(argv)
     mode, sizes = ("quick", QUICK) if args.quick else ("full", FULL)
-    out: Path = args.out or Path("bench/results") / f"http{'-quick' if args.quick else ''}.json"
+    out = cli.out_path("http", args)
     started = time.perf_counter()
     try:
-        results = measure(sizes, _progress(started), keep=args.keep)
+        results = measure(sizes, cli.progress(started), keep=args.keep)
     except WrkMissingError as exc:
         print(f"{exc}\n(install it with `{INSTALL_HINT}`, then run again)", file=sys.stderr)
         return 2
     data = to_json(results, mode, sizes, time.perf_counter() - started)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    cli.write(out, data)
     print(render(results))
     for check in results.failed_checks:
         print(f"CHECK FAILED: {check.name}: {check.detail}", file=sys.stderr)

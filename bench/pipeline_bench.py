@@ -18,8 +18,6 @@ each process spent per delta) beside the rates (which also count waiting for a c
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import platform
 import sys
@@ -29,6 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import cli
 from bench.checks import Check
 from bench.pipeline import commit_cost, components, e2e, latency, memory, naive, report, targets
 from bench.pipeline.commit_cost import CostConfig, CostRow
@@ -184,28 +183,16 @@ def render(results: Results) -> str:
                            components=results.components, machine=results.machine)
 
 
-def _progress(started: float) -> Progress:
-    def say(message: str) -> None:
-        print(f"[{time.perf_counter() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
-
-    return say
-
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.pipeline_bench", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="small sizes, about a minute")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="JSON path (default bench/results/pipeline.json, "
-                             "or pipeline-quick.json with --quick)")
+    parser = cli.parser("pipeline", __doc__, "small sizes, about a minute")
     args = parser.parse_args(argv)
     mode, sizes = ("quick", QUICK) if args.quick else ("full", FULL)
-    out: Path = args.out or Path("bench/results") / f"pipeline{'-quick' if args.quick else ''}.json"
+    out = cli.out_path("pipeline", args)
     started = time.perf_counter()
-    results = measure(sizes, _progress(started))
+    results = measure(sizes, cli.progress(started))
     data = to_json(results, mode, sizes, time.perf_counter() - started)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    cli.write(out, data)
     print(render(results))
     for check in results.failed_checks:
         print(f"CHECK FAILED: {check.name}: {check.detail}", file=sys.stderr)

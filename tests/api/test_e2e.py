@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,33 +11,19 @@ import httpx
 import pytest
 
 from core import dump_messages
-from tests.infra.ports import free_port
-from tests.infra.processes import ManagedProcess, wait_until
-from tests.workers.harness import ROOT, Sent, make_settings, start_worker, version_key
+from tests.infra.processes import wait_until
+from tests.workers.harness import Sent, make_settings, start_api, start_worker, version_key
 from tests.workers.produce import random_messages
 from workers.settings import Settings
-from workers.stack import settings_env
 
 
 @pytest.fixture
 def stack(redis_url: str, tmp_path: Path) -> Iterator[tuple[httpx.Client, Settings]]:
     settings = make_settings(redis_url)
-    port = free_port()
-    api = ManagedProcess(
-        [sys.executable, "-m", "api"],
-        env={**settings_env(settings), "PYTHONPATH": str(ROOT), "THREADFOLD_PORT": str(port)},
-        log_path=tmp_path / "api.log",
-        cwd=ROOT,
-    )
+    api, url = start_api(settings, tmp_path)
     workers = [start_worker(settings, f"e{i}", tmp_path) for i in range(2)]
-    client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30)
+    client = httpx.Client(base_url=url, timeout=30)
     try:
-        wait_until(
-            lambda: client.get("/healthz").status_code == 200,
-            30,
-            ignore=(httpx.HTTPError,),
-            message="API did not start",
-        )
         yield client, settings
     finally:
         client.close()

@@ -6,28 +6,22 @@ real API process on a private redis-server.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.config import SchemathesisConfig
 
 from api.openapi import document
-from tests.infra.ports import free_port
-from tests.infra.processes import ManagedProcess, wait_until
 from tests.infra.redis_server import RedisServer
-from tests.workers.harness import ROOT, make_settings
-from workers.stack import settings_env
+from tests.workers.harness import make_settings, start_api
 
 # Both valid and invalid (negative) requests, so the error paths are fuzzed too.
 _CONFIG = SchemathesisConfig.from_dict({"generation": {"mode": "all"}})
 schema = schemathesis.openapi.from_dict(document(auth=False), config=_CONFIG)
-# One process runs every operation, so the fixture's teardown sees all of the answers.
 # schemathesis expands one test into an item per operation only outside pytest-xdist
 # (under xdist just the first operation runs), so this module runs on its own.
 pytestmark = pytest.mark.serial
@@ -37,25 +31,13 @@ pytestmark = pytest.mark.serial
 def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     tmp = tmp_path_factory.mktemp("fuzz")
     with RedisServer() as server:
-        port = free_port()
-        env = {
-            **settings_env(make_settings(server.url)),
-            "PYTHONPATH": str(ROOT),
-            "THREADFOLD_PORT": str(port),
-            "THREADFOLD_MAX_BODY_BYTES": "65536",
-            "THREADFOLD_MAX_WAIT_SECONDS": "0.5",
-        }
-        api = ManagedProcess(
-            [sys.executable, "-m", "api"], env=env, log_path=tmp / "api.log", cwd=ROOT
+        api, url = start_api(
+            make_settings(server.url),
+            tmp,
+            THREADFOLD_MAX_BODY_BYTES="65536",
+            THREADFOLD_MAX_WAIT_SECONDS="0.5",
         )
-        url = f"http://127.0.0.1:{port}"
         try:
-            wait_until(
-                lambda: httpx.get(f"{url}/healthz").status_code == 200,
-                30,
-                ignore=(httpx.HTTPError,),
-                message="API did not start",
-            )
             yield url
         finally:
             api.kill()
@@ -74,9 +56,7 @@ def test_no_request_the_schema_allows_or_nearly_allows_gets_a_server_error(
     )
     assert response.status_code < 500, described
     documented = case.operation.definition.raw["responses"]
-    assert str(response.status_code) in documented or response.status_code in (404, 405), (
-        described
-    )
+    assert str(response.status_code) in documented or response.status_code in (404, 405), described
     media = (response.headers.get("content-type") or [""])[0]
     assert response.status_code == 204 or media.startswith(("application/json", "text/plain")), (
         described

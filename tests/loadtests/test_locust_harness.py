@@ -6,22 +6,17 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from loadtests.check import Api, check_threads
 from loadtests.config import LoadConfig, Stage, options, parse_stages, stage_at, step_stages
 from loadtests.ledger import Ledger
 from loadtests.run import run_loadtest
-from tests.infra.ports import free_port
-from tests.infra.processes import ManagedProcess, wait_until
-from tests.workers.harness import ROOT, make_settings, start_worker
-from workers.stack import settings_env
+from tests.workers.harness import make_settings, start_api, start_worker
 
 # Every user class present (3 writers, 2 readers, 1 batch job at 6 users), small batches,
 # and enough probes that the VISIBLE entry has rows even in a short run.
@@ -41,22 +36,9 @@ SMALL = {
 def api_url(redis_url: str, tmp_path: Path) -> Iterator[str]:
     """A real API process and two Celery workers on a private redis-server."""
     settings = make_settings(redis_url)
-    port = free_port()
-    api = ManagedProcess(
-        [sys.executable, "-m", "api"],
-        env={**settings_env(settings), "PYTHONPATH": str(ROOT), "THREADFOLD_PORT": str(port)},
-        log_path=tmp_path / "api.log",
-        cwd=ROOT,
-    )
+    api, url = start_api(settings, tmp_path)
     workers = [start_worker(settings, f"lt{i}", tmp_path) for i in range(2)]
-    url = f"http://127.0.0.1:{port}"
     try:
-        wait_until(
-            lambda: httpx.get(f"{url}/healthz").status_code == 200,
-            30,
-            ignore=(httpx.HTTPError,),
-            message="API did not start",
-        )
         yield url
     finally:
         api.kill()

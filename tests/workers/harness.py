@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 
 from core import BaseMessage, apply_deltas, dump_messages, to_messages
+from tests.infra.ports import free_port
 from tests.infra.processes import ManagedProcess, wait_until
 from workers.redis_io import SyncClient, sync_client
 from workers.settings import Settings
@@ -157,3 +158,33 @@ def monotonic() -> float:
 
 def as_mapping(settings: Settings) -> Mapping[str, Any]:
     return settings.model_dump()
+
+
+def start_api(settings: Settings, log_dir: Path, **env: str) -> tuple[ManagedProcess, str]:
+    """A real API process (``python -m api``) on a free port, answering /healthz."""
+    import httpx  # noqa: PLC0415  # only the HTTP tests need it
+
+    port = free_port()
+    api = ManagedProcess(
+        [sys.executable, "-m", "api"],
+        env={
+            **settings_env(settings),
+            "PYTHONPATH": str(ROOT),
+            "THREADFOLD_PORT": str(port),
+            **env,
+        },
+        log_path=log_dir / "api.log",
+        cwd=ROOT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(
+            lambda: httpx.get(f"{url}/healthz").status_code == 200,
+            30,
+            ignore=(httpx.HTTPError,),
+            message="API did not start",
+        )
+    except BaseException:
+        api.kill()
+        raise
+    return api, url

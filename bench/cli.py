@@ -1,0 +1,45 @@
+"""What every ``python -m bench.<name>`` shares: its options, progress lines, output."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+
+def parser(name: str, doc: str | None, quick_help: str) -> argparse.ArgumentParser:
+    """``--quick`` and ``--out`` (default ``bench/results/<name>[-quick].json``)."""
+    made = argparse.ArgumentParser(prog=f"python -m bench.{name}_bench", description=doc,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    made.add_argument("--quick", action="store_true", help=quick_help)
+    made.add_argument("--out", type=Path, default=None,
+                      help=f"JSON path (default bench/results/{name}.json, "
+                           f"or {name}-quick.json with --quick)")
+    return made
+
+
+def out_path(name: str, args: argparse.Namespace) -> Path:
+    given: Path | None = args.out
+    return given or Path("bench/results") / f"{name}{'-quick' if args.quick else ''}.json"
+
+
+def progress(started: float) -> Callable[[str], None]:
+    """Timestamped progress lines on stderr (stdout carries the report)."""
+
+    def say(message: str) -> None:
+        print(f"[{time.perf_counter() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
+
+    return say
+
+
+def write(out: Path, data: Any) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def parse(made: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    return made.parse_args(argv)
