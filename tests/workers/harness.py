@@ -117,6 +117,11 @@ class Sent:
     def add(self, ref: str, version: str, messages: list[Any], ids: Sequence[str]) -> None:
         self.deltas.setdefault(ref, []).append((version, messages, list(ids)))
 
+    @property
+    def count(self) -> int:
+        """Deltas recorded, over all threads."""
+        return sum(len(d) for d in self.deltas.values())
+
     def load_jsonl(self, path: Path) -> None:
         for line in path.read_text().splitlines():
             row = json.loads(line)

@@ -145,10 +145,15 @@ def test_a_redis_restart_mid_run_keeps_every_acknowledged_delta(tmp_path: Path) 
         producing = threading.Thread(target=_producer_loop, args=(settings, sent, stop, 9, errors))
         producing.start()
         try:
-            wait_until(lambda: len(sent.deltas) >= 10, 30, message="producer did not start")
+            wait_until(lambda: sent.count >= 50, 30, message="producer did not start")
             server.kill()  # SIGKILL: only what the AOF fsynced survives
+            before = sent.count
             server.restart()
-            time.sleep(1.0)  # let the producer write through the restarted server
+            wait_until(
+                lambda: sent.count >= before + 50,
+                60,
+                message="the producer did not get through the restarted server",
+            )
             stop.set()
             producing.join()
             assert not errors
