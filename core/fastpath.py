@@ -32,7 +32,9 @@ _TOOL_KEYS: Final = frozenset(
 )
 _PLAIN_CALL_KEYS: Final = _PLAIN_KEYS | {"tool_calls"}
 _TYPED_CALL_KEYS: Final = _TYPED_KEYS | {"tool_calls"}
+_TOOL_ANY_KEYS: Final = _TOOL_KEYS | {"role", "type"}
 _CALL_KEYS: Final = frozenset({"id", "type", "function"})
+_FUNCTION_KEYS: Final = frozenset({"name", "arguments"})
 _LC_CALL_KEYS: Final = frozenset({"name", "args", "id", "type", "extras"})
 # additional_kwargs keys the general path lifts into fields: not for the fast path.
 _LIFTED: Final = frozenset({"example", "tool_calls", "artifact", "status"})
@@ -148,9 +150,8 @@ def _tool(
     name: str | None,
     fields: dict[str, Any],
 ) -> BaseMessage | None:
-    if not (
-        item.keys() - _TOOL_KEYS <= {"role", "type"} and len(item.keys() & {"role", "type"}) == 1
-    ):
+    # Exactly one of role/type, and no key the general path would treat specially.
+    if ("role" in item) == ("type" in item) or not item.keys() <= _TOOL_ANY_KEYS:
         return None
     call_id = item.get("tool_call_id")
     status = item.get("status")
@@ -213,7 +214,7 @@ def _openai_call(entry: Any) -> dict[str, Any] | None:
     if type(entry) is not dict or not entry.keys() <= _CALL_KEYS:
         return None
     function, call_id = entry.get("function"), entry.get("id", _ABSENT)
-    if type(function) is not dict or function.keys() != {"name", "arguments"}:
+    if type(function) is not dict or function.keys() != _FUNCTION_KEYS:
         return None
     fname, arguments = function["name"], function["arguments"]
     if type(fname) is not str or type(arguments) is not str:
