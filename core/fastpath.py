@@ -75,7 +75,16 @@ def _with_extras(  # noqa: PLR0917  # the fields _head already read, passed on
     if extras is None:
         return None
     if cls is not None and item.keys() <= (_PLAIN_KEYS if "role" in item else _TYPED_KEYS):
-        return cls(content=content, id=ident, name=name, **_fields(extras))
+        if extras is _NO_EXTRAS:
+            return cls(content=content, id=ident, name=name)
+        # Spelled out: building and unpacking a kwargs dict costs as much as the Struct.
+        return cls(
+            content=content,
+            id=ident,
+            name=name,
+            additional_kwargs=extras[0],
+            response_metadata=extras[1],
+        )
     if role == "tool" and not extras[0]:
         return _tool(item, content, ident, name, _fields(extras))
     if cls is AIMessage and "tool_calls" in item:
