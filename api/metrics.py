@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from typing import Any, Final
+from typing import Final
 
 from core.keys import Keyspace
 from workers.metrics import BATCH_BUCKETS, LAG_BUCKETS_MS, LATENCY_BUCKETS_MS
@@ -132,8 +132,3 @@ def _samples(name: str, kind: str, rows: list[tuple[dict[str, str], str, float]]
         out.append(f"{PREFIX}{name}_sum{key} {values.get('_sum', 0.0):g}")
         out.append(f"{PREFIX}{name}_count{key} {values.get('_count', running):g}")
     return out
-
-
-def describe() -> dict[str, Any]:
-    """The metric catalogue (for the docs)."""
-    return {f"{PREFIX}{name}": doc for name, (_, doc) in HELP.items()}

@@ -20,7 +20,6 @@ from core import fields, toolcalls
 from core.chunks import init_tool_calls
 from core.errors import InvalidMessage
 from core.messages import (
-    CLASS_OF,
     MESSAGE_CLASSES,
     TYPE_OF,
     AIMessage,
@@ -224,8 +223,3 @@ def _derive_tool_calls(values: dict[str, Any]) -> None:
         values["invalid_tool_calls"],
         values["tool_call_chunks"],
     ) = derived
-
-
-def class_for(type_name: str) -> type[BaseMessage] | None:
-    """The message class of a LangChain ``type`` string, or None."""
-    return CLASS_OF.get(type_name)

@@ -67,15 +67,6 @@ class Store:
         """Several threads' compare-and-set commits in one pipelined round trip."""
         return [ops.parse_commit(raw) for raw in run_many(self.client, calls)]
 
-    def positions(self, ref: str, ids: Sequence[str]) -> dict[str, int]:
-        """Positions of those ``ids`` that the thread holds."""
-        if not ids:
-            return {}
-        scores = self.client.zmscore(self.keyspace.thread(ref).order, list(ids))
-        return {
-            key: int(score) for key, score in zip(ids, scores, strict=True) if score is not None
-        }
-
     def bodies(self, ref: str, ids: Sequence[str]) -> dict[str, BaseMessage]:
         """The stored messages of those ``ids`` that the thread holds."""
         if not ids:

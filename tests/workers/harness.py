@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
-import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -150,19 +148,6 @@ def stamped(messages: list[Any], ids: Sequence[str]) -> list[BaseMessage]:
 def state_dump(store: Store, ref: str) -> list[dict[str, Any]]:
     page = store.read_state(ref)
     return [] if page is None else dump_messages(page.messages)
-
-
-def env_flag(name: str, default: float) -> float:
-    """Test sizes can be raised from the environment for soak runs."""
-    return float(os.environ.get(name, default))
-
-
-def monotonic() -> float:
-    return time.monotonic()
-
-
-def as_mapping(settings: Settings) -> Mapping[str, Any]:
-    return settings.model_dump()
 
 
 def start_api(settings: Settings, log_dir: Path, **env: str) -> tuple[ManagedProcess, str]:
