@@ -83,11 +83,22 @@ def start_beat(settings: Settings, log_dir: Path) -> ManagedProcess:
     )
 
 
+OPEN_CLIENTS: list[SyncClient] = []
+
+
 def store_for(settings: Settings) -> Store:
+    """A store on its own client; tests/conftest.py closes every such client after each
+    test, so no socket is left for the garbage collector to find in a later test."""
     client: SyncClient = sync_client(
         settings.redis_url.get_secret_value(), cluster=settings.cluster
     )
+    OPEN_CLIENTS.append(client)
     return Store(client, settings.keyspace)
+
+
+def close_clients() -> None:
+    while OPEN_CLIENTS:
+        OPEN_CLIENTS.pop().close()
 
 
 def wait_drained(store: Store, refs: Iterable[str], timeout: float) -> None:
