@@ -12,6 +12,7 @@ import os
 import socket
 import threading
 import time
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any, Final, Protocol
@@ -77,8 +78,24 @@ class Metrics:
             self._counts[f"{base}_count{tail}"] += 1
 
     def observe_many(self, name: str, values: Iterable[float], bounds: tuple[int, ...]) -> None:
+        """Many observations at once: counted locally, then added under one lock (a commit
+        observes the lag of every entry it applied)."""
+        labels = [*(str(b) for b in bounds), "+Inf"]
+        counts = [0] * len(labels)
+        total = 0.0
         for value in values:
-            self.observe(name, value, bounds)
+            counts[bisect_left(bounds, value)] += 1
+            total += value
+        if not any(counts):
+            return
+        base, bar, tail = name.partition("|")
+        tail = bar + tail
+        with self._lock:
+            for label, count in zip(labels, counts, strict=True):
+                if count:
+                    self._counts[f"{base}_bucket:{label}{tail}"] += count
+            self._counts[f"{base}_sum{tail}"] += total
+            self._counts[f"{base}_count{tail}"] += sum(counts)
 
     def due(self) -> bool:
         return time.monotonic() - self._last_flush >= self.every

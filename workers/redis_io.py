@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
+import hiredis
 import redis
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
@@ -110,14 +111,54 @@ def run_many(client: SyncClient, calls: Sequence[Call]) -> list[Any]:
     return _pipelined(client, client, calls, range(len(calls)))
 
 
+def _packed(calls: Sequence[Call], idx: Sequence[int]) -> bytes:
+    """The EVALSHA commands of ``calls[idx]``, serialized as one write."""
+    pack: Any = hiredis.pack_command
+    parts = []
+    for i in idx:
+        call = calls[i]
+        parts.append(pack((b"EVALSHA", call.script.sha, len(call.keys), *call.keys, *call.args)))
+    return b"".join(parts)
+
+
+def _send_and_read(conn: Any, packed: bytes, count: int) -> list[Any]:
+    conn.send_packed_command([packed])
+    replies: list[Any] = []
+    for _ in range(count):
+        try:
+            replies.append(conn.read_response())
+        except ResponseError as exc:  # that call's answer (a script error, NOSCRIPT, MOVED)
+            replies.append(exc)
+    return replies
+
+
+def _exchange(client: redis.Redis, packed: bytes, count: int) -> list[Any]:
+    """Send pre-packed commands and read ``count`` replies on one pooled connection.
+
+    redis-py's pipeline re-packs every argument and runs per-command hooks, which costs
+    about as much client CPU as the exchange itself; scripts need none of that. The
+    client's retry policy applies as in a pipeline: a lost connection re-sends the batch
+    (worker clients) or raises (producer clients, built without retries). Any other
+    failure mid-read leaves replies unread on the socket, so the connection is dropped.
+    """
+    pool = client.connection_pool
+    conn: Any = pool.get_connection()
+    try:
+        replies: list[Any] = conn.retry.call_with_retry(
+            lambda: _send_and_read(conn, packed, count), lambda _error: conn.disconnect()
+        )
+        return replies
+    except BaseException:
+        conn.disconnect()
+        raise
+    finally:
+        pool.release(conn)
+
+
 def _pipelined(
     conn: redis.Redis, client: SyncClient, calls: Sequence[Call], idx: Sequence[int]
 ) -> list[Any]:
-    pipe = conn.pipeline(transaction=False)
-    for i in idx:
-        call = calls[i]
-        pipe.evalsha(call.script.sha, len(call.keys), *call.keys, *call.args)
-    results: list[Any] = pipe.execute(raise_on_error=False)
+    results = _exchange(conn, _packed(calls, idx), len(idx))
     for n, result in enumerate(results):
         if isinstance(result, NoScriptError):
             results[n] = run(client, calls[idx[n]])
@@ -165,13 +206,41 @@ async def arun_many(client: AsyncClient, calls: Sequence[Call]) -> list[Any]:
         return []
     if isinstance(client, AsyncRedisCluster):
         return list(await asyncio.gather(*(arun(client, call) for call in calls)))
-    pipe = client.pipeline(transaction=False)
-    for call in calls:
-        pipe.evalsha(call.script.sha, len(call.keys), *call.keys, *call.args)
-    results: list[Any] = await pipe.execute(raise_on_error=False)
+    results = await _aexchange(client, _packed(calls, range(len(calls))), len(calls))
     for i, result in enumerate(results):
         if isinstance(result, NoScriptError):
             results[i] = await arun(client, calls[i])
         elif isinstance(result, Exception):
             raise result
     return results
+
+
+async def _asend_and_read(conn: Any, packed: bytes, count: int) -> list[Any]:
+    await conn.send_packed_command([packed])
+    replies: list[Any] = []
+    for _ in range(count):
+        try:
+            replies.append(await conn.read_response())
+        except ResponseError as exc:
+            replies.append(exc)
+    return replies
+
+
+async def _aexchange(client: aioredis.Redis, packed: bytes, count: int) -> list[Any]:
+    """The asyncio twin of :func:`_exchange` (a cancelled caller drops the connection)."""
+    pool: Any = client.connection_pool
+    conn: Any = await pool.get_connection()
+
+    async def drop(_error: Exception) -> None:
+        await conn.disconnect()
+
+    try:
+        replies: list[Any] = await conn.retry.call_with_retry(
+            lambda: _asend_and_read(conn, packed, count), drop
+        )
+        return replies
+    except BaseException:
+        await conn.disconnect()
+        raise
+    finally:
+        await pool.release(conn)

@@ -32,7 +32,7 @@ from tests.workers.harness import (
     wait_drained,
 )
 from workers.app import CeleryWaker, make_celery
-from workers.producer import Producer
+from workers.producer import Enqueued, Producer
 from workers.redis_io import sync_client
 from workers.settings import Settings
 from workers.store import Store
@@ -131,16 +131,32 @@ def redis_ms(client: redis.Redis) -> int:
     return int(seconds) * 1000 + int(micros) // 1000
 
 
-def produce(producer: Producer, mix: Mix, bulks: Sequence[list[int]], prefix: str) -> Sent:
-    """Send every bulk; what each delta was promised is recorded for the check."""
+def plan(mix: Mix, bulks: Sequence[list[int]], prefix: str) -> list[list[Planned]]:
+    """Every bulk's deltas, made before the clock starts (a batch job has its deltas
+    ready). Updates and removes then target client-chosen ids only: the ids the producer
+    stamps on id-less appends are not known yet (``Mix.learn`` is not called)."""
+    return [[mix.next(t) for t in bulk] for bulk in bulks]
+
+
+def send(producer: Producer, planned: Sequence[list[Planned]], prefix: str) -> list[list[Enqueued]]:
+    """The timed part: one ``enqueue_many`` per bulk."""
+    deltas = [[p.delta(prefix) for p in bulk] for bulk in planned]
+    return [producer.enqueue_many(bulk) for bulk in deltas]
+
+
+def record(planned: Sequence[list[Planned]], results: Sequence[list[Enqueued]],
+           prefix: str) -> Sent:
+    """What each delta was promised, for the check."""
     sent = Sent()
-    for bulk in bulks:
-        planned: list[Planned] = [mix.next(t) for t in bulk]
-        results = producer.enqueue_many([p.delta(prefix) for p in planned])
-        mix.learn(planned, results)
-        for p, r in zip(planned, results, strict=True):
+    for bulk, answers in zip(planned, results, strict=True):
+        for p, r in zip(bulk, answers, strict=True):
             sent.add(ref_of(thread_id(p.thread, prefix)), r.version, [p.message], r.ids)
     return sent
+
+
+def produce(producer: Producer, mix: Mix, bulks: Sequence[list[int]], prefix: str) -> Sent:
+    planned = plan(mix, bulks, prefix)
+    return record(planned, send(producer, planned, prefix), prefix)
 
 
 def wait_applied(client: redis.Redis, settings: Settings, counts: Mapping[str, int],
@@ -228,7 +244,7 @@ def pipeline(batch_size: int, workers: int = 2, concurrency: int = 1) -> Iterato
         stack.callback(store.client.close)
         client = sync_client(settings.redis_url.get_secret_value(), cluster=False, retries=0)
         stack.callback(client.close)
-        waker = CountingWaker(CeleryWaker(app, settings.queue))
+        waker = CountingWaker(CeleryWaker(app, settings.queue, settings.refs_per_task))
         line = Pipeline(settings, app, procs, store, state.client(), broker_server.client(),
                         waker, Producer(client, settings, waker))
         _warm_up(line.producer, store)
@@ -251,9 +267,11 @@ def run(cfg: E2EConfig, line: Pipeline, progress: Progress, prefix: str = "e2e")
     for c in (client, broker):
         services.reset_stats(c)
     cpu0 = (services.processes_cpu(workers), services.redis_cpu(client), services.redis_cpu(broker))
+    planned = plan(mix, bulks, prefix)
     start_ms, start, start_cpu = redis_ms(client), time.perf_counter(), time.thread_time()
-    sent = produce(line.producer, mix, bulks, prefix)
+    results = send(line.producer, planned, prefix)
     produced, producer_cpu = time.perf_counter(), time.thread_time() - start_cpu
+    sent = record(planned, results, prefix)
     counts = {ref: len(d) for ref, d in sent.deltas.items()}
     wait_applied(client, line.settings, counts, workers)
     wall = time.perf_counter() - start
