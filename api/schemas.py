@@ -57,7 +57,7 @@ class StateOut(msgspec.Struct):
     total: int
     has_more: bool
     format: Literal["langchain", "openai"]
-    messages: list[dict[str, Any]]
+    messages: list[Any]  # dicts, or their JSON pre-encoded (msgspec.Raw)
 
 
 class StatusOut(msgspec.Struct):

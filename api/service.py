@@ -11,6 +11,7 @@ from typing import Any, Literal
 import redis
 
 from api.errors import BadRequest, Gone, Invalid, NotFound, Unavailable, VersionNotReached
+from api.fragments import JsonFragments
 from api.schemas import Accepted, BulkIn, DeltaIn, StateOut, StatusOut
 from api.settings import ApiSettings
 from core import dump_messages
@@ -19,7 +20,7 @@ from core.keys import InvalidName, check_name
 from core.openai import to_openai
 from core.versions import InvalidVersion, parse_version, reached
 from workers.astore import AsyncStore
-from workers.ops import StatePage
+from workers.ops import StateBodies, StatePage
 from workers.producer import AsyncProducer, Delta, Enqueued
 
 _POLL_START, _POLL_MAX = 0.002, 0.05
@@ -61,6 +62,8 @@ class Service:
         self.settings = settings
         self.producer = producer
         self.store = store
+        cache = settings.json_cache_mb * 1024 * 1024
+        self.fragments = JsonFragments(cache) if cache > 0 else None
 
     async def ingest(self, tenant: str, thread_id: str, body: DeltaIn) -> Accepted:
         self._check_size(body.messages, "messages")
@@ -95,20 +98,31 @@ class Service:
         if page.min_version is not None:
             await self._wait_for(ref, thread_id, page.min_version, page.wait)
         mode, anchor = ("after", page.after) if page.after else ("before", page.before or "")
+        mode = mode if anchor else "all"
+        if page.at_version is None and page.format == "langchain" and self.fragments is not None:
+            return await self._state_from_cache(ref, thread_id, page, mode, anchor)
         if page.at_version is not None:
-            found = await self._replayed(
-                ref, page.at_version, mode if anchor else "all", anchor, page.limit
-            )
+            found = await self._replayed(ref, page.at_version, mode, anchor, page.limit)
         else:
-            found = await self.store.read_state(ref, mode if anchor else "all", anchor, page.limit)
-        if found is None:
-            raise NotFound(f"thread {thread_id!r} has never been written", field="thread_id")
-        if anchor and not found.anchor_found:
-            field = "after" if page.after else "before"
-            raise Invalid(f"{field}: no message with id {anchor!r} in this thread", field=field)
+            found = await self.store.read_state(ref, mode, anchor, page.limit)
+        _check_found(found, thread_id, page, anchor)
+        assert found is not None
         messages = (
             to_openai(found.messages) if page.format == "openai" else dump_messages(found.messages)
         )
+        return StateOut(
+            thread_id, found.version, found.total, found.has_more, page.format, messages
+        )
+
+    async def _state_from_cache(
+        self, ref: str, thread_id: str, page: Page, mode: str, anchor: str
+    ) -> StateOut:
+        """The common read (live state, LangChain form) with the bodies' JSON memoized."""
+        assert self.fragments is not None
+        found = await self.store.read_state_bodies(ref, mode, anchor, page.limit)
+        _check_found(found, thread_id, page, anchor)
+        assert found is not None
+        messages = self.fragments.of(found.bodies)
         return StateOut(
             thread_id, found.version, found.total, found.has_more, page.format, messages
         )
@@ -166,6 +180,16 @@ class Service:
     async def delete(self, tenant: str, thread_id: str) -> None:
         if not await self.store.delete(f"{tenant}/{thread_name(thread_id)}"):
             raise NotFound(f"thread {thread_id!r} has never been written", field="thread_id")
+
+
+def _check_found(
+    found: StatePage | StateBodies | None, thread_id: str, page: Page, anchor: str
+) -> None:
+    if found is None:
+        raise NotFound(f"thread {thread_id!r} has never been written", field="thread_id")
+    if anchor and not found.anchor_found:
+        field = "after" if page.after else "before"
+        raise Invalid(f"{field}: no message with id {anchor!r} in this thread", field=field)
 
 
 def parse_page(query: dict[str, str], settings: ApiSettings) -> Page:

@@ -26,6 +26,9 @@ class ApiSettings(Settings):
     max_deltas_per_request: int = Field(10_000, ge=1, description="Most deltas in one bulk call.")
     max_wait_seconds: float = Field(30.0, ge=0, description="Longest read-your-writes wait.")
     max_page: int = Field(10_000, ge=1, description="Largest ?limit of a state page.")
+    json_cache_mb: int = Field(
+        32, ge=0, description="Memory per API process for stored messages' JSON (0: off)."
+    )
 
     @field_validator("api_keys")
     @classmethod

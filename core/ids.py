@@ -7,9 +7,10 @@ an argument (pure logic reads no clock and no randomness of its own choosing).
 
 from __future__ import annotations
 
+import secrets
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -19,9 +20,17 @@ from core.messages import BaseMessage
 IdSource = Callable[[], str]
 
 
+_VERSION_4: Final = 0x4 << 76  # the version nibble of a UUID, as an int
+_RFC_4122: Final = 0x8 << 60  # the variant bits 10xx
+_CLEAR: Final = ~((0xF << 76) | (0xC << 60)) & ((1 << 128) - 1)
+
+
 def uuid4_str() -> str:
-    """The id LangGraph stamps: ``str(uuid.uuid4())``."""
-    return str(uuid.uuid4())
+    """The id LangGraph stamps: ``str(uuid.uuid4())``, the same format and randomness,
+    built without a ``UUID`` object (a quarter of the cost; one per id-less message)."""
+    n = (secrets.randbits(128) & _CLEAR) | _VERSION_4 | _RFC_4122  # os.urandom, as uuid4
+    h = f"{n:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 #: Namespace of the ids derived from a producer's delta_id (uuid5).

@@ -49,15 +49,27 @@ INGEST: Final = (
     + r"""
 -- KEYS: log meta sched dirty threads dd dd_expiry
 -- ARGV: ref dedupe_ms sched_ms n {delta_id payload}*n   (delta_id '' = no dedupe)
+-- Every redis.call costs about a microsecond on top of its command, and a bulk ingest
+-- runs this once per thread: the common path (no delta_id, flag already set) makes four.
 local ref, dedupe_ms, sched_ms, n = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
-local now = now_ms()
-local expired = redis.call('ZRANGEBYSCORE', KEYS[7], '-inf', now, 'LIMIT', 0, 2 * n + 8)
-if #expired > 0 then
-  chunked('HDEL', KEYS[6], expired, 1)
-  chunked('ZREM', KEYS[7], expired, 1)
+local deduping = false
+for i = 0, n - 1 do
+  if ARGV[5 + 2 * i] ~= '' then deduping = true end
+end
+local now = 0
+if deduping then
+  -- Expired delta_ids are dropped by the calls that add new ones: the index stays
+  -- bounded by what a window holds, and the whole key lapses a window after the last.
+  now = now_ms()
+  local expired = redis.call('ZRANGEBYSCORE', KEYS[7], '-inf', now, 'LIMIT', 0, 2 * n + 8)
+  if #expired > 0 then
+    chunked('HDEL', KEYS[6], expired, 1)
+    chunked('ZREM', KEYS[7], expired, 1)
+  end
 end
 local out = {0}
-local added = false
+local first, added = false, false
+local recorded = false
 for i = 0, n - 1 do
   local delta_id, payload = ARGV[5 + 2 * i], ARGV[6 + 2 * i]
   local seen = false
@@ -70,22 +82,28 @@ for i = 0, n - 1 do
     if delta_id ~= '' then
       redis.call('HSET', KEYS[6], delta_id, v)
       redis.call('ZADD', KEYS[7], now + dedupe_ms, delta_id)
+      recorded = true
     end
-    if not added then redis.call('ZADD', KEYS[4], 'NX', ms_of(v), ref) end
     out[#out + 1] = v
     out[#out + 1] = 1
+    first = first or v
     added = v
   end
 end
 if added then
-  redis.call('HSET', KEYS[2], 'e', added)
-  redis.call('SADD', KEYS[5], ref)
-  if dedupe_ms > 0 and redis.call('EXISTS', KEYS[6]) == 1 then
+  -- 'e' is new only on a thread's first append (or its first after a delete).
+  if redis.call('HSET', KEYS[2], 'e', added) == 1 then redis.call('SADD', KEYS[5], ref) end
+  if recorded and dedupe_ms > 0 then
     redis.call('PEXPIRE', KEYS[6], dedupe_ms)
     redis.call('PEXPIRE', KEYS[7], dedupe_ms)
   end
+  -- A set flag implies the thread is already in its bucket's dirty set (ingest and
+  -- retry add it before setting the flag; only a commit without backlog or a
+  -- quarantine removes it, and they clear the flag with it). A quarantined thread
+  -- stays out of the dirty set until an operator retries it.
   local quarantined = redis.call('HGET', KEYS[2], 'q')
   if not quarantined and redis.call('SET', KEYS[3], '1', 'NX', 'PX', sched_ms) then
+    redis.call('ZADD', KEYS[4], 'NX', ms_of(first), ref)
     out[1] = 1
   end
 end

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
@@ -218,11 +219,17 @@ async def arun_many(client: AsyncClient, calls: Sequence[Call]) -> list[Any]:
 async def _asend_and_read(conn: Any, packed: bytes, count: int) -> list[Any]:
     await conn.send_packed_command([packed])
     replies: list[Any] = []
-    for _ in range(count):
-        try:
-            replies.append(await conn.read_response())
-        except ResponseError as exc:
-            replies.append(exc)
+    # One deadline for the whole batch: redis-py arms a timer for every reply, which
+    # costs more than taking a short reply from the buffer (a bulk ingest reads 500).
+    try:
+        async with asyncio.timeout(conn.socket_timeout):
+            for _ in range(count):
+                try:
+                    replies.append(await conn.read_response(timeout=math.inf))
+                except ResponseError as exc:
+                    replies.append(exc)
+    except TimeoutError as exc:
+        raise RedisTimeoutError(f"no reply within {conn.socket_timeout} s") from exc
     return replies
 
 
