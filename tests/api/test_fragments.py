@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
@@ -35,7 +37,7 @@ MESSAGES = to_messages(
 BODIES = [encode_message(m) for m in MESSAGES]
 
 
-def _reply(messages: list[object]) -> bytes:
+def _reply(messages: list[Any]) -> bytes:
     return msgspec.json.encode(StateOut("t", "1-0", len(messages), False, "langchain", messages))
 
 
