@@ -121,7 +121,12 @@ class Drainer:
                 work.append((ref, batch, _decode(batch)))
             except PoisonEntry as exc:
                 self._failed(ref, exc, reports[ref])
-        positions = self.store.positions_many([(ref, _mentioned(d)) for ref, _, d in work])
+        # Entries that list their ids came with the positions; others need a lookup.
+        asked = [(ref, _mentioned(d)) for ref, b, d in work if b.positions is None]
+        looked_up = iter(self.store.positions_many(asked) if asked else [])
+        positions = [
+            b.positions if b.positions is not None else next(looked_up) for _, b, _ in work
+        ]
         calls, kept = [], []
         for (ref, batch, decoded), known in zip(work, positions, strict=True):
             try:

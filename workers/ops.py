@@ -68,13 +68,17 @@ class IngestAnswer:
 
 
 def ingest_call(
-    ks: Keyspace, ref: str, deltas: Sequence[tuple[str, bytes]], dedupe_ms: int, wake_ms: int
+    ks: Keyspace,
+    ref: str,
+    deltas: Sequence[tuple[str, bytes, bytes]],
+    dedupe_ms: int,
+    wake_ms: int,
 ) -> Call:
-    """Append ``(delta_id or '', payload)`` deltas to one thread, in order."""
+    """Append ``(delta_id or '', payload, encoded ids or '')`` deltas to one thread, in order."""
     keys = _ingest_keys(ks, ref)
     args: list[str | bytes | int] = [ref, dedupe_ms, wake_ms, len(deltas)]
-    for delta_id, payload in deltas:
-        args += [delta_id, payload]
+    for delta_id, payload, mentioned in deltas:
+        args += [delta_id, payload, mentioned]
     return Call(INGEST, keys, args)
 
 
@@ -110,16 +114,24 @@ class Batch:
     quarantined: str
     attempts: int
     entries: list[tuple[str, bytes]] = field(default_factory=list)
+    #: Stored positions of the ids the entries mention, or None when an entry did not
+    #: say which ids it mentions (written by hand or by an older producer).
+    positions: dict[str, int] | None = None
 
 
 def read_batch_call(ks: Keyspace, ref: str, max_entries: int) -> Call:
-    meta, log = _drain_keys(ks, ref)[:2]
-    return Call(READ_BATCH, [meta, log], [max_entries])
+    meta, log, _, order = _drain_keys(ks, ref)[:4]
+    return Call(READ_BATCH, [meta, log, order], [max_entries])
 
 
 def parse_read_batch(raw: list[Any]) -> Batch:
-    entries = [(text(raw[i]), as_bytes(raw[i + 1])) for i in range(4, len(raw), 2)]
-    return Batch(text(raw[0]), int(raw[1]), text(raw[2]), int(raw[3]), entries)
+    n = int(raw[4]) if len(raw) > 4 else 0
+    end = 6 + 2 * n
+    entries = [(text(raw[i]), as_bytes(raw[i + 1])) for i in range(6, end, 2)]
+    positions = None
+    if n and int(raw[5]):
+        positions = {text(raw[i]): int(float(raw[i + 1])) for i in range(end, len(raw), 2)}
+    return Batch(text(raw[0]), int(raw[1]), text(raw[2]), int(raw[3]), entries, positions)
 
 
 def as_bytes(value: Any) -> bytes:
@@ -240,7 +252,7 @@ class StateBodies:
 def parse_read_state_bodies(raw: list[Any]) -> StateBodies | None:
     if not raw:
         return None
-    bodies = [as_bytes(raw[i + 1]) for i in range(4, len(raw), 2)]
+    bodies = [as_bytes(body) for body in raw[4]] if len(raw) > 4 else []
     return StateBodies(text(raw[0]), int(raw[1]), bool(int(raw[2])), bool(int(raw[3])), bodies)
 
 

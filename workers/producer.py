@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.codec import encode_messages
+from core.codec import encode_ids, encode_messages
 from core.errors import InvalidMessage
 from core.ids import IdSource, derived_ids, ensure_ids, uuid4_str
 from core.keys import DEFAULT_TENANT, InvalidName, make_ref
@@ -62,6 +62,7 @@ class _Prepared:
     delta_id: str
     payload: bytes
     ids: tuple[str, ...]
+    mentioned: bytes
 
 
 def prepare(delta: Delta, where: str, new_id: IdSource) -> _Prepared:
@@ -84,7 +85,8 @@ def prepare(delta: Delta, where: str, new_id: IdSource) -> _Prepared:
     source = derived_ids(ref, delta.delta_id) if delta.delta_id else new_id
     messages = ensure_ids(delta.messages, source, at("messages"))
     payload = encode_messages(messages)
-    return _Prepared(ref, delta.delta_id or "", payload, tuple(str(m.id) for m in messages))
+    ids = tuple(str(m.id) for m in messages)
+    return _Prepared(ref, delta.delta_id or "", payload, ids, encode_ids(ids))
 
 
 def _prepare_all(deltas: Sequence[Delta], path: str, new_id: IdSource) -> list[_Prepared]:
@@ -111,7 +113,7 @@ def _calls(
         ops.ingest_call(
             ks,
             ref,
-            [(prepared[i].delta_id, prepared[i].payload) for i in idx],
+            [(prepared[i].delta_id, prepared[i].payload, prepared[i].mentioned) for i in idx],
             settings.dedupe_ms,
             settings.wake_ttl_ms,
         )

@@ -24,7 +24,7 @@ class Store:
 
     def ingest_many(
         self,
-        groups: Sequence[tuple[str, Sequence[tuple[str, bytes]]]],
+        groups: Sequence[tuple[str, Sequence[tuple[str, bytes, bytes]]]],
         dedupe_ms: int,
         wake_ms: int,
     ) -> list[ops.IngestAnswer]:

@@ -1,0 +1,91 @@
+"""The read script returns the stored positions of the ids a batch mentions.
+
+Entries written by the producer list their ids (field ``i``), so the worker reads the
+batch and the positions it needs in one round trip. Entries that do not list them
+(written by hand, or with an unreadable list) make the worker look positions up
+separately; either way the folded state is the one-delta-at-a-time fold.
+"""
+
+from __future__ import annotations
+
+import random
+
+from core import dump_messages
+from core.codec import encode_messages
+from core.ids import ensure_ids, uuid4_str
+from tests.workers.harness import Sent, make_settings, state_dump, store_for
+from tests.workers.produce import random_messages
+from workers.drain import Drainer, _decode, _mentioned
+from workers.producer import Producer
+
+
+class NoWake:
+    def wake(self, refs: object) -> None:
+        pass
+
+
+def test_read_batch_positions_equal_a_separate_lookup(redis_url: str) -> None:
+    settings = make_settings(redis_url, batch_size=50)
+    store = store_for(settings)
+    producer = Producer(store.client, settings, NoWake())
+    rng = random.Random(3)
+    drainer = Drainer(store, settings)
+    for step in range(300):
+        producer.enqueue(f"p{step % 3}", random_messages(rng, step))
+        if step % 40 == 39:  # some state to look positions up in
+            drainer.drain_many(["_/p0", "_/p1", "_/p2"])
+    refs = ["_/p0", "_/p1", "_/p2"]
+    batches = store.read_batches(refs, settings.batch_size)
+    assert all(b.entries for b in batches)
+    mentioned = [(r, _mentioned(_decode(b))) for r, b in zip(refs, batches, strict=True)]
+    looked_up = store.positions_many(mentioned)
+    for batch, expected in zip(batches, looked_up, strict=True):
+        assert batch.positions == expected
+        assert expected, "the batch mentions stored ids"
+
+
+def test_entries_without_their_ids_fold_exactly_too(redis_url: str) -> None:
+    settings = make_settings(redis_url, batch_size=9)
+    store = store_for(settings)
+    producer = Producer(store.client, settings, NoWake())
+    rng = random.Random(5)
+    sent = Sent()
+    drainer = Drainer(store, settings)
+    for step in range(400):
+        thread = f"h{rng.randrange(3)}"
+        ref = f"_/{thread}"
+        messages = random_messages(rng, step)
+        how = rng.random()
+        if how < 0.6:
+            result = producer.enqueue(thread, messages)
+            sent.add(ref, result.version, messages, result.ids)
+        else:  # hand-written: no id list, or one Lua cannot read
+            stamped = ensure_ids(messages, uuid4_str)
+            fields: dict[str, bytes] = {"d": encode_messages(stamped)}
+            if how < 0.8:
+                fields["i"] = b"\xc1 not msgpack"
+            log = settings.keyspace.thread(ref).log
+            raw_version: bytes = store.client.xadd(log, fields)  # type: ignore[arg-type,assignment]
+            sent.add(ref, raw_version.decode(), stamped, [str(m.id) for m in stamped])
+            # A batch holding this entry comes without positions: the fallback runs.
+            assert store.read_batches([ref], settings.batch_size)[0].positions is None
+        if step % 25 == 0:
+            drainer.drain_many(sorted(sent.deltas))
+    drainer.drain_many(sorted(sent.deltas))
+    for ref in sent.deltas:
+        assert state_dump(store, ref) == dump_messages(sent.expected(ref)), ref
+
+
+def test_a_thread_longer_than_luas_unpack_limit_reads_whole(redis_url: str) -> None:
+    settings = make_settings(redis_url, batch_size=1000)
+    store = store_for(settings)
+    producer = Producer(store.client, settings, NoWake())
+    for part in range(10):
+        messages = [{"role": "user", "content": f"{part}.{i}"} for i in range(1000)]
+        producer.enqueue("long", messages)
+    Drainer(store, settings).drain_many(["_/long"])
+    page = store.read_state("_/long")
+    assert page is not None and page.total == 10_000
+    assert [m.content for m in page.messages] == [
+        f"{p}.{i}" for p in range(10) for i in range(1000)
+    ]
