@@ -1,13 +1,16 @@
-"""Enqueue-to-visible latency at a paced rate, measured by a live poller in its own process.
+"""Enqueue-to-visible latency at a paced rate, measured by a live poller in its own
+process.
 
-The producer sends small bulks every ``tick`` (one delta per randomly chosen thread) so
-that the cumulative count follows ``rate``; after each ``enqueue_many`` returns it hands
-the poller ``(ref, version, t)``. The poller, another process, reads every pending
-thread's cursor (meta field ``c``, the version ``status`` serves) with one script call
-per loop, then sleeps a millisecond; a delta is visible once its thread's cursor has
-reached its version. Each latency is taken when the answering call returns, so it is an
-upper bound by at most one poll loop (reported beside the percentiles). Both processes
-read the same CLOCK_MONOTONIC.
+The producer sends small bulks every ``tick`` so that the cumulative count follows
+``rate``, in the end-to-end run's shape (``run`` consecutive deltas for each randomly
+chosen thread: "half the maximum rate" is half of what that shape sustains) or spread
+out (``run=1``, one delta per chosen thread, every delta a wake-up of its own); after
+each ``enqueue_many`` returns it hands the poller ``(ref, version, t)``. The poller,
+another process, reads every pending thread's cursor (meta field ``c``, the version
+``status`` serves) with one script call per loop, then sleeps a millisecond; a delta is
+visible once its thread's cursor has reached its version. Each latency is taken when the
+answering call returns, so it is an upper bound by at most one poll loop (reported
+beside the percentiles). Both processes read the same CLOCK_MONOTONIC.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ class LatencyConfig:
     threads: int = 1000
     tick: float = 0.01
     seed: int = 4
+    run: int = 1
 
 
 @dataclass
@@ -156,7 +160,10 @@ def _pace(line: Pipeline, cfg: LatencyConfig, mix: Mix, inbox: Any,
         if due <= 0:
             time.sleep(min(cfg.tick, (count + 1) / cfg.rate - elapsed))
             continue
-        planned = [mix.next(rng.randrange(cfg.threads)) for _ in range(due)]
+        chosen: list[int] = []
+        while len(chosen) < due:
+            chosen += [rng.randrange(cfg.threads)] * min(cfg.run, due - len(chosen))
+        planned = [mix.next(t) for t in chosen]
         results = line.producer.enqueue_many([p.delta(prefix) for p in planned])
         returned = time.monotonic()
         mix.learn(planned, results)

@@ -31,6 +31,7 @@ TINY = pipeline_bench.Sizes(
     cost=CostConfig(lengths=(5, 40), deltas=30, batch_sizes=(7, 1000), rounds=1),
     latency_seconds=0.5,
     latency_shares=(0.05,),
+    latency_runs=(4, 1),
     memory=MemoryConfig(
         messages=120, human_messages=60, layouts=(30,), configs=("default",), cost_deltas=20
     ),
