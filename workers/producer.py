@@ -98,7 +98,7 @@ def _prepare_all(deltas: Sequence[Delta], path: str, new_id: IdSource) -> list[_
 
 
 def _group(prepared: Sequence[_Prepared]) -> dict[str, list[int]]:
-    """Indices per thread, in order: one script call per thread keeps its deltas in order."""
+    """Indices per thread, in order: each thread's deltas are appended in this order."""
     groups: dict[str, list[int]] = {}
     for i, p in enumerate(prepared):
         groups.setdefault(p.ref, []).append(i)
@@ -107,37 +107,50 @@ def _group(prepared: Sequence[_Prepared]) -> dict[str, list[int]]:
 
 def _calls(
     settings: Settings, prepared: Sequence[_Prepared], groups: dict[str, list[int]]
-) -> list[Call]:
+) -> tuple[list[Call], list[list[str]]]:
+    """The ingest calls, and the threads each one carries."""
     ks = settings.keyspace
-    return [
+    shares = ops.ingest_groups(ks, list(groups), settings.cluster)
+    calls = [
         ops.ingest_call(
             ks,
-            ref,
-            [(prepared[i].delta_id, prepared[i].payload, prepared[i].mentioned) for i in idx],
+            [
+                (
+                    ref,
+                    [
+                        (prepared[i].delta_id, prepared[i].payload, prepared[i].mentioned)
+                        for i in groups[ref]
+                    ],
+                )
+                for ref in share
+            ],
             settings.dedupe_ms,
             settings.wake_ttl_ms,
         )
-        for ref, idx in groups.items()
+        for share in shares
     ]
+    return calls, shares
 
 
 def _outcomes(
     deltas: Sequence[Delta],
     prepared: Sequence[_Prepared],
     groups: dict[str, list[int]],
+    shares: Sequence[list[str]],
     answers: Sequence[Any],
 ) -> tuple[list[Enqueued], list[str]]:
     results: list[Enqueued | None] = [None] * len(deltas)
     woken: list[str] = []
-    for (ref, idx), raw in zip(groups.items(), answers, strict=True):
-        answer = ops.parse_ingest(raw)
-        if answer.woke:
-            woken.append(ref)
-        for i, appended in zip(idx, answer.appended, strict=True):
-            ids = prepared[i].ids
-            results[i] = Enqueued(
-                deltas[i].thread_id, appended.version, len(prepared[i].ids), not appended.new, ids
-            )
+    for share, raw in zip(shares, answers, strict=True):
+        parsed = ops.parse_ingest(raw, [len(groups[ref]) for ref in share])
+        for ref, answer in zip(share, parsed, strict=True):
+            if answer.woke:
+                woken.append(ref)
+            for i, appended in zip(groups[ref], answer.appended, strict=True):
+                ids = prepared[i].ids
+                results[i] = Enqueued(
+                    deltas[i].thread_id, appended.version, len(ids), not appended.new, ids
+                )
     return [r for r in results if r is not None], woken
 
 
@@ -176,8 +189,9 @@ class Producer:
         """Append many deltas for many threads in one round trip; all validated first."""
         prepared = _prepare_all(deltas, path, self.new_id)
         groups = _group(prepared)
-        answers = run_many(self.client, _calls(self.settings, prepared, groups))
-        results, woken = _outcomes(deltas, prepared, groups, answers)
+        calls, shares = _calls(self.settings, prepared, groups)
+        answers = run_many(self.client, calls)
+        results, woken = _outcomes(deltas, prepared, groups, shares, answers)
         if woken:
             try:
                 self.waker.wake(woken)
@@ -216,8 +230,9 @@ class AsyncProducer:
     async def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Enqueued]:
         prepared = _prepare_all(deltas, path, self.new_id)
         groups = _group(prepared)
-        answers = await arun_many(self.client, _calls(self.settings, prepared, groups))
-        results, woken = _outcomes(deltas, prepared, groups, answers)
+        calls, shares = _calls(self.settings, prepared, groups)
+        answers = await arun_many(self.client, calls)
+        results, woken = _outcomes(deltas, prepared, groups, shares, answers)
         if woken:
             try:
                 await self.waker.wake(woken)

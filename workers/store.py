@@ -20,21 +20,6 @@ class Store:
         self.client = client
         self.keyspace = keyspace
 
-    # -- ingestion -------------------------------------------------------------------------
-
-    def ingest_many(
-        self,
-        groups: Sequence[tuple[str, Sequence[tuple[str, bytes, bytes]]]],
-        dedupe_ms: int,
-        wake_ms: int,
-    ) -> list[ops.IngestAnswer]:
-        """Append each group's deltas to its thread; one pipelined round trip."""
-        calls = [
-            ops.ingest_call(self.keyspace, ref, deltas, dedupe_ms, wake_ms)
-            for ref, deltas in groups
-        ]
-        return [ops.parse_ingest(raw) for raw in run_many(self.client, calls)]
-
     # -- draining --------------------------------------------------------------------------
 
     def read_batch(self, ref: str, max_entries: int) -> ops.Batch:
