@@ -243,7 +243,10 @@ def build_resources(settings: ApiSettings, waker: AsyncWaker | None = None) -> R
     )
     celery = make_celery(settings)
     if waker is None:
-        waker = CoalescingWaker(CeleryWaker(celery, settings.queue, settings.refs_per_task))
+        waker = CoalescingWaker(
+            CeleryWaker(celery, settings.queue, settings.refs_per_task),
+            window=settings.wake_window_ms / 1000,
+        )
     producer = AsyncProducer(client, settings, waker)
     service = Service(settings, producer, AsyncStore(client, settings.keyspace))
     return Resources(

@@ -26,6 +26,13 @@ class ApiSettings(Settings):
     max_deltas_per_request: int = Field(10_000, ge=1, description="Most deltas in one bulk call.")
     max_wait_seconds: float = Field(30.0, ge=0, description="Longest read-your-writes wait.")
     max_page: int = Field(10_000, ge=1, description="Largest ?limit of a state page.")
+    wake_window_ms: float = Field(
+        5.0,
+        ge=0,
+        le=1000,
+        description="Wake-ups of concurrent requests are published together after this "
+        "long (fewer, fuller Celery tasks; adds at most this to visibility).",
+    )
     json_cache_mb: int = Field(
         32, ge=0, description="Memory per API process for stored messages' JSON (0: off)."
     )

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
+import redis
 
 from core import InvalidMessage
 from tests.infra.redis_cluster import RedisCluster
 from tests.workers.harness import make_settings, state_dump, store_for
 from tests.workers.test_concurrency import NoWake
+from workers import producer as producer_module
+from workers import redis_io
 from workers.drain import Drainer
 from workers.producer import AsyncProducer, Delta
-from workers.redis_io import async_client
+from workers.redis_io import AsyncClient, Call, async_client
 from workers.settings import Settings
 from workers.wakeup import ThreadedWaker
 
@@ -55,3 +60,72 @@ def test_the_async_producer_appends_dedupes_and_wakes_like_the_sync_one(
         Drainer(store, settings).drain(f"_/a{i}")
     assert [m["content"] for m in state_dump(store, "_/a0")] == ["15"]
     assert store.read_state("_/ok") is None  # the bad bulk call wrote nothing
+
+
+async def _concurrent(settings: Settings, waker: NoWake) -> list[str]:
+    client = async_client(settings.redis_url.get_secret_value(), cluster=settings.cluster)
+    producer = AsyncProducer(client, settings, ThreadedWaker(waker))
+    try:
+        good = [
+            producer.enqueue(f"c{i % 7}", [{"role": "user", "content": str(i)}], delta_id=f"k{i}")
+            for i in range(60)
+        ]
+        bad = producer.enqueue("c0", [{"role": "tool", "content": "no tool_call_id"}])
+        answers = await asyncio.gather(*good, bad, return_exceptions=True)
+        assert isinstance(answers[-1], InvalidMessage)  # only the bad call fails
+        results = [a for a in answers[:-1] if not isinstance(a, BaseException)]
+        assert len(results) == 60 and not any(r.duplicate for r in results)
+        assert [r.thread_id for r in results] == [f"c{i % 7}" for i in range(60)]
+        # a caller cancelled while waiting: the others still get their answers
+        waiting = [
+            asyncio.ensure_future(producer.enqueue("c9", [{"role": "user", "content": "z"}]))
+            for _ in range(3)
+        ]
+        await asyncio.sleep(0)
+        waiting[1].cancel()
+        done = await asyncio.gather(*waiting, return_exceptions=True)
+        assert isinstance(done[1], asyncio.CancelledError)
+        assert not isinstance(done[0], BaseException) and not isinstance(done[2], BaseException)
+        return [f"{r.thread_id}@{r.version}" for r in results]
+    finally:
+        await client.aclose()
+
+
+def test_calls_in_one_event_loop_turn_share_one_round_trip(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = make_settings(redis_url, key_prefix="apc")
+    waker = NoWake()
+    sent: list[int] = []
+    real = redis_io.arun_many
+
+    async def counting(client: AsyncClient, calls: Sequence[Call]) -> list[Any]:
+        sent.append(len(calls))
+        return await real(client, calls)
+
+    monkeypatch.setattr(producer_module, "arun_many", counting)
+    versions = asyncio.run(_concurrent(settings, waker))
+    assert len(sent) == 2  # the 60 calls of one turn, then the three of the next
+    assert len(set(versions)) == 60
+    assert sorted(set(waker.refs)) == sorted({f"_/c{i}" for i in range(7)} | {"_/c9"})
+    store = store_for(settings)
+    for i in range(7):
+        Drainer(store, settings).drain(f"_/c{i}")
+        expected = [str(n) for n in range(60) if n % 7 == i]
+        assert [m["content"] for m in state_dump(store, f"_/c{i}")] == expected
+
+
+async def _broken(settings: Settings) -> list[object]:
+    client = async_client(settings.redis_url.get_secret_value(), cluster=False, retries=0)
+    producer = AsyncProducer(client, settings, ThreadedWaker(NoWake()))
+    try:
+        calls = [producer.enqueue(f"x{i}", ["hi"]) for i in range(5)]
+        return await asyncio.gather(*calls, return_exceptions=True)
+    finally:
+        await client.aclose()
+
+
+def test_a_failed_shared_round_trip_fails_every_call_in_it() -> None:
+    settings = make_settings("redis://127.0.0.1:1/0")  # nothing listens on port 1
+    answers = asyncio.run(_broken(settings))
+    assert all(isinstance(a, redis.ConnectionError) for a in answers)
