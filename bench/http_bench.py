@@ -227,7 +227,7 @@ def _notes(sizes: Sizes, load_before: str, workdir_kept: Path | None) -> list[st
         f"{_version(['wrk', '-v'])}.",
         f"Service: state Redis + broker Redis, {sizes.celery_workers} Celery workers "
         "(prefork, concurrency 1) + beat, deployment defaults (batch_size 1000, "
-        "refs_per_task 64); APIs `api1` (THREADFOLD_API_WORKERS=1) and `api2` (=2) on "
+        "refs_per_task 256); APIs `api1` (THREADFOLD_API_WORKERS=1) and `api2` (=2) on "
         "one Redis, uvicorn + uvloop + httptools.",
         "`api1-pinned`: the api1 process on core 0 alone; Redis, workers, beat, the "
         "benchmark and the load generator on core 1 (sched_setaffinity on every thread, "

@@ -72,7 +72,7 @@ class CeleryWaker:
     they share messages of up to ``refs_per_task`` refs, published in one batch.
     """
 
-    def __init__(self, app: Celery, queue: str, refs_per_task: int = 64) -> None:
+    def __init__(self, app: Celery, queue: str, refs_per_task: int = 256) -> None:
         self.app = app
         self.queue = queue
         self.refs_per_task = refs_per_task

@@ -39,7 +39,7 @@ class Settings(BaseSettings):
     )
     queue: str = Field("threadfold", description="Celery queue of the wake-up tasks.")
     refs_per_task: int = Field(
-        64, ge=1, le=1000, description="Most threads one wake-up task carries."
+        256, ge=1, le=1000, description="Most threads one wake-up task carries."
     )
     batch_size: int = Field(
         1000, ge=1, le=100_000, description="Most log entries a worker folds per commit."
