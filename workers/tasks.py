@@ -72,7 +72,12 @@ def drain_once(runtime: Runtime, refs: list[str] | str) -> list[DrainReport]:
 def sweep_once(runtime: Runtime) -> list[str]:
     """Re-wake threads with a backlog and no live wake-up flag; returns the refs woken."""
     ks: Keyspace = runtime.settings.keyspace
-    dirty = runtime.store.dirty(range(ks.buckets))
+    # A thread's wake-up flag is set when its backlog starts (or later) and leases for
+    # wake_ttl, so only a thread dirty for longer can have lost it: younger ones are
+    # skipped (a busy deployment has many, each a WAKE call that would find its flag).
+    # A clock behind Redis's delays a recovery by the difference, never loses one.
+    older_than = int(time.time() * 1000) - runtime.settings.wake_ttl_ms
+    dirty = runtime.store.dirty(range(ks.buckets), older_than_ms=older_than)
     woken = runtime.store.wake_if_stalled(dirty, runtime.settings.wake_ttl_ms)
     if woken:
         log.info("sweeper woke %d stalled thread(s)", len(woken))

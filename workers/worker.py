@@ -5,7 +5,10 @@ The environment is read here, once; everything below gets the settings passed in
 
 from __future__ import annotations
 
+import gc
 import logging
+
+from celery.signals import worker_process_init
 
 from workers.app import make_celery
 from workers.settings import Settings
@@ -17,3 +20,15 @@ logging.basicConfig(
 )
 app = make_celery(settings)
 runtime = register(app, settings)
+
+
+def _settle_collector(**_: object) -> None:
+    """In each pool process: what is loaded by now lives as long as the process, so keep
+    the collector off it, and collect young objects less often. A full collection
+    otherwise walks Celery's and kombu's objects in the middle of a drain."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 20)
+
+
+worker_process_init.connect(_settle_collector, weak=False)
