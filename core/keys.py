@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import zlib
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final
 
 from core.errors import ThreadfoldError
@@ -36,6 +37,7 @@ def check_name(value: object, what: str) -> str:
     return value
 
 
+@lru_cache(maxsize=65_536)  # checked once per busy thread, not once per delta
 def make_ref(tenant: str, thread_id: str) -> str:
     """The ref of a thread: what tasks carry and index sets hold."""
     return f"{check_name(tenant, 'tenant')}/{check_name(thread_id, 'thread id')}"

@@ -2,7 +2,8 @@
 
 * the producer's CPU per delta in ``enqueue_many`` (wake-ups off), and the part of it
   spent validating, converting and encoding (``prepare``);
-* the ingest script's server time per call and per delta, by deltas per call;
+* the ingest script's server time per delta, by deltas per thread in a bulk (one
+  script call carries many threads);
 * the Celery wake-up the producer sends per woken thread (``CeleryWaker.wake``).
 """
 
@@ -30,7 +31,7 @@ class Components:
     deltas: int
     producer_cpu_us: float
     prepare_cpu_us: float
-    ingest_us_per_call: dict[int, float] = field(default_factory=dict)
+    ingest_us_per_delta: dict[int, float] = field(default_factory=dict)
     wake_cpu_us: float = 0.0
     wake_wall_us: float = 0.0
 
@@ -39,7 +40,7 @@ class Components:
 
 
 def _producer(url: str, deltas: int, per_call: int) -> tuple[float, float, float]:
-    """CPU us/delta of enqueue_many and of prepare, and the ingest script's mean us per call,
+    """CPU us/delta of enqueue_many and of prepare, and the ingest script's us per delta,
     with bulks of 1000 deltas spread so that each thread gets ``per_call`` of them."""
     settings = make_settings(url)
     client = sync_client(url, cluster=False, retries=0)
@@ -62,7 +63,7 @@ def _producer(url: str, deltas: int, per_call: int) -> tuple[float, float, float
     ingest = services.commandstats(client)["evalsha"]  # type: ignore[arg-type]
     client.close()
     n = sum(len(b) for b in bulks)
-    return cpu / n * 1e6, prepare_cpu / n * 1e6, ingest.usec_per_call
+    return cpu / n * 1e6, prepare_cpu / n * 1e6, ingest.usec / n
 
 
 def _wake(url: str, refs: int) -> tuple[float, float]:

@@ -107,9 +107,10 @@ def memory_table(rows: Sequence[MemoryRow]) -> list[str]:
 
 
 def components_table(c: Components) -> list[str]:
-    head = ["producer CPU us/delta", "of it prepare", "ingest script us/call (deltas/call)",
+    head = ["producer CPU us/delta", "of it prepare",
+            "ingest script us/delta (deltas per thread per bulk)",
             "CeleryWaker.wake CPU us/thread", "wall us/thread"]
-    ingest = ", ".join(f"{us:.0f} ({k})" for k, us in c.ingest_us_per_call.items())
+    ingest = ", ".join(f"{us:.1f} ({k})" for k, us in c.ingest_us_per_delta.items())
     return _table(head, [[f"{c.producer_cpu_us:.1f}", f"{c.prepare_cpu_us:.1f}", ingest,
                           f"{c.wake_cpu_us:.0f}", f"{c.wake_wall_us:.0f}"]])
 
