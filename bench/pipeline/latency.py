@@ -15,6 +15,7 @@ beside the percentiles). Both processes read the same CLOCK_MONOTONIC.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import queue
 import random
@@ -130,6 +131,10 @@ def _poll(url: str, prefix: str, buckets: int, inbox: Any, outbox: Any) -> None:
     """The poller process: latencies, poll-loop durations and its own CPU to ``outbox``."""
     client = redis.Redis.from_url(url)
     client.ping()
+    # The poller keeps every latency it measured (a tuple each); a full collection walks
+    # them all and stalls the polling loop, which would add the stall to every delta
+    # pending at that moment. Nothing it allocates is cyclic garbage: no collector.
+    gc.disable()
     outbox.put("ready")  # the producer starts only now: no delta waits on our start-up
     poller = _Poller(client, Keyspace(prefix, buckets))
     wall0, cpu0 = time.monotonic(), time.process_time()
@@ -220,7 +225,15 @@ def run(cfg: LatencyConfig, line: Pipeline, progress: Progress,
             raise RuntimeError("the poller did not start")
         line.waker.sent = 0
         cpu0 = services.processes_cpu(line.workers)
-        sent, achieved = _pace(line, cfg, Mix(cfg.threads, cfg.seed), inbox, prefix)
+        # The pacing loop keeps everything it sent; a full collection there stalls it,
+        # and the schedule then catches up with one oversized burst. A load generator
+        # must not stall on its own bookkeeping: no collector while it paces.
+        gc.collect()
+        gc.disable()
+        try:
+            sent, achieved = _pace(line, cfg, Mix(cfg.threads, cfg.seed), inbox, prefix)
+        finally:
+            gc.enable()
         inbox.put(None)
         latencies, loops, unresolved, poller_share = _answer(outbox, poller)
         worker_cpu = services.processes_cpu(line.workers) - cpu0
