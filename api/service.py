@@ -122,7 +122,7 @@ class Service:
         found = await self.store.read_state_bodies(ref, mode, anchor, page.limit)
         _check_found(found, thread_id, page, anchor)
         assert found is not None
-        messages = self.fragments.of(found.bodies)
+        messages = self.fragments.of(found.ids, found.bodies)
         return StateOut(
             thread_id, found.version, found.total, found.has_more, page.format, messages
         )

@@ -34,6 +34,19 @@ def decode_message(data: bytes) -> BaseMessage:
     return result
 
 
+def encode_stored(message: BaseMessage) -> bytes:
+    """A message as a thread's state stores it: without its id, which is the hash field
+    it is stored under (an id is 36 bytes of a typical 100-300-byte body)."""
+    return _encode(msgspec.structs.replace(message, id=None), "message")
+
+
+def decode_stored(data: bytes, ident: str) -> BaseMessage:
+    """The message :func:`encode_stored` stored under ``ident`` (a body that still
+    carries its id decodes the same)."""
+    message: BaseMessage = _ONE.decode(data)
+    return message if message.id == ident else msgspec.structs.replace(message, id=ident)
+
+
 def encode_messages(messages: Sequence[BaseMessage]) -> bytes:
     """A list of messages (one delta) as msgpack."""
     return _encode(list(messages), "messages")

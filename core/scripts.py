@@ -312,8 +312,9 @@ READ_STATE: Final = (
     _LUA_HELPERS
     + r"""
 -- KEYS: meta order msgs   ARGV: mode('all'|'after'|'before') anchor_id limit(-1 = all)
--- -> {cursor, total, has_more, anchor_found, {payload1, ...}} or {} when never written
--- (the bodies go back as HMGET gave them: a loop over them in Lua cost a fifth of a read)
+-- -> {cursor, total, has_more, anchor_found, {id1, ...}, {body1, ...}} or {} when never
+-- written (the lists go back as ZRANGE and HMGET gave them: a loop over them in Lua cost
+-- a fifth of a read). A body is stored without its id: the id is its field.
 if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
 local mode, anchor, limit = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local cursor = cursor_of(KEYS[1])
@@ -340,15 +341,15 @@ if limit >= 0 and #ids > limit then
   if mode == 'before' then table.remove(ids, 1) else table.remove(ids) end
 end
 if #ids <= 4000 then
-  if #ids == 0 then return {cursor, total, more, found, {}} end
-  return {cursor, total, more, found, redis.call('HMGET', KEYS[3], unpack(ids))}
+  if #ids == 0 then return {cursor, total, more, found, {}, {}} end
+  return {cursor, total, more, found, ids, redis.call('HMGET', KEYS[3], unpack(ids))}
 end
 local bodies = {}   -- Lua's unpack has a stack limit: read long threads in slices
 for i = 1, #ids, 4000 do
   local part = redis.call('HMGET', KEYS[3], unpack(ids, i, math.min(i + 3999, #ids)))
   for _, body in ipairs(part) do bodies[#bodies + 1] = body end
 end
-return {cursor, total, more, found, bodies}
+return {cursor, total, more, found, ids, bodies}
 """
 )
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from core.codec import decode_messages, encode_message
+from core.codec import decode_messages, encode_stored
 from core.fold import ThreadFold
 from core.messages import REMOVE_ALL_MESSAGES, BaseMessage, is_chunk
 from workers.metrics import BATCH_BUCKETS, LAG_BUCKETS_MS, Metrics
@@ -164,7 +164,7 @@ class Drainer:
             applied=len(decoded),
             retention_ms=self.settings.retention_ms,
             wake_ms=self.settings.wake_ttl_ms,
-            encode=encode_message,
+            encode=encode_stored,
         )
 
     def _settle(self, report: DrainReport, decoded: Decoded, done: Committed) -> bool:

@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any, Final
 
 from core import scripts
-from core.codec import decode_message
+from core.codec import decode_stored
 from core.fold import Effect
 from core.keys import Keyspace
 from core.messages import BaseMessage
@@ -265,7 +265,7 @@ def parse_read_state(raw: list[Any]) -> StatePage | None:
     found = parse_read_state_bodies(raw)
     if found is None:
         return None
-    messages = [decode_message(body) for body in found.bodies]
+    messages = [decode_stored(b, i) for i, b in zip(found.ids, found.bodies, strict=True)]
     return StatePage(found.version, found.total, found.has_more, found.anchor_found, messages)
 
 
@@ -277,14 +277,18 @@ class StateBodies:
     total: int
     has_more: bool
     anchor_found: bool
+    ids: list[str]
     bodies: list[bytes]
 
 
 def parse_read_state_bodies(raw: list[Any]) -> StateBodies | None:
     if not raw:
         return None
-    bodies = [as_bytes(body) for body in raw[4]] if len(raw) > 4 else []
-    return StateBodies(text(raw[0]), int(raw[1]), bool(int(raw[2])), bool(int(raw[3])), bodies)
+    ids = [text(i) for i in raw[4]] if len(raw) > 4 else []
+    bodies = [as_bytes(body) for body in raw[5]] if len(raw) > 5 else []
+    return StateBodies(
+        text(raw[0]), int(raw[1]), bool(int(raw[2])), bool(int(raw[3])), ids, bodies
+    )
 
 
 def delete_call(ks: Keyspace, ref: str) -> Call:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from core.codec import decode_messages, encode_message
+from core.codec import decode_messages, encode_stored
 from core.dump import dump_messages
 from core.fold import ThreadFold, replay_fold
 from core.messages import BaseMessage
@@ -122,7 +122,7 @@ def rebuild(store: Store, ref: str, *, merge_chunks: bool = False, attempts: int
         ]
         for key, position in replayed.fold.positions.items():
             assert replayed.fold.messages is not None
-            args += [key, position, encode_message(replayed.fold.messages[key])]
+            args += [key, position, encode_stored(replayed.fold.messages[key])]
         if int(run(store.client, Call(ops.REBUILD, [k.meta, k.msgs, k.order], args))):
             return found
     raise NotReplayable(f"thread {ref} kept moving; rebuild gave up after {attempts} attempts")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from core.codec import decode_message
+from core.codec import decode_stored
 from core.fold import Effect
 from core.keys import Keyspace
 from core.messages import BaseMessage
@@ -58,7 +58,7 @@ class Store:
             return {}
         raw = self.client.hmget(self.keyspace.thread(ref).msgs, list(ids))
         return {
-            key: decode_message(ops.as_bytes(body))
+            key: decode_stored(ops.as_bytes(body), key)
             for key, body in zip(ids, raw, strict=True)
             if body is not None
         }

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from api.fragments import JsonFragments
 from api.schemas import StateOut
 from core import dump_messages
-from core.codec import decode_message, encode_message
+from core.codec import decode_stored, encode_message, encode_stored
 from core.convert import to_messages
 from tests.support import golden_cases
 
@@ -25,38 +25,58 @@ def _convertible(item: object) -> bool:
     return isinstance(item, dict) and item.get("type") != "remove"
 
 
-MESSAGES = to_messages(
-    [
-        item
-        for case in golden_cases()
-        for batch in case["input"]["batches"]
-        for item in batch
-        if _convertible(item)
-    ]
-)
-BODIES = [encode_message(m) for m in MESSAGES]
+MESSAGES = [  # a stored message always has an id (ingestion stamps the missing ones)
+    m
+    for m in to_messages(
+        [
+            item
+            for case in golden_cases()
+            for batch in case["input"]["batches"]
+            for item in batch
+            if _convertible(item)
+        ]
+    )
+    if m.id
+]
+# As stored (without the id), and as an older version stored them (with it).
+STORED = [(str(m.id), encode_stored(m)) for m in MESSAGES]
+STORED += [(str(m.id), encode_message(m)) for m in MESSAGES[:10]]
 
 
 def _reply(messages: list[Any]) -> bytes:
     return msgspec.json.encode(StateOut("t", "1-0", len(messages), False, "langchain", messages))
 
 
-@given(st.lists(st.sampled_from(range(len(BODIES))), max_size=30), st.integers(0, 4000))
+@given(st.lists(st.sampled_from(range(len(STORED))), max_size=30), st.integers(0, 4000))
 def test_cached_reply_equals_the_uncached_one(picks: list[int], budget: int) -> None:
-    bodies = [BODIES[i] for i in picks]
-    plain = _reply(dump_messages(decode_message(b) for b in bodies))
+    ids = [STORED[i][0] for i in picks]
+    bodies = [STORED[i][1] for i in picks]
+    plain = _reply(dump_messages(MESSAGES[i % len(MESSAGES)] for i in picks))
+    assert plain == _reply(
+        dump_messages(decode_stored(b, i) for i, b in zip(ids, bodies, strict=True))
+    )
     cache = JsonFragments(budget)
-    assert _reply(list(cache.of(bodies))) == plain
-    assert _reply(list(cache.of(bodies))) == plain  # from the cache (what still fits)
+    assert _reply(list(cache.of(ids, bodies))) == plain
+    assert _reply(list(cache.of(ids, bodies))) == plain  # from the cache (what still fits)
     assert cache._bytes <= budget
+
+
+def test_the_same_body_under_two_ids_gives_two_messages() -> None:
+    """Bodies are stored without their id: two equal messages share a body's bytes."""
+    cache = JsonFragments(10_000)
+    body = encode_stored(MESSAGES[0])
+    one, two = cache.of(["a", "b"], [body, body])
+    assert msgspec.json.decode(one)["id"] == "a"
+    assert msgspec.json.decode(two)["id"] == "b"
 
 
 def test_repeated_reads_hit_and_the_budget_holds() -> None:
     cache = JsonFragments(10_000)
-    cache.of(BODIES[:5])
+    ids, bodies = [i for i, _ in STORED], [b for _, b in STORED]
+    cache.of(ids[:5], bodies[:5])
     assert (cache.hits, cache.misses) == (0, 5)
-    cache.of(BODIES[:5])
+    cache.of(ids[:5], bodies[:5])
     assert (cache.hits, cache.misses) == (5, 5)
     for _ in range(3):
-        cache.of(BODIES)
+        cache.of(ids, bodies)
         assert cache._bytes <= 10_000

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 
 from core import InvalidMessage, dump_messages, to_messages
 from core.codec import (
     decode_message,
     decode_messages,
+    decode_stored,
     encode_message,
     encode_messages,
+    encode_stored,
     from_json,
     to_json,
 )
@@ -85,3 +88,18 @@ def test_stored_messages_carry_no_field_names() -> None:
     [message] = to_messages([{"role": "user", "content": "hello", "id": "abc"}])
     assert b"content" not in encode_message(message)
     assert len(encode_message(message)) < 40
+
+
+@pytest.mark.parametrize("sample", SAMPLES)
+def test_state_bodies_are_stored_without_their_id_and_read_back_whole(sample: Any) -> None:
+    [message] = to_messages([sample])
+    ident = "b7a1d2c0-6f1e-4c2a-9d3b-0c5e8a7f6e21"
+    message = msgspec.structs.replace(message, id=ident)
+    body = encode_stored(message)
+    assert ident.encode() not in body
+    assert len(body) < len(encode_message(message))
+    assert decode_stored(body, ident) == message
+    # a body stored with its id (as before) reads the same
+    assert decode_stored(encode_message(message), ident) == message
+    # the id is the field's, whatever the body says
+    assert decode_stored(body, "other").id == "other"

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core import dump_messages
-from core.codec import decode_messages, encode_message
+from core.codec import decode_messages, encode_stored
 from core.fold import ThreadFold
 from tests.workers.harness import (
     Sent,
@@ -96,7 +96,7 @@ def test_a_stale_worker_committing_late_is_refused_and_changes_nothing(redis_url
         applied=1,
         retention_ms=0,
         wake_ms=settings.wake_ttl_ms,
-        encode=encode_message,
+        encode=encode_stored,
     )
     assert not done.ok
     assert (

@@ -86,6 +86,11 @@ def test_a_thread_longer_than_luas_unpack_limit_reads_whole(redis_url: str) -> N
     Drainer(store, settings).drain_many(["_/long"])
     page = store.read_state("_/long")
     assert page is not None and page.total == 10_000
+    # bodies are stored under their ids, without them; reads give the ids back
+    first = str(page.messages[0].id)
+    stored = store.client.hget(settings.keyspace.thread("_/long").msgs, first)
+    assert isinstance(stored, bytes) and first.encode() not in stored
+    assert len({m.id for m in page.messages}) == 10_000
     assert [m.content for m in page.messages] == [
         f"{p}.{i}" for p in range(10) for i in range(1000)
     ]
