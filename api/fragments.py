@@ -24,40 +24,48 @@ _ENCODER: Final = msgspec.json.Encoder()
 _OVERHEAD: Final = 150
 
 
-Stored = tuple[str, bytes]  # (id, body as stored)
-
-
 class JsonFragments:
-    """A stored message -> its LangChain JSON, as a :class:`msgspec.Raw` for a reply."""
+    """A stored message -> its LangChain JSON, as a :class:`msgspec.Raw` for a reply.
+
+    Looked up by the message's id (as Redis sent it), then checked against the body:
+    hashing the short id is cheaper than hashing the body, and a changed body under
+    the same id is simply a miss that replaces the entry.
+    """
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
-        self._cache: dict[Stored, msgspec.Raw] = {}
+        self._cache: dict[bytes, tuple[bytes, msgspec.Raw]] = {}
         self._bytes = 0
         self.hits = 0
         self.misses = 0
 
-    def of(self, ids: Sequence[str], bodies: Sequence[bytes]) -> list[msgspec.Raw]:
+    def of(self, ids: Sequence[bytes], bodies: Sequence[bytes]) -> list[msgspec.Raw]:
         cache = self._cache
-        keys = list(zip(ids, bodies, strict=True))
-        found = [cache.get(key) for key in keys]
-        missing = [i for i, frag in enumerate(found) if frag is None]
-        self.hits += len(keys) - len(missing)
+        found: list[msgspec.Raw | None] = []
+        missing: list[int] = []
+        for i, (ident, body) in enumerate(zip(ids, bodies, strict=True)):
+            entry = cache.get(ident)
+            if entry is not None and entry[0] == body:
+                found.append(entry[1])
+            else:
+                found.append(None)
+                missing.append(i)
+        self.hits += len(found) - len(missing)
         self.misses += len(missing)
         if missing:
-            dumped = dump_messages(decode_stored(keys[i][1], keys[i][0]) for i in missing)
-            for i, plain in zip(missing, dumped, strict=True):
+            decoded = (decode_stored(bodies[i], ids[i].decode()) for i in missing)
+            for i, plain in zip(missing, dump_messages(decoded), strict=True):
                 frag = msgspec.Raw(_ENCODER.encode(plain))
                 found[i] = frag
-                self._keep(keys[i], frag)
+                self._keep(ids[i], bodies[i], frag)
         return found  # type: ignore[return-value]  # every None was filled above
 
-    def _keep(self, key: Stored, frag: msgspec.Raw) -> None:
-        size = len(key[0]) + len(key[1]) + len(frag) + _OVERHEAD
+    def _keep(self, ident: bytes, body: bytes, frag: msgspec.Raw) -> None:
+        size = len(ident) + len(body) + len(frag) + _OVERHEAD
         if size > self.max_bytes:
             return
         if self._bytes + size > self.max_bytes:
             self._cache.clear()
             self._bytes = 0
-        self._cache[key] = frag
+        self._cache[ident] = (body, frag)
         self._bytes += size

@@ -265,7 +265,9 @@ def parse_read_state(raw: list[Any]) -> StatePage | None:
     found = parse_read_state_bodies(raw)
     if found is None:
         return None
-    messages = [decode_stored(b, i) for i, b in zip(found.ids, found.bodies, strict=True)]
+    messages = [
+        decode_stored(b, i.decode()) for i, b in zip(found.ids, found.bodies, strict=True)
+    ]
     return StatePage(found.version, found.total, found.has_more, found.anchor_found, messages)
 
 
@@ -277,14 +279,14 @@ class StateBodies:
     total: int
     has_more: bool
     anchor_found: bool
-    ids: list[str]
+    ids: list[bytes]  # as Redis sent them (UTF-8): decoded only where a message is built
     bodies: list[bytes]
 
 
 def parse_read_state_bodies(raw: list[Any]) -> StateBodies | None:
     if not raw:
         return None
-    ids = [text(i) for i in raw[4]] if len(raw) > 4 else []
+    ids = [as_bytes(i) for i in raw[4]] if len(raw) > 4 else []
     bodies = [as_bytes(body) for body in raw[5]] if len(raw) > 5 else []
     return StateBodies(
         text(raw[0]), int(raw[1]), bool(int(raw[2])), bool(int(raw[3])), ids, bodies

@@ -39,8 +39,8 @@ MESSAGES = [  # a stored message always has an id (ingestion stamps the missing 
     if m.id
 ]
 # As stored (without the id), and as an older version stored them (with it).
-STORED = [(str(m.id), encode_stored(m)) for m in MESSAGES]
-STORED += [(str(m.id), encode_message(m)) for m in MESSAGES[:10]]
+STORED = [(str(m.id).encode(), encode_stored(m)) for m in MESSAGES]
+STORED += [(str(m.id).encode(), encode_message(m)) for m in MESSAGES[:10]]
 
 
 def _reply(messages: list[Any]) -> bytes:
@@ -53,7 +53,7 @@ def test_cached_reply_equals_the_uncached_one(picks: list[int], budget: int) -> 
     bodies = [STORED[i][1] for i in picks]
     plain = _reply(dump_messages(MESSAGES[i % len(MESSAGES)] for i in picks))
     assert plain == _reply(
-        dump_messages(decode_stored(b, i) for i, b in zip(ids, bodies, strict=True))
+        dump_messages(decode_stored(b, i.decode()) for i, b in zip(ids, bodies, strict=True))
     )
     cache = JsonFragments(budget)
     assert _reply(list(cache.of(ids, bodies))) == plain
@@ -65,7 +65,7 @@ def test_the_same_body_under_two_ids_gives_two_messages() -> None:
     """Bodies are stored without their id: two equal messages share a body's bytes."""
     cache = JsonFragments(10_000)
     body = encode_stored(MESSAGES[0])
-    one, two = cache.of(["a", "b"], [body, body])
+    one, two = cache.of([b"a", b"b"], [body, body])
     assert msgspec.json.decode(one)["id"] == "a"
     assert msgspec.json.decode(two)["id"] == "b"
 
@@ -73,10 +73,17 @@ def test_the_same_body_under_two_ids_gives_two_messages() -> None:
 def test_repeated_reads_hit_and_the_budget_holds() -> None:
     cache = JsonFragments(10_000)
     ids, bodies = [i for i, _ in STORED], [b for _, b in STORED]
-    cache.of(ids[:5], bodies[:5])
+    distinct = dict(zip(ids, bodies, strict=True))  # the golden cases reuse ids
+    first = list(distinct)[:5]
+    cache.of(first, [distinct[i] for i in first])
     assert (cache.hits, cache.misses) == (0, 5)
-    cache.of(ids[:5], bodies[:5])
+    cache.of(first, [distinct[i] for i in first])
     assert (cache.hits, cache.misses) == (5, 5)
+    changed = [distinct[first[0]] + b"", *(distinct[i] for i in first[1:])]
+    other = encode_stored(MESSAGES[-1])
+    assert other != changed[0]
+    cache.of(first, [other, *changed[1:]])  # a new body under a known id: a miss
+    assert (cache.hits, cache.misses) == (9, 6)
     for _ in range(3):
         cache.of(ids, bodies)
         assert cache._bytes <= 10_000
