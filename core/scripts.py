@@ -136,112 +136,139 @@ return out
 READ_BATCH: Final = (
     _LUA_HELPERS
     + r"""
--- KEYS: meta log order      ARGV: max_entries
--- -> {cursor, next_position, quarantine_reason, attempts, n, complete,
+-- Reads the next batch of one or more threads (a drain round reads all of a task's
+-- threads with one call: the fixed cost of a script call is paid once per round).
+-- KEYS: 3 per thread: meta log order      ARGV: 1 per thread: max_entries
+-- -> per thread: {cursor, next_position, quarantine_reason, attempts, n, complete,
 --     entry1, payload1, ..., entryN, payloadN, id1, position1, ...}
 -- The positions of the ids the entries mention come with them (one round trip for the
 -- worker instead of two); complete = 0 when an entry does not list its ids.
-local cursor = cursor_of(KEYS[1])
-local meta = redis.call('HMGET', KEYS[1], 'n', 'q', 'a')
-local out = {cursor, meta[1] or '0', meta[2] or '', tonumber(meta[3] or '0'), 0, 0}
-if meta[2] then return out end
-local entries = redis.call('XRANGE', KEYS[2], '(' .. cursor, '+', 'COUNT', tonumber(ARGV[1]))
-if #entries == 0 then return out end
-out[4] = redis.call('HINCRBY', KEYS[1], 'a', 1)
-out[5] = #entries
-local ids, seen, complete = {}, {}, 1
-for _, entry in ipairs(entries) do
-  local payload, mentioned = false, false
-  for j = 1, #entry[2], 2 do
-    local name = entry[2][j]
-    if name == 'd' then
-      payload = entry[2][j + 1]
-    elseif name == 'i' then
-      mentioned = entry[2][j + 1]
-    end
-  end
-  out[#out + 1] = entry[1]
-  out[#out + 1] = payload or ''
-  local ok, list = false, nil
-  if mentioned then ok, list = pcall(cmsgpack.unpack, mentioned) end
-  if ok and type(list) == 'table' then
-    for _, id in ipairs(list) do
-      if type(id) == 'string' and not seen[id] then
-        seen[id] = true
-        ids[#ids + 1] = id
+local function read(meta_key, log, order, max_entries)
+  local cursor = cursor_of(meta_key)
+  local meta = redis.call('HMGET', meta_key, 'n', 'q', 'a')
+  local out = {cursor, meta[1] or '0', meta[2] or '', tonumber(meta[3] or '0'), 0, 0}
+  if meta[2] then return out end
+  local entries = redis.call('XRANGE', log, '(' .. cursor, '+', 'COUNT', max_entries)
+  if #entries == 0 then return out end
+  out[4] = redis.call('HINCRBY', meta_key, 'a', 1)
+  out[5] = #entries
+  local ids, seen, complete = {}, {}, 1
+  for _, entry in ipairs(entries) do
+    local payload, mentioned = false, false
+    for j = 1, #entry[2], 2 do
+      local name = entry[2][j]
+      if name == 'd' then
+        payload = entry[2][j + 1]
+      elseif name == 'i' then
+        mentioned = entry[2][j + 1]
       end
     end
-  else
-    complete = 0
+    out[#out + 1] = entry[1]
+    out[#out + 1] = payload or ''
+    local ok, list = false, nil
+    if mentioned then ok, list = pcall(cmsgpack.unpack, mentioned) end
+    if ok and type(list) == 'table' then
+      for _, id in ipairs(list) do
+        if type(id) == 'string' and not seen[id] then
+          seen[id] = true
+          ids[#ids + 1] = id
+        end
+      end
+    else
+      complete = 0
+    end
   end
-end
-out[6] = complete
-if complete == 1 then
-  for i = 1, #ids, 4000 do
-    local last = math.min(i + 3999, #ids)
-    local scores = redis.call('ZMSCORE', KEYS[3], unpack(ids, i, last))
-    for j, score in ipairs(scores) do
-      if score then
-        out[#out + 1] = ids[i + j - 1]
-        out[#out + 1] = score
+  out[6] = complete
+  if complete == 1 then
+    for i = 1, #ids, 4000 do
+      local last = math.min(i + 3999, #ids)
+      local scores = redis.call('ZMSCORE', order, unpack(ids, i, last))
+      for j, score in ipairs(scores) do
+        if score then
+          out[#out + 1] = ids[i + j - 1]
+          out[#out + 1] = score
+        end
       end
     end
   end
+  return out
 end
-return out
+
+local all = {}
+for t = 0, #ARGV - 1 do
+  all[t + 1] = read(KEYS[3 * t + 1], KEYS[3 * t + 2], KEYS[3 * t + 3], tonumber(ARGV[t + 1]))
+end
+return all
 """
 )
 
 COMMIT: Final = (
     _LUA_HELPERS
     + r"""
--- KEYS: meta msgs order log sched dirty
--- ARGV: expected_cursor new_cursor next_position cleared n_removed n_upserts
+-- Compare-and-set commits of one or more threads (a drain round commits all of a
+-- task's threads with one call; each thread's commit stands or fails on its own).
+-- KEYS: 6 per thread: meta msgs order log sched dirty
+-- ARGV: per thread: count, then its count arguments:
+--       expected_cursor new_cursor next_position cleared n_removed n_upserts
 --       retention_ms sched_ms ref n_entries {removed_id}*n_removed {id position payload}*n_upserts
--- -> {0} when the cursor moved (a stale or concurrent worker: re-read), else {1, more, now_ms}
-if cursor_of(KEYS[1]) ~= ARGV[1] then return {0} end
-local new_cursor, n_removed, n_upserts = ARGV[2], tonumber(ARGV[5]), tonumber(ARGV[6])
-if ARGV[4] == '1' then redis.call('DEL', KEYS[2], KEYS[3]) end
-local base = 11
-if n_removed > 0 then
-  local removed = {unpack(ARGV, base, base + n_removed - 1)}
-  chunked('HDEL', KEYS[2], removed, 1)
-  chunked('ZREM', KEYS[3], removed, 1)
-end
-base = base + n_removed
-if n_upserts > 0 then
-  local fields, scores = {}, {}
-  for i = 0, n_upserts - 1 do
-    local id, pos, payload = ARGV[base + 3 * i], ARGV[base + 3 * i + 1], ARGV[base + 3 * i + 2]
-    fields[#fields + 1] = id
-    fields[#fields + 1] = payload
-    scores[#scores + 1] = pos
-    scores[#scores + 1] = id
+-- -> per thread: {0} when the cursor moved (a stale or concurrent worker: re-read),
+--    else {1, more, now_ms}
+local now = false
+
+local function commit(k, a)   -- KEYS[k + i] and ARGV[a + i] are the thread's i-th
+  local meta, msgs, order, log, sched, dirty =
+    KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6]
+  if cursor_of(meta) ~= ARGV[a + 1] then return {0} end
+  local new_cursor, n_removed, n_upserts = ARGV[a + 2], tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
+  if ARGV[a + 4] == '1' then redis.call('DEL', msgs, order) end
+  local base = a + 11
+  if n_removed > 0 then
+    local removed = {unpack(ARGV, base, base + n_removed - 1)}
+    chunked('HDEL', msgs, removed, 1)
+    chunked('ZREM', order, removed, 1)
   end
-  chunked('HSET', KEYS[2], fields, 2)
-  chunked('ZADD', KEYS[3], scores, 2)
+  base = base + n_removed
+  if n_upserts > 0 then
+    local fields, scores = {}, {}
+    for i = 0, n_upserts - 1 do
+      local id, pos, payload = ARGV[base + 3 * i], ARGV[base + 3 * i + 1], ARGV[base + 3 * i + 2]
+      fields[#fields + 1] = id
+      fields[#fields + 1] = payload
+      scores[#scores + 1] = pos
+      scores[#scores + 1] = id
+    end
+    chunked('HSET', msgs, fields, 2)
+    chunked('ZADD', order, scores, 2)
+  end
+  now = now or now_ms()
+  redis.call('HSET', meta, 'c', new_cursor, 'n', ARGV[a + 3], 't', now, 'a', 0)
+  redis.call('HINCRBY', meta, 'k', ARGV[a + 10])
+  local threshold = after(new_cursor)
+  local retention = tonumber(ARGV[a + 7])
+  if retention > 0 then
+    local keep_from = (now - retention) .. '-0'
+    if ms_of(keep_from) < ms_of(threshold) then threshold = keep_from end
+  end
+  local trimmed = redis.call('XTRIM', log, 'MINID', threshold)
+  if retention > 0 and trimmed > 0 then
+    -- Entries past the retention window are gone: replays from this log are no longer exact.
+    redis.call('HSET', meta, 'rb', threshold)
+  end
+  if has_backlog(log, new_cursor) then
+    redis.call('PEXPIRE', sched, ARGV[a + 8])
+    return {1, 1, now}
+  end
+  redis.call('DEL', sched)
+  redis.call('ZREM', dirty, ARGV[a + 9])
+  return {1, 0, now}
 end
-local now = now_ms()
-redis.call('HSET', KEYS[1], 'c', new_cursor, 'n', ARGV[3], 't', now, 'a', 0)
-redis.call('HINCRBY', KEYS[1], 'k', ARGV[10])
-local threshold = after(new_cursor)
-local retention = tonumber(ARGV[7])
-if retention > 0 then
-  local keep_from = (now - retention) .. '-0'
-  if ms_of(keep_from) < ms_of(threshold) then threshold = keep_from end
+
+local all, a = {}, 0
+for t = 0, #KEYS / 6 - 1 do
+  all[t + 1] = commit(6 * t, a + 1)
+  a = a + 1 + tonumber(ARGV[a + 1])
 end
-local trimmed = redis.call('XTRIM', KEYS[4], 'MINID', threshold)
-if retention > 0 and trimmed > 0 then
-  -- Entries past the retention window are gone: replays from this log are no longer exact.
-  redis.call('HSET', KEYS[1], 'rb', threshold)
-end
-if has_backlog(KEYS[4], new_cursor) then
-  redis.call('PEXPIRE', KEYS[5], ARGV[8])
-  return {1, 1, now}
-end
-redis.call('DEL', KEYS[5])
-redis.call('ZREM', KEYS[6], ARGV[9])
-return {1, 0, now}
+return all
 """
 )
 

@@ -151,6 +151,8 @@ class Batch:
 
 
 def read_batch_call(ks: Keyspace, ref: str, max_entries: int) -> Call:
+    """One thread's read; calls of many threads merge into one (``run_merged``), and a
+    call's answer is a list of one section per thread (``parse_read_batch`` takes one)."""
     meta, log, _, order = _drain_keys(ks, ref)[:4]
     return Call(READ_BATCH, [meta, log, order], [max_entries])
 
@@ -201,7 +203,9 @@ def commit_call(
     args += sorted(effect.removed)
     for key, (position, message) in effect.upserts.items():
         args += [key, position, encode(message)]
-    return Call(COMMIT, keys, args)
+    # Counted, so that calls of many threads merge into one (``run_merged``); a call's
+    # answer is a list of one section per thread (``parse_commit`` takes one).
+    return Call(COMMIT, keys, [len(args), *args])
 
 
 @dataclass(frozen=True, slots=True)

@@ -112,6 +112,37 @@ def run_many(client: SyncClient, calls: Sequence[Call]) -> list[Any]:
     return _pipelined(client, client, calls, range(len(calls)))
 
 
+#: Most calls merged into one script call (a few hundred microseconds of server time).
+MAX_MERGED = 200
+
+
+def run_merged(client: SyncClient, calls: Sequence[Call]) -> list[Any]:
+    """Run calls of scripts that take any number of threads (keys and arguments per
+    thread, one answer per thread): the calls of one script become one call, per slot
+    on a cluster (a script's keys must share one), so the fixed cost of a script call
+    is paid once per round instead of once per thread. One answer per given call."""
+    cluster = isinstance(client, RedisCluster)
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, call in enumerate(calls):
+        first = call.keys[0]
+        tag = first[: first.find("}") + 1] if cluster else ""
+        groups.setdefault((call.script.name, tag), []).append(i)
+    merged: list[Call] = []
+    owners: list[list[int]] = []
+    for idx in groups.values():
+        for start in range(0, len(idx), MAX_MERGED):
+            part = idx[start : start + MAX_MERGED]
+            keys = [key for i in part for key in calls[i].keys]
+            args = [arg for i in part for arg in calls[i].args]
+            merged.append(Call(calls[part[0]].script, keys, args))
+            owners.append(part)
+    answers: list[Any] = [None] * len(calls)
+    for part, raw in zip(owners, run_many(client, merged), strict=True):
+        for i, section in zip(part, raw, strict=True):
+            answers[i] = section
+    return answers
+
+
 def _packed(calls: Sequence[Call], idx: Sequence[int]) -> bytes:
     """The EVALSHA commands of ``calls[idx]``, serialized as one write."""
     pack: Any = hiredis.pack_command

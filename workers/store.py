@@ -10,7 +10,7 @@ from core.fold import Effect
 from core.keys import Keyspace
 from core.messages import BaseMessage
 from workers import ops
-from workers.redis_io import Call, SyncClient, run, run_many
+from workers.redis_io import Call, SyncClient, run, run_many, run_merged
 
 
 class Store:
@@ -23,14 +23,13 @@ class Store:
     # -- draining --------------------------------------------------------------------------
 
     def read_batch(self, ref: str, max_entries: int) -> ops.Batch:
-        return ops.parse_read_batch(
-            run(self.client, ops.read_batch_call(self.keyspace, ref, max_entries))
-        )
+        call = ops.read_batch_call(self.keyspace, ref, max_entries)
+        return ops.parse_read_batch(run(self.client, call)[0])
 
     def read_batches(self, refs: Sequence[str], max_entries: int) -> list[ops.Batch]:
         """``read_batch`` for several threads in one pipelined round trip."""
         calls = [ops.read_batch_call(self.keyspace, ref, max_entries) for ref in refs]
-        return [ops.parse_read_batch(raw) for raw in run_many(self.client, calls)]
+        return [ops.parse_read_batch(raw) for raw in run_merged(self.client, calls)]
 
     def positions_many(self, items: Sequence[tuple[str, Sequence[str]]]) -> list[dict[str, int]]:
         """``positions`` for several threads in one pipelined round trip."""
@@ -50,7 +49,7 @@ class Store:
 
     def commit_many(self, calls: Sequence[Call]) -> list[ops.Committed]:
         """Several threads' compare-and-set commits in one pipelined round trip."""
-        return [ops.parse_commit(raw) for raw in run_many(self.client, calls)]
+        return [ops.parse_commit(raw) for raw in run_merged(self.client, calls)]
 
     def bodies(self, ref: str, ids: Sequence[str]) -> dict[str, BaseMessage]:
         """The stored messages of those ``ids`` that the thread holds."""
@@ -89,7 +88,7 @@ class Store:
             wake_ms=wake_ms,
             encode=encode,
         )
-        return ops.parse_commit(run(self.client, call))
+        return ops.parse_commit(run(self.client, call)[0])
 
     def fail(self, ref: str, limit: int, reason: str, entry: str, backoff_ms: int) -> bool:
         """Count a failed drain; True when the thread is now quarantined."""

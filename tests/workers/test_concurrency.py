@@ -7,9 +7,12 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 from core import dump_messages
 from core.codec import decode_messages, encode_stored
 from core.fold import ThreadFold
+from tests.infra.redis_cluster import RedisCluster
 from tests.workers.harness import (
     Sent,
     make_settings,
@@ -21,7 +24,9 @@ from tests.workers.harness import (
 from tests.workers.produce import random_messages
 from workers.app import CeleryWaker, make_celery
 from workers.drain import Drainer
+from workers.ops import Batch, commit_call
 from workers.producer import Producer
+from workers.redis_io import Call
 from workers.settings import Settings
 from workers.store import Store
 
@@ -135,3 +140,50 @@ def test_duplicate_wake_ups_sent_to_four_workers_leave_the_state_exact(
         for worker in workers:
             worker.kill()
         app.close()
+
+
+def _commit_of(settings: Settings, ref: str, batch: Batch) -> Call:
+    fold = ThreadFold(batch.positions or {}, batch.next_position)
+    for _, payload in batch.entries:
+        fold.apply(decode_messages(payload))
+    return commit_call(
+        settings.keyspace,
+        ref,
+        batch=batch,
+        new_cursor=batch.entries[-1][0],
+        next_position=fold.next_position,
+        effect=fold.take_effect(),
+        applied=len(batch.entries),
+        retention_ms=0,
+        wake_ms=settings.wake_ttl_ms,
+        encode=encode_stored,
+    )
+
+
+@pytest.mark.parametrize("where", ["standalone", "cluster"])
+def test_merged_commits_stand_or_fail_each_on_their_own(
+    where: str, redis_url: str, redis_cluster: RedisCluster
+) -> None:
+    """A drain round sends all its threads' commits as one script call (per slot on a
+    cluster): a refused one (its cursor moved) leaves the others applied."""
+    url = redis_url if where == "standalone" else redis_cluster.url
+    settings = make_settings(url, cluster=where == "cluster", key_prefix=f"mc{where[0]}")
+    store = store_for(settings)
+    producer = Producer(store.client, settings, NoWake())
+    refs = [f"_/m{i}" for i in range(30)]
+    for i, ref in enumerate(refs):
+        producer.enqueue(ref[2:], [{"role": "user", "content": f"x{i}", "id": "1"}])
+    batches = store.read_batches(refs, 100)
+    stale = refs[::3]  # these move on meanwhile: their commits below must be refused
+    for ref in stale:
+        producer.enqueue(ref[2:], [{"role": "user", "content": "later", "id": "2"}])
+        Drainer(store, settings).drain(ref)
+    done = store.commit_many(
+        [_commit_of(settings, r, b) for r, b in zip(refs, batches, strict=True)]
+    )
+    for ref, answer in zip(refs, done, strict=True):
+        assert answer.ok == (ref not in stale), ref
+        contents = [m["content"] for m in state_dump(store, ref)]
+        assert contents == (
+            [f"x{refs.index(ref)}", "later"] if ref in stale else [f"x{refs.index(ref)}"]
+        )
