@@ -93,9 +93,10 @@ class Drainer:
         """Drain threads together, batch by batch, until none has a backlog or the time
         budget is spent (those left are ``handed_off``: the caller sends a new wake-up).
 
-        Each round is three pipelined round trips for all the threads (read, positions,
-        commit) instead of three per thread: a wake-up for many quiet threads, the
-        common case under spread load, costs about what one thread costs.
+        Each round is two round trips for all the threads, each one script call for
+        all of them (read with the positions the batches need, then commit; a third,
+        for positions, only when an entry does not list its ids): a wake-up for many
+        quiet threads, the common case under spread load, costs little more than one.
         """
         if deadline is None:
             deadline = self.clock() + self.settings.drain_seconds

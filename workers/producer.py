@@ -1,7 +1,8 @@
 """The producer client: validate, stamp ids, append to the thread's log, wake a worker.
 
-Usable from any Python backend, with or without the HTTP API. One script per thread
-appends the deltas, drops a retried ``delta_id`` (answering its original version) and
+Usable from any Python backend, with or without the HTTP API. One script call appends
+the deltas of many threads (all of a bulk's on one server, a bucket's on a cluster):
+for each thread it drops a retried ``delta_id`` (answering its original version) and
 sets the wake-up flag only if absent; only the caller that set the flag sends the
 Celery task, so one task drains many deltas and batches grow with the backlog.
 
