@@ -6,7 +6,7 @@ import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import redis
 
@@ -105,8 +105,7 @@ class Service:
             found = await self._replayed(ref, page.at_version, mode, anchor, page.limit)
         else:
             found = await self.store.read_state(ref, mode, anchor, page.limit)
-        _check_found(found, thread_id, page, anchor)
-        assert found is not None
+        found = _check_found(found, thread_id, page, anchor)
         messages = (
             to_openai(found.messages) if page.format == "openai" else dump_messages(found.messages)
         )
@@ -118,10 +117,13 @@ class Service:
         self, ref: str, thread_id: str, page: Page, mode: str, anchor: str
     ) -> StateOut:
         """The common read (live state, LangChain form) with the bodies' JSON memoized."""
-        assert self.fragments is not None
-        found = await self.store.read_state_bodies(ref, mode, anchor, page.limit)
-        _check_found(found, thread_id, page, anchor)
-        assert found is not None
+        assert self.fragments is not None  # the caller checked
+        found = _check_found(
+            await self.store.read_state_bodies(ref, mode, anchor, page.limit),
+            thread_id,
+            page,
+            anchor,
+        )
         messages = self.fragments.of(found.ids, found.bodies)
         return StateOut(
             thread_id, found.version, found.total, found.has_more, page.format, messages
@@ -182,14 +184,17 @@ class Service:
             raise NotFound(f"thread {thread_id!r} has never been written", field="thread_id")
 
 
-def _check_found(
-    found: StatePage | StateBodies | None, thread_id: str, page: Page, anchor: str
-) -> None:
+Found = TypeVar("Found", StatePage, StateBodies)
+
+
+def _check_found(found: Found | None, thread_id: str, page: Page, anchor: str) -> Found:
+    """``found``, or the 404 / 400 a read that found nothing (or not its anchor) answers."""
     if found is None:
         raise NotFound(f"thread {thread_id!r} has never been written", field="thread_id")
     if anchor and not found.anchor_found:
         field = "after" if page.after else "before"
         raise Invalid(f"{field}: no message with id {anchor!r} in this thread", field=field)
+    return found
 
 
 def parse_page(query: dict[str, str], settings: ApiSettings) -> Page:
