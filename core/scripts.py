@@ -47,23 +47,22 @@ end
 INGEST: Final = (
     _LUA_HELPERS
     + r"""
--- Appends for one or more threads (a bulk's threads share one call: the fixed cost of
--- a script call is paid once per call instead of once per thread).
+-- One call appends for one or more threads (the producer groups a bulk's threads by
+-- bucket, or all of them on a standalone server): the fixed cost of a script call is
+-- paid once per group instead of once per thread.
 -- KEYS: 7 per thread: log meta sched dirty threads dd dd_expiry
--- ARGV: per thread: ref dedupe_ms sched_ms n {delta_id payload ids}*n
+-- ARGV: dedupe_ms sched_ms n_threads, then per thread: ref n {delta_id payload ids}*n
 --       (delta_id '' = no dedupe; ids: msgpack array of the ids the delta mentions)
--- -> per thread: {woke(0|1), then version, new(0|1) per delta}
+-- -> per thread, in order: woke(0|1), then {version, new(0|1)} per delta
 -- Every redis.call costs about a microsecond on top of its command: the common path
 -- (no delta_id, flag already set) makes four per thread plus one per delta.
+local dedupe_ms, sched_ms, threads = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local now = false
+local out = {}
 
-local function ingest(k, a)   -- KEYS[k + i] and ARGV[a + i] are the thread's i-th
+local function ingest(k, ref, n, a)
   local log, meta, sched, dirty, all, dd, ddx =
     KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6], KEYS[k + 7]
-  local ref, dedupe_ms = ARGV[a + 1], tonumber(ARGV[a + 2])
-  local sched_ms, n = ARGV[a + 3], tonumber(ARGV[a + 4])
-  a = a + 5   -- the first delta's delta_id
-  local out = {0}
   local deduping = false
   for i = 0, n - 1 do
     if ARGV[a + 3 * i] ~= '' then deduping = true end
@@ -78,6 +77,8 @@ local function ingest(k, a)   -- KEYS[k + i] and ARGV[a + i] are the thread's i-
       chunked('ZREM', ddx, expired, 1)
     end
   end
+  local woke = #out + 1
+  out[woke] = 0
   local first, added, recorded = false, false, false
   for i = 0, n - 1 do
     local delta_id, payload, ids = ARGV[a + 3 * i], ARGV[a + 1 + 3 * i], ARGV[a + 2 + 3 * i]
@@ -104,7 +105,7 @@ local function ingest(k, a)   -- KEYS[k + i] and ARGV[a + i] are the thread's i-
       added = v
     end
   end
-  if not added then return out end
+  if not added then return end
   -- 'e' is new only on a thread's first append (or its first after a delete).
   if redis.call('HSET', meta, 'e', added) == 1 then redis.call('SADD', all, ref) end
   if recorded and dedupe_ms > 0 then
@@ -118,17 +119,17 @@ local function ingest(k, a)   -- KEYS[k + i] and ARGV[a + i] are the thread's i-
   local quarantined = redis.call('HGET', meta, 'q')
   if not quarantined and redis.call('SET', sched, '1', 'NX', 'PX', sched_ms) then
     redis.call('ZADD', dirty, 'NX', ms_of(first), ref)
-    out[1] = 1
+    out[woke] = 1
   end
-  return out
 end
 
-local all, a = {}, 0
-for t = 0, #KEYS / 7 - 1 do
-  all[t + 1] = ingest(7 * t, a)
-  a = a + 4 + 3 * tonumber(ARGV[a + 4])
+local a = 4
+for t = 0, threads - 1 do
+  local ref, n = ARGV[a], tonumber(ARGV[a + 1])
+  ingest(7 * t, ref, n, a + 2)
+  a = a + 2 + 3 * n
 end
-return all
+return out
 """
 )
 

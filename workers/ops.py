@@ -67,20 +67,44 @@ class IngestAnswer:
     woke: bool
 
 
-def ingest_call(
-    ks: Keyspace,
-    ref: str,
-    deltas: Sequence[tuple[str, bytes, bytes]],
-    dedupe_ms: int,
-    wake_ms: int,
-) -> Call:
-    """Append ``(delta_id or '', payload, encoded ids or '')`` deltas to one thread, in
-    order. Calls of many threads merge into one (``run_merged``); a call's answer is a
-    list of one section per thread (``parse_ingest`` takes one)."""
-    args: list[str | bytes | int] = [ref, dedupe_ms, wake_ms, len(deltas)]
-    for delta_id, payload, mentioned in deltas:
-        args += [delta_id, payload, mentioned]
-    return Call(INGEST, _ingest_keys(ks, ref), args)
+IngestGroup = tuple[str, Sequence[tuple[str, bytes, bytes]]]
+
+
+def ingest_call(ks: Keyspace, groups: Sequence[IngestGroup], dedupe_ms: int, wake_ms: int) -> Call:
+    """Append deltas to one or more threads, each thread's in order: ``groups`` holds
+    ``(ref, [(delta_id or '', payload, encoded ids or ''), ...])``. On a cluster every
+    thread of one call must be in one bucket (:func:`ingest_groups`)."""
+    keys: list[str] = []
+    args: list[str | bytes | int] = [dedupe_ms, wake_ms, len(groups)]
+    for ref, deltas in groups:
+        keys += _ingest_keys(ks, ref)
+        args += [ref, len(deltas)]
+        for delta_id, payload, mentioned in deltas:
+            args += [delta_id, payload, mentioned]
+    return Call(INGEST, keys, args)
+
+
+def ingest_groups(ks: Keyspace, refs: Sequence[str], cluster: bool) -> list[list[str]]:
+    """Which threads share an ingest call: all of them on one server (keys may span
+    slots there), the threads of each bucket on a cluster (a script's keys must share
+    a slot). Calls are capped so one script never holds the server for long."""
+    if not cluster:
+        return [
+            list(refs[i : i + MAX_THREADS_PER_INGEST])
+            for i in range(0, len(refs), MAX_THREADS_PER_INGEST)
+        ]
+    by_bucket: dict[int, list[str]] = {}
+    for ref in refs:
+        by_bucket.setdefault(ks.bucket_of(ref), []).append(ref)
+    return [
+        group[i : i + MAX_THREADS_PER_INGEST]
+        for group in by_bucket.values()
+        for i in range(0, len(group), MAX_THREADS_PER_INGEST)
+    ]
+
+
+#: Most threads in one ingest call (a few hundred microseconds of server time).
+MAX_THREADS_PER_INGEST: Final = 200
 
 
 # Key names per thread, memoized: building seven f-strings per call was a visible share of
@@ -98,9 +122,15 @@ def _drain_keys(ks: Keyspace, ref: str) -> tuple[str, ...]:
     return (k.meta, k.log, k.msgs, k.order, k.sched, k.dirty)
 
 
-def parse_ingest(raw: list[Any]) -> IngestAnswer:
-    pairs = [Appended(text(raw[i]), bool(int(raw[i + 1]))) for i in range(1, len(raw), 2)]
-    return IngestAnswer(pairs, bool(int(raw[0])))
+def parse_ingest(raw: list[Any], counts: Sequence[int]) -> list[IngestAnswer]:
+    """One answer per thread of the call; ``counts`` are their numbers of deltas."""
+    answers, at = [], 0
+    for n in counts:
+        end = at + 1 + 2 * n
+        pairs = [Appended(text(raw[i]), bool(int(raw[i + 1]))) for i in range(at + 1, end, 2)]
+        answers.append(IngestAnswer(pairs, bool(int(raw[at]))))
+        at = end
+    return answers
 
 
 # -- draining ----------------------------------------------------------------------------------

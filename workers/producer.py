@@ -23,7 +23,7 @@ from core.errors import InvalidMessage
 from core.ids import IdSource, derived_ids, ensure_ids, uuid4_str
 from core.keys import DEFAULT_TENANT, InvalidName, make_ref
 from workers import ops
-from workers.redis_io import AsyncClient, Call, SyncClient, arun_merged, run_merged
+from workers.redis_io import AsyncClient, Call, SyncClient, arun_many, run_many
 from workers.settings import Settings
 from workers.wakeup import AsyncWaker, Waker
 
@@ -109,38 +109,50 @@ def _group(prepared: Sequence[_Prepared]) -> dict[str, list[int]]:
 
 def _calls(
     settings: Settings, prepared: Sequence[_Prepared], groups: dict[str, list[int]]
-) -> list[Call]:
-    """One ingest call per thread; the runner merges them (``run_merged``)."""
+) -> tuple[list[Call], list[list[str]]]:
+    """The ingest calls, and the threads each one carries."""
     ks = settings.keyspace
-    return [
+    shares = ops.ingest_groups(ks, list(groups), settings.cluster)
+    calls = [
         ops.ingest_call(
             ks,
-            ref,
-            [(prepared[i].delta_id, prepared[i].payload, prepared[i].mentioned) for i in idx],
+            [
+                (
+                    ref,
+                    [
+                        (prepared[i].delta_id, prepared[i].payload, prepared[i].mentioned)
+                        for i in groups[ref]
+                    ],
+                )
+                for ref in share
+            ],
             settings.dedupe_ms,
             settings.wake_ttl_ms,
         )
-        for ref, idx in groups.items()
+        for share in shares
     ]
+    return calls, shares
 
 
 def _outcomes(
     deltas: Sequence[Delta],
     prepared: Sequence[_Prepared],
     groups: dict[str, list[int]],
+    shares: Sequence[list[str]],
     answers: Sequence[Any],
 ) -> tuple[list[Enqueued], list[str]]:
     results: list[Enqueued | None] = [None] * len(deltas)
     woken: list[str] = []
-    for (ref, idx), raw in zip(groups.items(), answers, strict=True):
-        answer = ops.parse_ingest(raw)
-        if answer.woke:
-            woken.append(ref)
-        for i, appended in zip(idx, answer.appended, strict=True):
-            ids = prepared[i].ids
-            results[i] = Enqueued(
-                deltas[i].thread_id, appended.version, len(ids), not appended.new, ids
-            )
+    for share, raw in zip(shares, answers, strict=True):
+        parsed = ops.parse_ingest(raw, [len(groups[ref]) for ref in share])
+        for ref, answer in zip(share, parsed, strict=True):
+            if answer.woke:
+                woken.append(ref)
+            for i, appended in zip(groups[ref], answer.appended, strict=True):
+                ids = prepared[i].ids
+                results[i] = Enqueued(
+                    deltas[i].thread_id, appended.version, len(ids), not appended.new, ids
+                )
     return [r for r in results if r is not None], woken
 
 
@@ -179,8 +191,9 @@ class Producer:
         """Append many deltas for many threads in one round trip; all validated first."""
         prepared = _prepare_all(deltas, path, self.new_id)
         groups = _group(prepared)
-        answers = run_merged(self.client, _calls(self.settings, prepared, groups))
-        results, woken = _outcomes(deltas, prepared, groups, answers)
+        calls, shares = _calls(self.settings, prepared, groups)
+        answers = run_many(self.client, calls)
+        results, woken = _outcomes(deltas, prepared, groups, shares, answers)
         if woken:
             try:
                 self.waker.wake(woken)
@@ -256,8 +269,9 @@ class AsyncProducer:
         prepared = [p for w in batch for p in w.prepared]
         try:
             groups = _group(prepared)
-            answers = await arun_merged(self.client, _calls(self.settings, prepared, groups))
-            results, woken = _outcomes(deltas, prepared, groups, answers)
+            calls, shares = _calls(self.settings, prepared, groups)
+            answers = await arun_many(self.client, calls)
+            results, woken = _outcomes(deltas, prepared, groups, shares, answers)
         except BaseException as exc:
             for w in batch:
                 if not w.done.done():

@@ -116,12 +116,12 @@ def run_many(client: SyncClient, calls: Sequence[Call]) -> list[Any]:
 MAX_MERGED = 200
 
 
-def merge(calls: Sequence[Call], cluster: bool) -> tuple[list[Call], list[list[int]]]:
-    """Calls of scripts that take any number of threads (keys and arguments per thread,
-    one answer per thread) become one call per script, and per slot on a cluster (a
-    script's keys must share one), at most ``MAX_MERGED`` threads each, each thread's
-    order kept: the fixed cost of a script call is paid once per group instead of once
-    per thread. Returns the merged calls and, for each, the indices of the calls in it."""
+def run_merged(client: SyncClient, calls: Sequence[Call]) -> list[Any]:
+    """Run calls of scripts that take any number of threads (keys and arguments per
+    thread, one answer per thread): the calls of one script become one call, per slot
+    on a cluster (a script's keys must share one), so the fixed cost of a script call
+    is paid once per round instead of once per thread. One answer per given call."""
+    cluster = isinstance(client, RedisCluster)
     groups: dict[tuple[str, str], list[int]] = {}
     for i, call in enumerate(calls):
         first = call.keys[0]
@@ -136,27 +136,11 @@ def merge(calls: Sequence[Call], cluster: bool) -> tuple[list[Call], list[list[i
             args = [arg for i in part for arg in calls[i].args]
             merged.append(Call(calls[part[0]].script, keys, args))
             owners.append(part)
-    return merged, owners
-
-
-def _sections(count: int, owners: list[list[int]], answers: Sequence[Any]) -> list[Any]:
-    out: list[Any] = [None] * count
-    for part, raw in zip(owners, answers, strict=True):
+    answers: list[Any] = [None] * len(calls)
+    for part, raw in zip(owners, run_many(client, merged), strict=True):
         for i, section in zip(part, raw, strict=True):
-            out[i] = section
-    return out
-
-
-def run_merged(client: SyncClient, calls: Sequence[Call]) -> list[Any]:
-    """Run :func:`merge`'s calls in one round trip; one answer per given call."""
-    merged, owners = merge(calls, isinstance(client, RedisCluster))
-    return _sections(len(calls), owners, run_many(client, merged))
-
-
-async def arun_merged(client: AsyncClient, calls: Sequence[Call]) -> list[Any]:
-    """The asyncio twin of :func:`run_merged`."""
-    merged, owners = merge(calls, isinstance(client, AsyncRedisCluster))
-    return _sections(len(calls), owners, await arun_many(client, merged))
+            answers[i] = section
+    return answers
 
 
 def _packed(calls: Sequence[Call], idx: Sequence[int]) -> bytes:

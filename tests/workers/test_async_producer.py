@@ -97,13 +97,13 @@ def test_calls_in_one_event_loop_turn_share_one_round_trip(
     settings = make_settings(redis_url, key_prefix="apc")
     waker = NoWake()
     sent: list[int] = []
-    real = redis_io.arun_merged
+    real = redis_io.arun_many
 
     async def counting(client: AsyncClient, calls: Sequence[Call]) -> list[Any]:
         sent.append(len(calls))
         return await real(client, calls)
 
-    monkeypatch.setattr(producer_module, "arun_merged", counting)
+    monkeypatch.setattr(producer_module, "arun_many", counting)
     versions = asyncio.run(_concurrent(settings, waker))
     assert len(sent) == 2  # the 60 calls of one turn, then the three of the next
     assert len(set(versions)) == 60

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import math
 import random
-from collections import Counter
 from collections.abc import Sequence
 
 from hypothesis import given
@@ -12,40 +10,24 @@ from hypothesis import strategies as st
 
 from core.keys import Keyspace
 from tests.workers.harness import make_settings, store_for, version_key
-from workers import ops
-from workers.ops import COMMIT, INGEST
+from workers.ops import MAX_THREADS_PER_INGEST, ingest_groups
 from workers.producer import Delta, Producer
-from workers.redis_io import MAX_MERGED, Call, Script, merge
 
 KS = Keyspace(buckets=16)
 
 
-@given(
-    st.lists(st.tuples(st.integers(0, 5000), st.sampled_from([INGEST, COMMIT])), max_size=700),
-    st.booleans(),
-)
-def test_merged_calls_cover_every_call_once_in_order_and_respect_slots(
-    picks: list[tuple[int, Script]], cluster: bool
+@given(st.lists(st.integers(0, 5000), unique=True, max_size=700), st.booleans())
+def test_groups_cover_every_thread_once_in_order_and_respect_slots(
+    numbers: list[int], cluster: bool
 ) -> None:
-    """How a round's (or a bulk's) calls merge: per script, per slot on a cluster, each
-    call's keys and arguments kept together and in order, at most MAX_MERGED each."""
-    calls = [
-        Call(script, list(ops._ingest_keys(KS, f"_/t{n}")), [f"_/t{n}", i])
-        for i, (n, script) in enumerate(picks)
-    ]
-    merged, owners = merge(calls, cluster)
-    assert sorted(i for part in owners for i in part) == list(range(len(calls)))
-    for call, part in zip(merged, owners, strict=True):
-        assert 0 < len(part) <= MAX_MERGED
-        assert part == sorted(part)  # the given order within a merged call
-        assert {calls[i].script for i in part} == {call.script}
-        assert call.keys == [k for i in part for k in calls[i].keys]
-        assert call.args == [a for i in part for a in calls[i].args]
-        if cluster:
-            assert len({KS.bucket_of(str(calls[i].args[0])) for i in part}) == 1
-    if not cluster:  # one server: as few calls as the cap allows, per script
-        per_script = Counter(script.name for _, script in picks)
-        assert len(merged) == sum(math.ceil(n / MAX_MERGED) for n in per_script.values())
+    refs = [f"_/t{n}" for n in numbers]
+    groups = ingest_groups(KS, refs, cluster)
+    assert sorted(r for g in groups for r in g) == sorted(refs)
+    assert all(0 < len(g) <= MAX_THREADS_PER_INGEST for g in groups)
+    if cluster:
+        assert all(len({KS.bucket_of(r) for r in g}) == 1 for g in groups)
+    else:
+        assert [r for g in groups for r in g] == refs
 
 
 class Woken:
