@@ -58,12 +58,6 @@ def decode_messages(data: bytes) -> list[BaseMessage]:
     return result
 
 
-def encode_ids(ids: Sequence[str]) -> bytes:
-    """The ids a delta mentions, as a msgpack array: stored beside the delta so the
-    worker's read script can look their positions up (Lua's ``cmsgpack`` reads it)."""
-    return _MSGPACK_ENCODER.encode(list(ids))
-
-
 def _encode(value: Any, path: str) -> bytes:
     try:
         return _MSGPACK_ENCODER.encode(value)

@@ -65,18 +65,23 @@ class ThreadKeys:
 
     @property
     def meta(self) -> str:
-        """HASH: cursor (version), next position, times, failures, quarantine."""
+        """HASH: cursor (version), next position, message count, times, failures, quarantine."""
         return f"{self.tag}:{self.ref}:meta"
 
     @property
-    def msgs(self) -> str:
-        """HASH: message id -> msgpack message."""
-        return f"{self.tag}:{self.ref}:msgs"
+    def pages(self) -> str:
+        """HASH: page number -> the records of its positions (:mod:`core.pages`)."""
+        return f"{self.tag}:{self.ref}:pages"
 
     @property
-    def order(self) -> str:
-        """ZSET: message id -> position."""
-        return f"{self.tag}:{self.ref}:order"
+    def index(self) -> str:
+        """HASH: bucket -> (id fingerprint, position) entries, a linear hash (:mod:`core.pages`)."""
+        return f"{self.tag}:{self.ref}:index"
+
+    @property
+    def state(self) -> tuple[str, str]:
+        """The keys of the thread's messages, in the order the scripts take them."""
+        return (self.pages, self.index)
 
     @property
     def sched(self) -> str:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from core.pages import BUCKET_ENTRIES, PAGE_RECORDS
+
 # Shared Lua helpers, prepended to the scripts that need them.
 _LUA_HELPERS: Final = r"""
 local function ms_of(id)
@@ -32,6 +34,11 @@ end
 local function cursor_of(meta)
   return redis.call('HGET', meta, 'c') or '0-0'
 end
+local function fence_of(meta)     -- what a commit compares: the cursor, and the rebuild
+  local m = redis.call('HMGET', meta, 'c', 'g')   -- generation once a rebuild happened
+  if m[2] then return (m[1] or '0-0') .. '@' .. m[2] end
+  return m[1] or '0-0'
+end
 local function has_backlog(log, cursor)
   return #redis.call('XRANGE', log, '(' .. cursor, '+', 'COUNT', 1) > 0
 end
@@ -44,6 +51,239 @@ local function chunked(cmd, key, args, width)   -- Lua's unpack has a stack limi
 end
 """
 
+_LUA_STATE: Final = (
+    r"""
+local PAGE_RECORDS, BUCKET_ENTRIES = """
+    + f"{PAGE_RECORDS}, {BUCKET_ENTRIES}"
+    + r"""
+
+-- A thread's state (see core/pages.py): two hashes.
+--   pages: page number -> records; a record at position p is in page floor(p / PAGE_RECORDS),
+--          records in position order. Record: position, id length, body length (3 x 4
+--          bytes, big-endian), id, body.
+--   index: bucket number -> entries (4-byte id fingerprint, 4-byte position), a linear
+--          hash over the fingerprints; meta 'ib' holds the number of buckets.
+-- Every page and bucket is found by arithmetic: no lookup of where a blob is, and no
+-- blob read that a change does not rewrite. (Every string Redis hands Lua is hashed
+-- byte by byte, so bytes moved into Lua are the cost to keep down.)
+
+local function page_of(pos) return math.floor(pos / PAGE_RECORDS) end
+
+local function bucket_of(fp, buckets)   -- linear hashing: buckets [0, n - top) are split
+  local top = 1
+  while top * 2 <= buckets do top = top * 2 end
+  local b = fp % (top * 2)
+  if b >= buckets then b = fp % top end
+  return b
+end
+
+-- Where the record at pos lies in a page: its first byte, id length, body length (or
+-- false). Headers are walked without building anything.
+local function record_at(page, pos)
+  local at, n = 1, #page
+  while at <= n do
+    local p, il, bl = struct.unpack('>I4I4I4', page, at)
+    if p == pos then return at, il, bl end
+    if p > pos then return false end
+    at = at + 12 + il + bl
+  end
+  return false
+end
+
+-- The candidate positions of a fingerprint (4 bytes), from a thread's index of
+-- `buckets` buckets (each bucket is read once per call).
+local function matcher(index, buckets)
+  local chunks = {}
+  return function(fpb)
+    local found = {}
+    if buckets == 0 then return found end
+    local b = bucket_of(struct.unpack('>I4', fpb), buckets)
+    local chunk = chunks[b]
+    if not chunk then
+      chunk = redis.call('HGET', index, b) or ''
+      chunks[b] = chunk
+    end
+    local from = 1
+    while true do
+      local s = string.find(chunk, fpb, from, true)
+      if not s then return found end
+      if (s - 1) % 8 == 0 then
+        found[#found + 1] = struct.unpack('>I4', chunk, s + 4)
+        from = s + 8
+      else
+        from = s + 1
+      end
+    end
+  end
+end
+
+-- An exact lookup for one thread: (id, fingerprint bytes) -> position, page, body
+-- offset, body length (or false): a candidate is confirmed against its record's id.
+local function finder(pages, index, buckets)
+  local candidates, pages_read = matcher(index, buckets), {}
+  return function(id, fpb)
+    for _, pos in ipairs(candidates(fpb)) do
+      local number = page_of(pos)
+      local page = pages_read[number]
+      if page == nil then
+        page = redis.call('HGET', pages, number) or ''
+        pages_read[number] = page
+      end
+      local at, il, bl = record_at(page, pos)
+      if at and il == #id and string.sub(page, at + 12, at + 11 + il) == id then
+        return pos, page, at + 12 + il, bl
+      end
+    end
+    return false
+  end
+end
+
+-- Rewrites records in place: edits = {pos, record or false (remove)}*, and expect[pos]
+-- the id a removed record must have (an update's record carries its id). Each page
+-- touched is rewritten once, unchanged runs copied whole; an emptied page goes.
+-- -> false, having written nothing, when a record is not the one expected (a batch
+-- folded over a fingerprint collision: the caller re-reads with verified lookups).
+local function edit_pages(pages, edits, expect)
+  local touched, order = {}, {}
+  for i = 1, #edits, 2 do
+    local number = page_of(edits[i])
+    local changes = touched[number]
+    if not changes then
+      changes = {}
+      touched[number] = changes
+      order[#order + 1] = number
+    end
+    changes[edits[i]] = edits[i + 1]
+  end
+  local written = {}
+  for _, number in ipairs(order) do
+    local page = redis.call('HGET', pages, number) or ''
+    local changes, found, wanted = touched[number], 0, 0
+    local parts, at, n, kept = {}, 1, #page, 1
+    while at <= n do
+      local p, il, bl = struct.unpack('>I4I4I4', page, at)
+      local stop = at + 11 + il + bl
+      local change = changes[p]
+      if change ~= nil then
+        local want = expect[p]
+        if change then want = string.sub(change, 13, 12 + struct.unpack('>I4', change, 5)) end
+        if string.sub(page, at + 12, at + 11 + il) ~= want then return false end
+        found = found + 1
+        if kept < at then parts[#parts + 1] = string.sub(page, kept, at - 1) end
+        if change then parts[#parts + 1] = change end
+        kept = stop + 1
+      end
+      at = stop + 1
+    end
+    for _ in pairs(changes) do wanted = wanted + 1 end
+    if found ~= wanted then return false end
+    if kept <= n then parts[#parts + 1] = string.sub(page, kept, n) end
+    written[#written + 1] = number
+    written[#written + 1] = #parts > 0 and table.concat(parts) or false
+  end
+  for i = 1, #written, 2 do
+    if written[i + 1] then
+      redis.call('HSET', pages, written[i], written[i + 1])
+    else
+      redis.call('HDEL', pages, written[i])
+    end
+  end
+  return true
+end
+
+-- Appends records past every stored position: recs = {pos, record}*, ascending. Only
+-- the first one's page can exist already (the last page, partly filled).
+local function append_pages(pages, recs)
+  local i = 1
+  while i <= #recs do
+    local number = page_of(recs[i])
+    local parts = {}
+    if i == 1 and recs[1] % PAGE_RECORDS ~= 0 then
+      parts[1] = redis.call('HGET', pages, number) or ''
+    end
+    while i <= #recs and page_of(recs[i]) == number do
+      parts[#parts + 1] = recs[i + 1]
+      i = i + 2
+    end
+    redis.call('HSET', pages, number, table.concat(parts))
+  end
+end
+
+-- Adds and removes index entries (adds, dels = {fingerprint bytes, pos}*) of a thread
+-- whose index has `buckets` buckets and will hold `total` entries; one rewrite per
+-- bucket touched, then buckets split one at a time while they average more than
+-- BUCKET_ENTRIES. -> the number of buckets now.
+local function edit_index(index, adds, dels, buckets, total)
+  if buckets == 0 then buckets = 1 end
+  local touched, order = {}, {}
+  local function bucket(fpb)
+    local b = bucket_of(struct.unpack('>I4', fpb), buckets)
+    local t = touched[b]
+    if not t then
+      t = {redis.call('HGET', index, b) or '', {}, {}}
+      touched[b] = t
+      order[#order + 1] = b
+    end
+    return t
+  end
+  for i = 1, #dels, 2 do bucket(dels[i])[3][dels[i] .. struct.pack('>I4', dels[i + 1])] = true end
+  for i = 1, #adds, 2 do
+    local t = bucket(adds[i])
+    t[2][#t[2] + 1] = adds[i] .. struct.pack('>I4', adds[i + 1])
+  end
+  for _, b in ipairs(order) do
+    local chunk, added, gone = touched[b][1], touched[b][2], touched[b][3]
+    local parts, cuts, kept = {}, {}, 1
+    for e in pairs(gone) do   -- where each entry sits (a match must be entry-aligned)
+      local from = 1
+      while true do
+        local s = string.find(chunk, e, from, true)
+        if not s then break end
+        if (s - 1) % 8 == 0 then
+          cuts[#cuts + 1] = s
+          break
+        end
+        from = s + 1
+      end
+    end
+    table.sort(cuts)
+    for _, s in ipairs(cuts) do
+      if kept < s then parts[#parts + 1] = string.sub(chunk, kept, s - 1) end
+      kept = s + 8
+    end
+    if kept <= #chunk then parts[#parts + 1] = string.sub(chunk, kept) end
+    for _, e in ipairs(added) do parts[#parts + 1] = e end
+    local new = table.concat(parts)
+    if #new > 0 then redis.call('HSET', index, b, new) else redis.call('HDEL', index, b) end
+  end
+  while total > buckets * BUCKET_ENTRIES do   -- split the next bucket in line
+    local top = 1
+    while top * 2 <= buckets do top = top * 2 end
+    local low = buckets - top
+    local chunk = redis.call('HGET', index, low) or ''
+    local stay, move = {}, {}
+    for at = 1, #chunk, 8 do
+      local e = string.sub(chunk, at, at + 7)
+      if struct.unpack('>I4', e) % (top * 2) == low then
+        stay[#stay + 1] = e
+      else
+        move[#move + 1] = e
+      end
+    end
+    if #stay > 0 then
+      redis.call('HSET', index, low, table.concat(stay))
+    else
+      redis.call('HDEL', index, low)
+    end
+    if #move > 0 then redis.call('HSET', index, low + top, table.concat(move)) end
+    buckets = buckets + 1
+  end
+  return buckets
+end
+"""
+)
+
+
 INGEST: Final = (
     _LUA_HELPERS
     + r"""
@@ -51,8 +291,9 @@ INGEST: Final = (
 -- bucket, or all of them on a standalone server): the fixed cost of a script call is
 -- paid once per group instead of once per thread.
 -- KEYS: 7 per thread: log meta sched dirty threads dd dd_expiry
--- ARGV: dedupe_ms sched_ms n_threads, then per thread: ref n {delta_id payload ids}*n
---       (delta_id '' = no dedupe; ids: msgpack array of the ids the delta mentions)
+-- ARGV: dedupe_ms sched_ms n_threads, then per thread: ref n {delta_id payload fps}*n
+--       (delta_id '' = no dedupe; fps: the index fingerprints of the ids the delta
+--       mentions, 4 bytes each, in order)
 -- -> per thread, in order: woke(0|1), then {version, new(0|1)} per delta
 -- Every redis.call costs about a microsecond on top of its command: the common path
 -- (no delta_id, flag already set) makes four per thread plus one per delta.
@@ -90,7 +331,7 @@ local function ingest(k, ref, n, a)
     else
       local v
       if ids ~= '' then
-        v = redis.call('XADD', log, '*', 'd', payload, 'i', ids)
+        v = redis.call('XADD', log, '*', 'd', payload, 'f', ids)
       else
         v = redis.call('XADD', log, '*', 'd', payload)
       end
@@ -135,43 +376,49 @@ return out
 
 READ_BATCH: Final = (
     _LUA_HELPERS
+    + _LUA_STATE
     + r"""
 -- Reads the next batch of one or more threads (a drain round reads all of a task's
 -- threads with one call: the fixed cost of a script call is paid once per round).
--- KEYS: 3 per thread: meta log order      ARGV: 1 per thread: max_entries
--- -> per thread: {cursor, next_position, quarantine_reason, attempts, n, complete,
---     entry1, payload1, ..., entryN, payloadN, id1, position1, ...}
--- The positions of the ids the entries mention come with them (one round trip for the
--- worker instead of two); complete = 0 when an entry does not list its ids.
-local function read(meta_key, log, order, max_entries)
+-- KEYS: 4 per thread: meta log pages index      ARGV: 1 per thread: max_entries
+-- -> per thread: {fence, next_position, quarantine_reason, attempts, n, complete,
+--     entry1, payload1, ..., entryN, payloadN, fingerprint1, position1, ...}
+-- The fence is the cursor (with the rebuild generation after a rebuild): the commit
+-- of this batch stands only if it is unchanged. Each entry lists the fingerprints of
+-- the ids it mentions (field 'f', 4 bytes each); their candidate positions come with
+-- the batch (one round trip for the worker instead of two), unconfirmed: the worker
+-- matches them to its ids, and the commit confirms every record it edits. complete = 0
+-- when an entry does not list them.
+local function read(k, max_entries)
+  local meta_key, log = KEYS[k + 1], KEYS[k + 2]
   local cursor = cursor_of(meta_key)
-  local meta = redis.call('HMGET', meta_key, 'n', 'q', 'a')
+  local meta = redis.call('HMGET', meta_key, 'n', 'q', 'a', 'g', 'ib')
   local out = {cursor, meta[1] or '0', meta[2] or '', tonumber(meta[3] or '0'), 0, 0}
+  if meta[4] then out[1] = cursor .. '@' .. meta[4] end
   if meta[2] then return out end
   local entries = redis.call('XRANGE', log, '(' .. cursor, '+', 'COUNT', max_entries)
   if #entries == 0 then return out end
   out[4] = redis.call('HINCRBY', meta_key, 'a', 1)
   out[5] = #entries
-  local ids, seen, complete = {}, {}, 1
+  local fps, seen, complete = {}, {}, 1
   for _, entry in ipairs(entries) do
     local payload, mentioned = false, false
     for j = 1, #entry[2], 2 do
       local name = entry[2][j]
       if name == 'd' then
         payload = entry[2][j + 1]
-      elseif name == 'i' then
+      elseif name == 'f' then
         mentioned = entry[2][j + 1]
       end
     end
     out[#out + 1] = entry[1]
     out[#out + 1] = payload or ''
-    local ok, list = false, nil
-    if mentioned then ok, list = pcall(cmsgpack.unpack, mentioned) end
-    if ok and type(list) == 'table' then
-      for _, id in ipairs(list) do
-        if type(id) == 'string' and not seen[id] then
-          seen[id] = true
-          ids[#ids + 1] = id
+    if mentioned and #mentioned % 4 == 0 then
+      for at = 1, #mentioned, 4 do
+        local fpb = string.sub(mentioned, at, at + 3)
+        if not seen[fpb] then
+          seen[fpb] = true
+          fps[#fps + 1] = fpb
         end
       end
     else
@@ -179,15 +426,12 @@ local function read(meta_key, log, order, max_entries)
     end
   end
   out[6] = complete
-  if complete == 1 then
-    for i = 1, #ids, 4000 do
-      local last = math.min(i + 3999, #ids)
-      local scores = redis.call('ZMSCORE', order, unpack(ids, i, last))
-      for j, score in ipairs(scores) do
-        if score then
-          out[#out + 1] = ids[i + j - 1]
-          out[#out + 1] = score
-        end
+  if complete == 1 and #fps > 0 then
+    local candidates = matcher(KEYS[k + 4], tonumber(meta[5] or '0'))
+    for _, fpb in ipairs(fps) do
+      for _, pos in ipairs(candidates(fpb)) do
+        out[#out + 1] = fpb
+        out[#out + 1] = pos
       end
     end
   end
@@ -196,7 +440,7 @@ end
 
 local all = {}
 for t = 0, #ARGV - 1 do
-  all[t + 1] = read(KEYS[3 * t + 1], KEYS[3 * t + 2], KEYS[3 * t + 3], tonumber(ARGV[t + 1]))
+  all[t + 1] = read(4 * t, tonumber(ARGV[t + 1]))
 end
 return all
 """
@@ -204,47 +448,68 @@ return all
 
 COMMIT: Final = (
     _LUA_HELPERS
+    + _LUA_STATE
     + r"""
 -- Compare-and-set commits of one or more threads (a drain round commits all of a
 -- task's threads with one call; each thread's commit stands or fails on its own).
--- KEYS: 6 per thread: meta msgs order log sched dirty
+-- KEYS: 6 per thread: meta pages index log sched dirty
 -- ARGV: per thread: count, then its count arguments:
---       expected_cursor new_cursor next_position cleared n_removed n_upserts
---       retention_ms sched_ms ref n_entries {removed_id}*n_removed {id position payload}*n_upserts
+--       fence new_cursor next_position cleared n_removed n_updates n_inserts
+--       retention_ms sched_ms ref n_entries
+--       {fingerprint position id}*n_removed {position record}*n_updates
+--       {fingerprint position record}*n_inserts (ascending, past every stored position)
 -- -> per thread: {0} when the cursor moved (a stale or concurrent worker: re-read),
---    else {1, more, now_ms}
+--    {2} when an edited record is not the one the batch was folded over (a fingerprint
+--    collision: re-read with verified lookups; nothing was written), else {1, more, now_ms}
 local now = false
 
 local function commit(k, a)   -- KEYS[k + i] and ARGV[a + i] are the thread's i-th
-  local meta, msgs, order, log, sched, dirty =
+  local meta, pages, index, log, sched, dirty =
     KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6]
-  if cursor_of(meta) ~= ARGV[a + 1] then return {0} end
-  local new_cursor, n_removed, n_upserts = ARGV[a + 2], tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
-  if ARGV[a + 4] == '1' then redis.call('DEL', msgs, order) end
-  local base = a + 11
-  if n_removed > 0 then
-    local removed = {unpack(ARGV, base, base + n_removed - 1)}
-    chunked('HDEL', msgs, removed, 1)
-    chunked('ZREM', order, removed, 1)
+  if fence_of(meta) ~= ARGV[a + 1] then return {0} end
+  local new_cursor = ARGV[a + 2]
+  local n_removed, n_updates, n_inserts =
+    tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7])
+  local cleared = ARGV[a + 4] == '1'
+  local edits, expect, gone, recs, added = {}, {}, {}, {}, {}
+  local base = a + 12
+  for i = base, base + 3 * n_removed - 1, 3 do
+    local pos = tonumber(ARGV[i + 1])
+    edits[#edits + 1] = pos
+    edits[#edits + 1] = false
+    expect[pos] = ARGV[i + 2]
+    gone[#gone + 1] = ARGV[i]
+    gone[#gone + 1] = pos
   end
-  base = base + n_removed
-  if n_upserts > 0 then
-    local fields, scores = {}, {}
-    for i = 0, n_upserts - 1 do
-      local id, pos, payload = ARGV[base + 3 * i], ARGV[base + 3 * i + 1], ARGV[base + 3 * i + 2]
-      fields[#fields + 1] = id
-      fields[#fields + 1] = payload
-      scores[#scores + 1] = pos
-      scores[#scores + 1] = id
-    end
-    chunked('HSET', msgs, fields, 2)
-    chunked('ZADD', order, scores, 2)
+  base = base + 3 * n_removed
+  for i = base, base + 2 * n_updates - 1, 2 do
+    edits[#edits + 1] = tonumber(ARGV[i])
+    edits[#edits + 1] = ARGV[i + 1]
   end
+  base = base + 2 * n_updates
+  for i = base, base + 3 * n_inserts - 1, 3 do
+    local pos = tonumber(ARGV[i + 1])
+    recs[#recs + 1] = pos
+    recs[#recs + 1] = ARGV[i + 2]
+    added[#added + 1] = ARGV[i]
+    added[#added + 1] = pos
+  end
+  local state = redis.call('HMGET', meta, 'm', 'ib')
+  local count, buckets = tonumber(state[1] or '0'), tonumber(state[2] or '0')
+  if cleared then   -- the batch starts from nothing: it lists no edits of stored records
+    redis.call('DEL', pages, index)
+    edits, gone, count, buckets = {}, {}, 0, 0
+  end
+  if #edits > 0 and not edit_pages(pages, edits, expect) then return {2} end
+  append_pages(pages, recs)
+  count = count + n_inserts - #gone / 2
+  if #gone > 0 or #added > 0 then buckets = edit_index(index, added, gone, buckets, count) end
   now = now or now_ms()
-  redis.call('HSET', meta, 'c', new_cursor, 'n', ARGV[a + 3], 't', now, 'a', 0)
-  redis.call('HINCRBY', meta, 'k', ARGV[a + 10])
+  redis.call('HSET', meta, 'c', new_cursor, 'n', ARGV[a + 3], 't', now, 'a', 0, 'm', count,
+             'ib', buckets)
+  redis.call('HINCRBY', meta, 'k', ARGV[a + 11])
   local threshold = after(new_cursor)
-  local retention = tonumber(ARGV[a + 7])
+  local retention = tonumber(ARGV[a + 8])
   if retention > 0 then
     local keep_from = (now - retention) .. '-0'
     if ms_of(keep_from) < ms_of(threshold) then threshold = keep_from end
@@ -255,11 +520,11 @@ local function commit(k, a)   -- KEYS[k + i] and ARGV[a + i] are the thread's i-
     redis.call('HSET', meta, 'rb', threshold)
   end
   if has_backlog(log, new_cursor) then
-    redis.call('PEXPIRE', sched, ARGV[a + 8])
+    redis.call('PEXPIRE', sched, ARGV[a + 9])
     return {1, 1, now}
   end
   redis.call('DEL', sched)
-  redis.call('ZREM', dirty, ARGV[a + 9])
+  redis.call('ZREM', dirty, ARGV[a + 10])
   return {1, 0, now}
 end
 
@@ -337,51 +602,91 @@ return 0
 
 READ_STATE: Final = (
     _LUA_HELPERS
+    + _LUA_STATE
     + r"""
--- KEYS: meta order msgs   ARGV: mode('all'|'after'|'before') anchor_id limit(-1 = all)
--- -> {cursor, total, has_more, anchor_found, {id1, ...}, {body1, ...}} or {} when never
--- written (the lists go back as ZRANGE and HMGET gave them: a loop over them in Lua cost
--- a fifth of a read). A body is stored without its id: the id is its field.
+-- KEYS: meta pages index
+-- ARGV: mode('all'|'after'|'before') anchor_id limit(-1 = all) anchor_fingerprint
+-- -> {} when never written, else {cursor, total, anchor_found, anchor_position,
+--     page_number, page, ...}: the pages that hold the first `limit + 1` messages of
+-- the range (all of them for limit -1), in no particular order; the reader orders them
+-- by number and slices the records (core/pages.py), so the server only walks record
+-- headers, and only when a limit asks it to.
 if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
 local mode, anchor, limit = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local cursor = cursor_of(KEYS[1])
-local total = redis.call('ZCARD', KEYS[2])
-local ids
-local found = 1
-if mode == 'all' then
-  ids = redis.call('ZRANGE', KEYS[2], 0, limit < 0 and -1 or limit)
+local meta = redis.call('HMGET', KEYS[1], 'c', 'm', 'ib')
+local cursor, total = meta[1] or '0-0', tonumber(meta[2] or '0')
+local from = -1
+if mode ~= 'all' then
+  from = finder(KEYS[2], KEYS[3], tonumber(meta[3] or '0'))(anchor, ARGV[4])
+  if not from then return {cursor, total, 0, -1} end
+end
+local out = {cursor, total, 1, from}
+if limit < 0 and mode == 'all' then
+  for _, v in ipairs(redis.call('HGETALL', KEYS[2])) do out[#out + 1] = v end
+  return out
+end
+-- The page numbers in the range, nearest the anchor first.
+local numbers = {}
+for i, v in ipairs(redis.call('HKEYS', KEYS[2])) do numbers[i] = tonumber(v) end
+table.sort(numbers)
+local ordered = {}
+if mode == 'before' then
+  for i = #numbers, 1, -1 do
+    if numbers[i] <= page_of(from) then ordered[#ordered + 1] = numbers[i] end
+  end
 else
-  local score = redis.call('ZSCORE', KEYS[2], anchor)
-  if not score then return {cursor, total, 0, 0} end
-  local lim = limit < 0 and total or limit + 1
-  if mode == 'after' then
-    ids = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. score, '+inf', 'LIMIT', 0, lim)
-  else
-    local rev = redis.call('ZREVRANGEBYSCORE', KEYS[2], '(' .. score, '-inf', 'LIMIT', 0, lim)
-    ids = {}
-    for i = #rev, 1, -1 do ids[#ids + 1] = rev[i] end
+  for _, number in ipairs(numbers) do
+    if mode == 'all' or number >= page_of(from) then ordered[#ordered + 1] = number end
   end
 end
-local more = 0
-if limit >= 0 and #ids > limit then
-  more = 1
-  if mode == 'before' then table.remove(ids, 1) else table.remove(ids) end
+local function count(page)   -- records of the page inside the range
+  local c, at, n = 0, 1, #page
+  while at <= n do
+    local p, il, bl = struct.unpack('>I4I4I4', page, at)
+    if mode == 'all' or (mode == 'after' and p > from) or (mode == 'before' and p < from) then
+      c = c + 1
+    end
+    at = at + 12 + il + bl
+  end
+  return c
 end
-if #ids <= 4000 then
-  if #ids == 0 then return {cursor, total, more, found, {}, {}} end
-  return {cursor, total, more, found, ids, redis.call('HMGET', KEYS[3], unpack(ids))}
+local got = 0
+for i = 1, #ordered, 16 do
+  local part = {unpack(ordered, i, math.min(i + 15, #ordered))}
+  local pages = redis.call('HMGET', KEYS[2], unpack(part))
+  for j, page in ipairs(pages) do
+    out[#out + 1] = part[j]
+    out[#out + 1] = page
+    if limit >= 0 then got = got + count(page) end
+  end
+  if limit >= 0 and got > limit then break end
 end
-local bodies = {}   -- Lua's unpack has a stack limit: read long threads in slices
-for i = 1, #ids, 4000 do
-  local part = redis.call('HMGET', KEYS[3], unpack(ids, i, math.min(i + 3999, #ids)))
-  for _, body in ipairs(part) do bodies[#bodies + 1] = body end
+return out
+"""
+)
+
+LOOKUP: Final = (
+    _LUA_HELPERS
+    + _LUA_STATE
+    + r"""
+-- KEYS: meta pages index   ARGV: with_bodies('1'|'0') {id fingerprint}*
+-- -> {id, position[, body]}* for the ids the thread holds
+local buckets = tonumber(redis.call('HGET', KEYS[1], 'ib') or '0')
+local find, bodies, out = finder(KEYS[2], KEYS[3], buckets), ARGV[1] == '1', {}
+for i = 2, #ARGV, 2 do
+  local pos, page, body, length = find(ARGV[i], ARGV[i + 1])
+  if pos then
+    out[#out + 1] = ARGV[i]
+    out[#out + 1] = pos
+    if bodies then out[#out + 1] = string.sub(page, body, body + length - 1) end
+  end
 end
-return {cursor, total, more, found, ids, bodies}
+return out
 """
 )
 
 DELETE: Final = r"""
--- KEYS: log meta msgs order sched dd dd_expiry dirty quarantine threads   ARGV: ref
+-- KEYS: log meta pages index sched dd dd_expiry dirty quarantine threads   ARGV: ref
 local existed = redis.call('EXISTS', KEYS[2])
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
 redis.call('ZREM', KEYS[8], ARGV[1])
@@ -391,10 +696,10 @@ return existed
 """
 
 STATUS: Final = r"""
--- KEYS: meta log order dirty   ARGV: ref
+-- KEYS: meta log dirty   ARGV: ref
 -- -> {} when never written, else {c, e, t, a, q, qe, applied, added, messages, dirty_since}
 if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
-local m = redis.call('HMGET', KEYS[1], 'c', 'e', 't', 'a', 'q', 'qe', 'k')
+local m = redis.call('HMGET', KEYS[1], 'c', 'e', 't', 'a', 'q', 'qe', 'k', 'm')
 local added = 0
 if redis.call('EXISTS', KEYS[2]) == 1 then
   local info = redis.call('XINFO', 'STREAM', KEYS[2])
@@ -403,23 +708,32 @@ if redis.call('EXISTS', KEYS[2]) == 1 then
   end
 end
 return {m[1] or '0-0', m[2] or '0-0', m[3] or '', m[4] or '0', m[5] or '', m[6] or '',
-        m[7] or '0', added, redis.call('ZCARD', KEYS[3]),
-        redis.call('ZSCORE', KEYS[4], ARGV[1]) or ''}
+        m[7] or '0', added, m[8] or '0', redis.call('ZSCORE', KEYS[3], ARGV[1]) or ''}
 """
 
-REBUILD: Final = r"""
+REBUILD: Final = (
+    _LUA_STATE
+    + r"""
 -- Replace a thread's state with a replayed one, fenced like any commit.
--- KEYS: meta msgs order   ARGV: expected_cursor next_position n {id position payload}*n
+-- KEYS: meta pages index
+-- ARGV: expected_cursor next_position n {fingerprint position record}*n (ascending)
 -- -> 1 done, 0 the cursor moved meanwhile (replay again)
-local cursor = redis.call('HGET', KEYS[1], 'c') or '0-0'
-if cursor ~= ARGV[1] then return 0 end
+if (redis.call('HGET', KEYS[1], 'c') or '0-0') ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[2], KEYS[3])
-local n = tonumber(ARGV[3])
-for i = 0, n - 1 do
-  local id, pos, payload = ARGV[4 + 3 * i], ARGV[5 + 3 * i], ARGV[6 + 3 * i]
-  redis.call('HSET', KEYS[2], id, payload)
-  redis.call('ZADD', KEYS[3], pos, id)
+local n, recs, added = tonumber(ARGV[3]), {}, {}
+for i = 4, 3 + 3 * n, 3 do
+  local pos = tonumber(ARGV[i + 1])
+  recs[#recs + 1] = pos
+  recs[#recs + 1] = ARGV[i + 2]
+  added[#added + 1] = ARGV[i]
+  added[#added + 1] = pos
 end
-redis.call('HSET', KEYS[1], 'n', ARGV[2])
+append_pages(KEYS[2], recs)
+local buckets = 0   -- sized for n at once: no splits
+if n > 0 then buckets = edit_index(KEYS[3], added, {}, math.ceil(n / BUCKET_ENTRIES), n) end
+-- 'g' changes with every rebuild: a drain that read before it cannot commit after it.
+redis.call('HSET', KEYS[1], 'n', ARGV[2], 'm', n, 'ib', buckets)
+redis.call('HINCRBY', KEYS[1], 'g', 1)
 return 1
 """
+)

@@ -23,14 +23,14 @@ class AsyncStore:
         self, ref: str, mode: str = "all", anchor: str = "", limit: int = -1
     ) -> ops.StatePage | None:
         call = ops.read_state_call(self.keyspace, ref, mode, anchor, limit)
-        return ops.parse_read_state(await arun(self.client, call))
+        return ops.parse_read_state(await arun(self.client, call), mode, limit)
 
     async def read_state_bodies(
         self, ref: str, mode: str = "all", anchor: str = "", limit: int = -1
     ) -> ops.StateBodies | None:
         """:meth:`read_state` without decoding the messages."""
         call = ops.read_state_call(self.keyspace, ref, mode, anchor, limit)
-        return ops.parse_read_state_bodies(await arun(self.client, call))
+        return ops.parse_read_state_bodies(await arun(self.client, call), mode, limit)
 
     async def version(self, ref: str) -> str | None:
         """The thread's version (cursor), or None when it was never written."""

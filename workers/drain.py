@@ -84,6 +84,9 @@ class Drainer:
         self.settings = settings
         self.clock = clock
         self.metrics = metrics or Metrics(settings.keyspace, "worker")
+        #: Threads whose last commit hit a fingerprint collision: their positions are
+        #: looked up exactly until a commit of theirs stands.
+        self._verify: set[str] = set()
 
     def drain(self, ref: str, deadline: float | None = None) -> DrainReport:
         """Fold every entry after the thread's cursor (see :meth:`drain_many`)."""
@@ -114,7 +117,9 @@ class Drainer:
         """One batch for each thread; returns the threads to go round again."""
         work: list[tuple[str, Batch, Decoded]] = []
         for ref, batch in zip(
-            refs, self.store.read_batches(refs, self.settings.batch_size), strict=True
+            refs,
+            self.store.read_batches(refs, self.settings.batch_size),
+            strict=True,
         ):
             if batch.quarantined or not batch.entries:
                 continue
@@ -122,12 +127,20 @@ class Drainer:
                 work.append((ref, batch, _decode(batch)))
             except PoisonEntry as exc:
                 self._failed(ref, exc, reports[ref])
-        # Entries that list their ids came with the positions; others need a lookup.
-        asked = [(ref, _mentioned(d)) for ref, b, d in work if b.positions is None]
-        looked_up = iter(self.store.positions_many(asked) if asked else [])
-        positions = [
-            b.positions if b.positions is not None else next(looked_up) for _, b, _ in work
+        # Entries that list their ids' fingerprints came with the candidate positions;
+        # others, ambiguous matches and threads just hit by a collision need a lookup.
+        mentioned = [_mentioned(d) for _, _, d in work]
+        resolved = [
+            None if ref in self._verify else b.known(ids)
+            for (ref, b, _), ids in zip(work, mentioned, strict=True)
         ]
+        asked = [
+            (ref, ids)
+            for (ref, _, _), ids, known in zip(work, mentioned, resolved, strict=True)
+            if known is None
+        ]
+        looked_up = iter(self.store.positions_many(asked) if asked else [])
+        positions = [known if known is not None else next(looked_up) for known in resolved]
         calls, kept = [], []
         for (ref, batch, decoded), known in zip(work, positions, strict=True):
             try:
@@ -162,6 +175,7 @@ class Drainer:
             new_cursor=decoded[-1][0],
             next_position=fold.next_position,
             effect=fold.take_effect(),
+            known=known,
             applied=len(decoded),
             retention_ms=self.settings.retention_ms,
             wake_ms=self.settings.wake_ttl_ms,
@@ -172,8 +186,13 @@ class Drainer:
         """Account for one commit; True when the thread needs another round."""
         if not done.ok:
             report.conflicts += 1
-            self.metrics.add("commit_conflicts")
-            return True  # a concurrent drainer moved the cursor: re-read
+            if done.collided:
+                self._verify.add(report.ref)
+                self.metrics.add("fingerprint_collisions")
+            else:
+                self.metrics.add("commit_conflicts")
+            return True  # a concurrent drainer moved the cursor (or a collision): re-read
+        self._verify.discard(report.ref)
         report.batches += 1
         report.entries += len(decoded)
         self._record(decoded, done.now_ms)

@@ -7,7 +7,7 @@ the producer share one definition of every exchange with Redis.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Final
@@ -17,6 +17,7 @@ from core.codec import decode_stored
 from core.fold import Effect
 from core.keys import Keyspace
 from core.messages import BaseMessage
+from core.pages import fingerprint, record, records, split_records
 from workers.redis_io import Call, Script
 
 INGEST: Final = Script("ingest", scripts.INGEST)
@@ -29,6 +30,7 @@ READ_STATE: Final = Script("read_state", scripts.READ_STATE)
 DELETE: Final = Script("delete", scripts.DELETE)
 STATUS: Final = Script("status", scripts.STATUS)
 REBUILD: Final = Script("rebuild", scripts.REBUILD)
+LOOKUP: Final = Script("lookup", scripts.LOOKUP)
 ALL_SCRIPTS: Final = (
     INGEST,
     READ_BATCH,
@@ -40,6 +42,7 @@ ALL_SCRIPTS: Final = (
     DELETE,
     STATUS,
     REBUILD,
+    LOOKUP,
 )
 
 
@@ -117,9 +120,9 @@ def _ingest_keys(ks: Keyspace, ref: str) -> tuple[str, ...]:
 
 @lru_cache(maxsize=65_536)
 def _drain_keys(ks: Keyspace, ref: str) -> tuple[str, ...]:
-    """meta log msgs order sched dirty"""
+    """meta log pages index sched dirty"""
     k = ks.thread(ref)
-    return (k.meta, k.log, k.msgs, k.order, k.sched, k.dirty)
+    return (k.meta, k.log, *k.state, k.sched, k.dirty)
 
 
 def parse_ingest(raw: list[Any], counts: Sequence[int]) -> list[IngestAnswer]:
@@ -138,33 +141,73 @@ def parse_ingest(raw: list[Any], counts: Sequence[int]) -> list[IngestAnswer]:
 
 @dataclass(frozen=True, slots=True)
 class Batch:
-    """What a worker reads before folding: the cursor it must commit against."""
+    """What a worker reads before folding: the fence it must commit against."""
 
+    #: The cursor (the version the batch folds onto), plus the rebuild generation once
+    #: a rebuild replaced the state: a commit stands only if neither moved.
     cursor: str
     next_position: int
     quarantined: str
     attempts: int
     entries: list[tuple[str, bytes]] = field(default_factory=list)
-    #: Stored positions of the ids the entries mention, or None when an entry did not
-    #: say which ids it mentions (written by hand or by an older producer).
-    positions: dict[str, int] | None = None
+    #: Candidate positions of the fingerprints the entries list (unconfirmed: the
+    #: commit confirms them), or None when an entry did not list them (written by hand).
+    candidates: dict[bytes, list[int]] | None = None
+
+    def known(self, ids: Iterable[str]) -> dict[str, int] | None:
+        """The stored positions of ``ids``, or None when the batch cannot tell (an entry
+        did not list its fingerprints, or a fingerprint matches several records)."""
+        if self.candidates is None:
+            return None
+        found: dict[str, int] = {}
+        for ident in ids:
+            match = self.candidates.get(fingerprint(ident))
+            if match:
+                if len(match) > 1:
+                    return None
+                found[ident] = match[0]
+        return found
 
 
 def read_batch_call(ks: Keyspace, ref: str, max_entries: int) -> Call:
     """One thread's read; calls of many threads merge into one (``run_merged``), and a
     call's answer is a list of one section per thread (``parse_read_batch`` takes one)."""
-    meta, log, _, order = _drain_keys(ks, ref)[:4]
-    return Call(READ_BATCH, [meta, log, order], [max_entries])
+    return Call(READ_BATCH, list(_drain_keys(ks, ref)[:4]), [max_entries])
 
 
 def parse_read_batch(raw: list[Any]) -> Batch:
     n = int(raw[4]) if len(raw) > 4 else 0
     end = 6 + 2 * n
     entries = [(text(raw[i]), as_bytes(raw[i + 1])) for i in range(6, end, 2)]
-    positions = None
+    candidates: dict[bytes, list[int]] | None = None
     if n and int(raw[5]):
-        positions = {text(raw[i]): int(float(raw[i + 1])) for i in range(end, len(raw), 2)}
-    return Batch(text(raw[0]), int(raw[1]), text(raw[2]), int(raw[3]), entries, positions)
+        candidates = {}
+        for i in range(end, len(raw), 2):
+            candidates.setdefault(as_bytes(raw[i]), []).append(int(raw[i + 1]))
+    return Batch(text(raw[0]), int(raw[1]), text(raw[2]), int(raw[3]), entries, candidates)
+
+
+def lookup_call(ks: Keyspace, ref: str, ids: Sequence[str], *, bodies: bool = False) -> Call:
+    """Where the thread holds these ids (and their stored bodies, when asked)."""
+    k = ks.thread(ref)
+    args: list[str | bytes] = ["1" if bodies else "0"]
+    for ident in ids:
+        args += [ident, fingerprint(ident)]
+    return Call(LOOKUP, [k.meta, *k.state], args)
+
+
+def parse_lookup(
+    raw: list[Any], *, bodies: bool = False
+) -> tuple[dict[str, int], dict[str, bytes]]:
+    """``(positions, bodies)`` by id, as ``lookup_call`` with the same ``bodies`` asked."""
+    step = 3 if bodies else 2
+    positions, found = {}, {}
+    for i in range(0, len(raw), step):
+        key = text(raw[i])
+        positions[key] = int(raw[i + 1])
+        if bodies:
+            found[key] = as_bytes(raw[i + 2])
+    return positions, found
 
 
 def as_bytes(value: Any) -> bytes:
@@ -180,46 +223,79 @@ def commit_call(
     new_cursor: str,
     next_position: int,
     effect: Effect,
+    known: Mapping[str, int],
     applied: int,
     retention_ms: int,
     wake_ms: int,
     encode: Any,
 ) -> Call:
-    """The compare-and-set commit of one folded batch: only its net effect is written."""
-    meta, log, msgs, order, sched, dirty = _drain_keys(ks, ref)
-    keys = [meta, msgs, order, log, sched, dirty]
+    """The compare-and-set commit of one folded batch: only its net effect is written.
+
+    ``known`` are the stored positions the batch was folded over. An upsert at its
+    known position rewrites the record in place; one at a new position is appended
+    (and a known id re-added after a remove in the batch leaves its old record).
+    """
+    meta, log, pages, index, sched, dirty = _drain_keys(ks, ref)
+    if effect.cleared:
+        known = {}  # the clear took every stored record
+    removed: list[str | bytes | int] = []
+    updates: list[str | bytes | int] = []
+    inserts: list[tuple[int, str, BaseMessage]] = []
+    for key in effect.removed:
+        old = known.get(key)
+        if old is not None:  # else it was new in this batch: nothing stored
+            removed += [fingerprint(key), old, key]
+    for key, (position, message) in effect.upserts.items():
+        old = known.get(key)
+        if old == position:
+            updates += [position, record(key, position, encode(message))]
+            continue
+        if old is not None:
+            removed += [fingerprint(key), old, key]
+        inserts.append((position, key, message))
+    inserts.sort(key=_first)
     args: list[str | bytes | int] = [
         batch.cursor,
         new_cursor,
         next_position,
         "1" if effect.cleared else "0",
-        len(effect.removed),
-        len(effect.upserts),
+        len(removed) // 3,
+        len(updates) // 2,
+        len(inserts),
         retention_ms,
         wake_ms,
         ref,
         applied,
+        *removed,
+        *updates,
     ]
-    args += sorted(effect.removed)
-    for key, (position, message) in effect.upserts.items():
-        args += [key, position, encode(message)]
+    for position, key, message in inserts:
+        args += [fingerprint(key), position, record(key, position, encode(message))]
+    keys = [meta, pages, index, log, sched, dirty]
     # Counted, so that calls of many threads merge into one (``run_merged``); a call's
     # answer is a list of one section per thread (``parse_commit`` takes one).
     return Call(COMMIT, keys, [len(args), *args])
 
 
+def _first(item: tuple[int, str, BaseMessage]) -> int:
+    return item[0]
+
+
 @dataclass(frozen=True, slots=True)
 class Committed:
-    """A commit's answer: refused (the cursor moved), or done, with backlog left or not."""
+    """A commit's answer: refused (the cursor moved, or ``collided``: a record it edits
+    is not the one the batch was folded over), or done, with backlog left or not."""
 
     ok: bool
     more: bool = False
     now_ms: int = 0
+    collided: bool = False
 
 
 def parse_commit(raw: list[Any]) -> Committed:
-    if not int(raw[0]):
-        return Committed(ok=False)
+    answer = int(raw[0])
+    if answer != 1:
+        return Committed(ok=False, collided=answer == 2)
     return Committed(ok=True, more=bool(int(raw[1])), now_ms=int(raw[2]))
 
 
@@ -262,16 +338,15 @@ def read_state_call(
     ks: Keyspace, ref: str, mode: str = "all", anchor: str = "", limit: int = -1
 ) -> Call:
     k = ks.thread(ref)
-    return Call(READ_STATE, [k.meta, k.order, k.msgs], [mode, anchor, limit])
+    return Call(READ_STATE, [k.meta, *k.state], [mode, anchor, limit, fingerprint(anchor)])
 
 
-def parse_read_state(raw: list[Any]) -> StatePage | None:
-    found = parse_read_state_bodies(raw)
+def parse_read_state(raw: list[Any], mode: str = "all", limit: int = -1) -> StatePage | None:
+    """The answer to ``read_state_call(..., mode, anchor, limit)``."""
+    found = parse_read_state_bodies(raw, mode, limit)
     if found is None:
         return None
-    messages = [
-        decode_stored(b, i.decode()) for i, b in zip(found.ids, found.bodies, strict=True)
-    ]
+    messages = [decode_stored(b, i.decode()) for i, b in zip(found.ids, found.bodies, strict=True)]
     return StatePage(found.version, found.total, found.has_more, found.anchor_found, messages)
 
 
@@ -287,14 +362,30 @@ class StateBodies:
     bodies: list[bytes]
 
 
-def parse_read_state_bodies(raw: list[Any]) -> StateBodies | None:
+def parse_read_state_bodies(
+    raw: list[Any], mode: str = "all", limit: int = -1
+) -> StateBodies | None:
+    """The records of the pages the script sent, cut to the range it was asked for."""
     if not raw:
         return None
-    ids = [as_bytes(i) for i in raw[4]] if len(raw) > 4 else []
-    bodies = [as_bytes(body) for body in raw[5]] if len(raw) > 5 else []
-    return StateBodies(
-        text(raw[0]), int(raw[1]), bool(int(raw[2])), bool(int(raw[3])), ids, bodies
-    )
+    version, total, found = text(raw[0]), int(raw[1]), bool(int(raw[2]))
+    anchor = int(raw[3])
+    numbered = sorted(zip(map(int, raw[4::2]), raw[5::2], strict=True))
+    if mode == "all" and limit < 0:  # a whole thread: the reads' hot path
+        ids: list[bytes] = []
+        bodies: list[bytes] = []
+        for _, page in numbered:
+            split_records(as_bytes(page), ids, bodies)
+        return StateBodies(version, total, False, found, ids, bodies)
+    held = [r for _, page in numbered for r in records(as_bytes(page))]
+    if mode == "after":
+        held = [r for r in held if r[0] > anchor]
+    elif mode == "before":
+        held = [r for r in held if r[0] < anchor]
+    more = 0 <= limit < len(held)
+    if more:
+        held = held[-limit:] if mode == "before" and limit else held[:limit]
+    return StateBodies(version, total, more, found, [r[1] for r in held], [r[2] for r in held])
 
 
 def delete_call(ks: Keyspace, ref: str) -> Call:
@@ -302,8 +393,7 @@ def delete_call(ks: Keyspace, ref: str) -> Call:
     keys = [
         k.log,
         k.meta,
-        k.msgs,
-        k.order,
+        *k.state,
         k.sched,
         k.dedupe,
         k.dedupe_expiry,
@@ -332,7 +422,7 @@ class ThreadStatus:
 
 def status_call(ks: Keyspace, ref: str) -> Call:
     k = ks.thread(ref)
-    return Call(STATUS, [k.meta, k.log, k.order, k.dirty], [ref])
+    return Call(STATUS, [k.meta, k.log, k.dirty], [ref])
 
 
 def parse_status(raw: list[Any]) -> ThreadStatus | None:

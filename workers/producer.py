@@ -18,10 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.codec import encode_ids, encode_messages
+from core.codec import encode_messages
 from core.errors import InvalidMessage
 from core.ids import IdSource, derived_ids, ensure_ids, uuid4_str
 from core.keys import DEFAULT_TENANT, InvalidName, make_ref
+from core.pages import fingerprints
 from workers import ops
 from workers.redis_io import AsyncClient, Call, SyncClient, arun_many, run_many
 from workers.settings import Settings
@@ -88,7 +89,7 @@ def prepare(delta: Delta, where: str, new_id: IdSource) -> _Prepared:
     messages = ensure_ids(delta.messages, source, at("messages"))
     payload = encode_messages(messages)
     ids = tuple(str(m.id) for m in messages)
-    return _Prepared(ref, delta.delta_id or "", payload, ids, encode_ids(ids))
+    return _Prepared(ref, delta.delta_id or "", payload, ids, fingerprints(ids))
 
 
 def _prepare_all(deltas: Sequence[Delta], path: str, new_id: IdSource) -> list[_Prepared]:

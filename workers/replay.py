@@ -15,6 +15,7 @@ from core.codec import decode_messages, encode_stored
 from core.dump import dump_messages
 from core.fold import ThreadFold, replay_fold
 from core.messages import BaseMessage
+from core.pages import fingerprint, record
 from workers import ops
 from workers.redis_io import Call, run
 from workers.store import Store
@@ -120,9 +121,11 @@ def rebuild(store: Store, ref: str, *, merge_chunks: bool = False, attempts: int
             replayed.fold.next_position,
             len(replayed.fold.positions),
         ]
-        for key, position in replayed.fold.positions.items():
-            assert replayed.fold.messages is not None
-            args += [key, position, encode_stored(replayed.fold.messages[key])]
-        if int(run(store.client, Call(ops.REBUILD, [k.meta, k.msgs, k.order], args))):
+        messages = replayed.fold.messages
+        assert messages is not None
+        for position, key in sorted((p, key) for key, p in replayed.fold.positions.items()):
+            body = encode_stored(messages[key])
+            args += [fingerprint(key), position, record(key, position, body)]
+        if int(run(store.client, Call(ops.REBUILD, [k.meta, *k.state], args))):
             return found
     raise NotReplayable(f"thread {ref} kept moving; rebuild gave up after {attempts} attempts")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from core.codec import decode_stored
@@ -32,20 +32,12 @@ class Store:
         return [ops.parse_read_batch(raw) for raw in run_merged(self.client, calls)]
 
     def positions_many(self, items: Sequence[tuple[str, Sequence[str]]]) -> list[dict[str, int]]:
-        """``positions`` for several threads in one pipelined round trip."""
-        pipe = self.client.pipeline(transaction=False)
+        """The stored positions of the given ids, for several threads in one round trip."""
         asked = [(ref, list(ids)) for ref, ids in items if ids]
-        for ref, ids in asked:
-            pipe.zmscore(self.keyspace.thread(ref).order, ids)
-        found = dict(zip([ref for ref, _ in asked], pipe.execute() if asked else [], strict=True))
-        return [
-            {
-                k: int(score)
-                for k, score in zip(ids, found.get(ref, []), strict=False)
-                if score is not None
-            }
-            for ref, ids in items
-        ]
+        calls = [ops.lookup_call(self.keyspace, ref, ids) for ref, ids in asked]
+        raws = run_many(self.client, calls) if calls else []
+        found = {ref: ops.parse_lookup(raw)[0] for (ref, _), raw in zip(asked, raws, strict=True)}
+        return [found.get(ref, {}) for ref, _ in items]
 
     def commit_many(self, calls: Sequence[Call]) -> list[ops.Committed]:
         """Several threads' compare-and-set commits in one pipelined round trip."""
@@ -55,12 +47,9 @@ class Store:
         """The stored messages of those ``ids`` that the thread holds."""
         if not ids:
             return {}
-        raw = self.client.hmget(self.keyspace.thread(ref).msgs, list(ids))
-        return {
-            key: decode_stored(ops.as_bytes(body), key)
-            for key, body in zip(ids, raw, strict=True)
-            if body is not None
-        }
+        raw = run(self.client, ops.lookup_call(self.keyspace, ref, ids, bodies=True))
+        found = ops.parse_lookup(raw, bodies=True)[1]
+        return {key: decode_stored(body, key) for key, body in found.items()}
 
     def commit(
         self,
@@ -70,6 +59,7 @@ class Store:
         next_position: int,
         effect: Effect,
         *,
+        known: Mapping[str, int],
         applied: int,
         retention_ms: int,
         wake_ms: int,
@@ -83,6 +73,7 @@ class Store:
             new_cursor=new_cursor,
             next_position=next_position,
             effect=effect,
+            known=known,
             applied=applied,
             retention_ms=retention_ms,
             wake_ms=wake_ms,
@@ -115,7 +106,9 @@ class Store:
         self, ref: str, mode: str = "all", anchor: str = "", limit: int = -1
     ) -> ops.StatePage | None:
         return ops.parse_read_state(
-            run(self.client, ops.read_state_call(self.keyspace, ref, mode, anchor, limit))
+            run(self.client, ops.read_state_call(self.keyspace, ref, mode, anchor, limit)),
+            mode,
+            limit,
         )
 
     def status(self, ref: str) -> ops.ThreadStatus | None:

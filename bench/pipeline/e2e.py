@@ -34,6 +34,7 @@ from tests.workers.harness import (
     wait_drained,
 )
 from workers.app import CeleryWaker, make_celery
+from workers.layout import layout_problems
 from workers.producer import Enqueued, Producer
 from workers.redis_io import sync_client
 from workers.settings import Settings
@@ -222,7 +223,7 @@ def verify(store: Store, settings: Settings, sent: Sent) -> Check:
         latest = max((v for v, _, _ in deltas), key=version_key)
         if (status is None or status.backlog != 0 or status.version != latest
                 or store.client.xlen(k.log) != 0
-                or store.client.hlen(k.msgs) != store.client.zcard(k.order)
+                or layout_problems(store, ref)
                 or state_dump(store, ref) != dump_messages(sent.expected(ref))):
             wrong.append(ref)
     name = f"{len(sent.deltas)} threads equal the one-at-a-time fold"

@@ -141,11 +141,11 @@ class _Loader:
 def _key_usage(client: redis.Redis, url: str, ref: str, count: int) -> tuple[dict[str, float],
                                                                             dict[str, str]]:
     ks = make_settings(url, **LIMITS).keyspace.thread(ref)
-    keys = {"msgs": ks.msgs, "order": ks.order, "meta": ks.meta, "log": ks.log}
+    keys = {"pages": ks.pages, "index": ks.index, "meta": ks.meta, "log": ks.log}
     usage = {name: (client.memory_usage(key, samples=0) or 0) / count
              for name, key in keys.items()}
     encodings = {name: (client.object("encoding", key) or b"-").decode()
-                 for name, key in keys.items() if name in ("msgs", "order")}
+                 for name, key in keys.items() if name not in {"meta", "log"}}
     return usage, encodings
 
 

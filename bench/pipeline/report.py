@@ -97,10 +97,10 @@ def latency_table(results: Sequence[LatencyResult], headline: E2EResult) -> list
 
 def memory_table(rows: Sequence[MemoryRow]) -> list[str]:
     head = ["message", "server config", "per thread", "N", "msgpack B", "used B/msg", "ratio",
-            "hash B/msg", "zset B/msg", "encodings", "append drain us", "update drain us"]
+            "pages B/msg", "index B/msg", "encodings", "append drain us", "update drain us"]
     body = [[r.variant, r.config, f"{r.per_thread:,}", f"{r.messages:,}",
              f"{r.msgpack_mean:.0f}", f"{r.used_per_message:.0f}", f"x{r.ratio:.2f}",
-             f"{r.keys_per_message['msgs']:.0f}", f"{r.keys_per_message['order']:.0f}",
+             f"{r.keys_per_message['pages']:.0f}", f"{r.keys_per_message['index']:.0f}",
              "/".join(r.encodings.values()), f"{r.append_drain_us:.1f}",
              f"{r.update_drain_us:.1f}"] for r in rows]
     return _table(head, body)

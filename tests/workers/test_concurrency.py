@@ -23,7 +23,7 @@ from tests.workers.harness import (
 )
 from tests.workers.produce import random_messages
 from workers.app import CeleryWaker, make_celery
-from workers.drain import Drainer
+from workers.drain import Drainer, _decode, _mentioned
 from workers.ops import Batch, commit_call
 from workers.producer import Producer
 from workers.redis_io import Call
@@ -98,6 +98,7 @@ def test_a_stale_worker_committing_late_is_refused_and_changes_nothing(redis_url
         stale.entries[0][0],
         fold.next_position,
         fold.take_effect(),
+        known=stale.known(_mentioned(_decode(stale))) or {},
         applied=1,
         retention_ms=0,
         wake_ms=settings.wake_ttl_ms,
@@ -143,7 +144,8 @@ def test_duplicate_wake_ups_sent_to_four_workers_leave_the_state_exact(
 
 
 def _commit_of(settings: Settings, ref: str, batch: Batch) -> Call:
-    fold = ThreadFold(batch.positions or {}, batch.next_position)
+    known = batch.known(_mentioned(_decode(batch))) or {}
+    fold = ThreadFold(known, batch.next_position)
     for _, payload in batch.entries:
         fold.apply(decode_messages(payload))
     return commit_call(
@@ -153,6 +155,7 @@ def _commit_of(settings: Settings, ref: str, batch: Batch) -> Call:
         new_cursor=batch.entries[-1][0],
         next_position=fold.next_position,
         effect=fold.take_effect(),
+        known=known,
         applied=len(batch.entries),
         retention_ms=0,
         wake_ms=settings.wake_ttl_ms,

@@ -1,9 +1,9 @@
 """The read script returns the stored positions of the ids a batch mentions.
 
-Entries written by the producer list their ids (field ``i``), so the worker reads the
-batch and the positions it needs in one round trip. Entries that do not list them
-(written by hand, or with an unreadable list) make the worker look positions up
-separately; either way the folded state is the one-delta-at-a-time fold.
+Entries written by the producer list their ids' fingerprints (field ``f``), so the
+worker reads the batch and the positions it needs in one round trip. Entries that do
+not list them (written by hand, or with an unreadable list) make the worker look
+positions up separately; either way the folded state is the one-delta-at-a-time fold.
 """
 
 from __future__ import annotations
@@ -13,9 +13,12 @@ import random
 from core import dump_messages
 from core.codec import encode_messages
 from core.ids import ensure_ids, uuid4_str
+from core.pages import PAGE_RECORDS, records
 from tests.workers.harness import Sent, make_settings, state_dump, store_for
 from tests.workers.produce import random_messages
+from workers import ops
 from workers.drain import Drainer, _decode, _mentioned
+from workers.layout import layout_problems
 from workers.producer import Producer
 
 
@@ -39,8 +42,8 @@ def test_read_batch_positions_equal_a_separate_lookup(redis_url: str) -> None:
     assert all(b.entries for b in batches)
     mentioned = [(r, _mentioned(_decode(b))) for r, b in zip(refs, batches, strict=True)]
     looked_up = store.positions_many(mentioned)
-    for batch, expected in zip(batches, looked_up, strict=True):
-        assert batch.positions == expected
+    for batch, (_, ids), expected in zip(batches, mentioned, looked_up, strict=True):
+        assert batch.known(ids) == expected
         assert expected, "the batch mentions stored ids"
 
 
@@ -63,12 +66,12 @@ def test_entries_without_their_ids_fold_exactly_too(redis_url: str) -> None:
             stamped = ensure_ids(messages, uuid4_str)
             fields: dict[str, bytes] = {"d": encode_messages(stamped)}
             if how < 0.8:
-                fields["i"] = b"\xc1 not msgpack"
+                fields["f"] = b"\x01\x02\x03"  # not a whole number of fingerprints
             log = settings.keyspace.thread(ref).log
             raw_version: bytes = store.client.xadd(log, fields)  # type: ignore[arg-type,assignment]
             sent.add(ref, raw_version.decode(), stamped, [str(m.id) for m in stamped])
             # A batch holding this entry comes without positions: the fallback runs.
-            assert store.read_batches([ref], settings.batch_size)[0].positions is None
+            assert store.read_batches([ref], settings.batch_size)[0].candidates is None
         if step % 25 == 0:
             drainer.drain_many(sorted(sent.deltas))
     drainer.drain_many(sorted(sent.deltas))
@@ -86,10 +89,12 @@ def test_a_thread_longer_than_luas_unpack_limit_reads_whole(redis_url: str) -> N
     Drainer(store, settings).drain_many(["_/long"])
     page = store.read_state("_/long")
     assert page is not None and page.total == 10_000
-    # bodies are stored under their ids, without them; reads give the ids back
-    first = str(page.messages[0].id)
-    stored = store.client.hget(settings.keyspace.thread("_/long").msgs, first)
-    assert isinstance(stored, bytes) and first.encode() not in stored
+    # many messages to a page, the id once per record; reads give the ids back
+    assert layout_problems(store, "_/long") == []
+    k = settings.keyspace.thread("_/long")
+    assert store.client.hlen(k.pages) == 10_000 // PAGE_RECORDS
+    first = records(ops.as_bytes(store.client.hget(k.pages, "0")))[0]
+    assert first[1] == str(page.messages[0].id).encode() and first[1] not in first[2]
     assert len({m.id for m in page.messages}) == 10_000
     assert [m.content for m in page.messages] == [
         f"{p}.{i}" for p in range(10) for i in range(1000)

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from core import dump_messages
-from core.codec import encode_message
+from core.codec import encode_stored
 from core.messages import HumanMessage
+from core.pages import record, records
 from tests.api.client import api_client, api_settings
 from tests.workers.harness import (
     Sent,
@@ -52,8 +53,14 @@ def _written(settings: Settings, threads: int = 3, deltas: int = 120) -> tuple[S
 def _corrupt(store: Store, ref: str) -> None:
     """Change a stored body behind the workers' back."""
     k = store.keyspace.thread(ref)
-    victim = ops.text(store.client.zrange(k.order, 0, 0)[0])
-    store.client.hset(k.msgs, victim, encode_message(HumanMessage(content="tampered", id=victim)))
+    start = min(int(ops.text(n)) for n in store.client.hkeys(k.pages))
+    page = ops.as_bytes(store.client.hget(k.pages, start))
+    (position, victim, _), *rest = records(page)
+    body = encode_stored(HumanMessage(content="tampered"))
+    tampered = record(victim.decode(), position, body) + b"".join(
+        record(i.decode(), p, b) for p, i, b in rest
+    )
+    store.client.hset(k.pages, start, tampered)
 
 
 def test_audit_finds_a_corrupted_state_and_rebuild_fixes_it(redis_url: str) -> None:

@@ -1,0 +1,92 @@
+"""How a thread's state is packed into Redis values: pages of records, an index of ids.
+
+Redis spends 50 to 200 bytes of bookkeeping on every hash field or sorted-set member
+(dict entry, skiplist node, allocator rounding), as much as a short message itself. So
+a thread stores its messages several to a value, in two hashes:
+
+* **pages**: the message at position ``p`` is a *record* in page ``p // PAGE_RECORDS``,
+  records in position order. An append extends the last page or starts the next; an
+  update rewrites its record in place; a page left empty is dropped. Reading a thread
+  is reading its pages in number order.
+* **index**: maps an id to its position, for the updates and removes that name it.
+  Entries (4-byte fingerprint of the id, 4-byte position) sit in buckets of a linear
+  hash over the fingerprints, which splits one bucket at a time as the thread grows
+  (the thread's meta hash holds the bucket count).
+
+Both are found by arithmetic, never searched for: with Redis's Lua hashing every byte
+of every string it is handed, the bytes a script reads are its main cost, and these
+layouts read only what a change rewrites.
+
+The fingerprint is the id's CRC-32, computed here, never in the scripts
+(``redis.sha1hex`` cost more than the rest of a lookup; in Python CRC-32 costs a third
+of SHA-1). Only its spread matters: a match is a candidate, confirmed against the id
+in the record at that position (by the commit that edits the record, or by the
+reader), so a collision costs a re-read, never a wrong answer. (Ids crafted to
+collide only slow their own thread's lookups.)
+
+The record layout is a fixed binary header Lua's ``struct`` reads; this module is the
+Python half: building records for a commit and reading pages back.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Sequence
+from typing import Final
+
+#: Positions per page: the record at position p is in page p // PAGE_RECORDS.
+PAGE_RECORDS: Final = 8
+#: Index buckets split (one at a time) while they average more entries than this.
+BUCKET_ENTRIES: Final = 48
+
+#: Record header: position, id length, body length (big-endian, as Lua's struct reads).
+#: Positions stay below 2**32: one per message ever added to the thread.
+HEADER: Final = struct.Struct(">III")
+_unpack_header = HEADER.unpack_from
+_pack_header = HEADER.pack
+
+
+_FINGERPRINT: Final = struct.Struct(">I")
+
+
+def fingerprint(ident: str) -> bytes:
+    """An id's index key: its CRC-32, 4 bytes big-endian (a spread, not a secret)."""
+    return _FINGERPRINT.pack(zlib.crc32(ident.encode()))
+
+
+def fingerprints(ids: Sequence[str]) -> bytes:
+    """The fingerprints of the ids a delta mentions, in order: stored beside the delta
+    (log field ``f``) so the read script can look their positions up."""
+    return b"".join(map(fingerprint, ids))
+
+
+def record(ident: str, position: int, body: bytes) -> bytes:
+    """One message as a page holds it: header, UTF-8 id, stored body."""
+    raw = ident.encode()
+    return _pack_header(position, len(raw), len(body)) + raw + body
+
+
+def split_records(page: bytes, ids: list[bytes], bodies: list[bytes]) -> None:
+    """Append the ids and bodies of a page's records to the lists, in order (a whole
+    thread's read: no tuple per record)."""
+    at, end, unpack = 0, len(page), _unpack_header
+    while at < end:
+        _, id_len, body_len = unpack(page, at)
+        at += 12
+        cut = at + id_len
+        ids.append(page[at:cut])
+        at = cut + body_len
+        bodies.append(page[cut:at])
+
+
+def records(page: bytes) -> list[tuple[int, bytes, bytes]]:
+    """``(position, id, body)`` of each record of a page, in order."""
+    out = []
+    at, end, size = 0, len(page), HEADER.size
+    while at < end:
+        position, id_len, body_len = _unpack_header(page, at)
+        at += size
+        out.append((position, page[at : at + id_len], page[at + id_len : at + id_len + body_len]))
+        at += id_len + body_len
+    return out

@@ -1,0 +1,160 @@
+"""The packed thread state (core/pages.py) against the one-delta-at-a-time fold.
+
+Threads long enough to span many pages and index buckets, edited at random; after
+every drain the pages and index must be exactly consistent (``layout_problems``) and
+the state equal to the fold. Fingerprint collisions are forced by swapping in a
+fingerprint with four values: every lookup then has rivals, and every commit that
+edits a record must catch a wrong match and re-read, never apply it.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from core import dump_messages
+from core.codec import decode_messages, encode_stored
+from core.fold import ThreadFold
+from core.messages import HumanMessage
+from core.pages import PAGE_RECORDS, record
+from tests.workers.harness import Sent, make_settings, state_dump, store_for
+from tests.workers.test_concurrency import NoWake
+from workers import layout, ops
+from workers.drain import Drainer, _decode, _mentioned
+from workers.producer import Producer
+from workers.replay import rebuild
+from workers.settings import Settings
+
+POOL = [f"m{i}" for i in range(90)]
+
+
+def _messages(rng: random.Random, step: int, clears: bool) -> list[dict[str, Any]]:
+    """Mostly appends and updates over 90 ids (so threads span many pages), removes of
+    known and unknown ids, id-less appends, and now and then a REMOVE_ALL."""
+    out: list[dict[str, Any]] = []
+    for _ in range(rng.randint(1, 4)):
+        roll = rng.random()
+        if roll < 0.6:
+            out.append(
+                {
+                    "role": "user",
+                    "content": "x" * rng.randint(0, 300) + f"{step}",
+                    "id": rng.choice(POOL),
+                }
+            )
+        elif roll < 0.8:
+            out.append({"role": "assistant", "content": f"a{step}"})
+        elif roll < 0.998 or not clears:
+            out.append({"type": "remove", "id": rng.choice([*POOL, "nope"]), "content": ""})
+        else:
+            out.append({"type": "remove", "id": "__remove_all__", "content": ""})
+    return out
+
+
+def _run(
+    settings: Settings, seed: int, steps: int, threads: int, *, clears: bool = True
+) -> tuple[Drainer, Sent]:
+    store = store_for(settings)
+    producer = Producer(store.client, settings, NoWake())
+    drainer = Drainer(store, settings)
+    rng = random.Random(seed)
+    sent = Sent()
+    refs = [f"_/t{i}" for i in range(threads)]
+    for step in range(steps):
+        thread = rng.randrange(threads)
+        messages = _messages(rng, step, clears)
+        result = producer.enqueue(f"t{thread}", messages)
+        sent.add(refs[thread], result.version, messages, result.ids)
+        if rng.random() < 0.08:
+            drainer.drain_many(refs)
+            for ref in refs:
+                assert layout.layout_problems(store, ref) == [], ref
+    drainer.drain_many(refs)
+    for ref in refs:
+        assert layout.layout_problems(store, ref) == [], ref
+        assert state_dump(store, ref) == dump_messages(sent.expected(ref)), ref
+    return drainer, sent
+
+
+def test_long_threads_edited_at_random_stay_packed_and_exact(redis_url: str) -> None:
+    settings = make_settings(redis_url, batch_size=7)
+    drainer, _ = _run(settings, seed=11, steps=1500, threads=3)
+    k = settings.keyspace.thread("_/t0")
+    client = drainer.store.client
+    assert client.hlen(k.pages) > 4, "the threads span several pages"
+    assert int(client.hget(k.meta, "ib") or 0) > 1, "and several index buckets"
+
+
+def test_forced_fingerprint_collisions_are_caught_and_folded_exactly(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def poor(ident: str) -> bytes:  # four fingerprints for every id there is
+        return bytes([0, 0, 0, len(ident) % 4])
+
+    for module in ("core.pages", "workers.ops", "workers.layout"):
+        monkeypatch.setattr(f"{module}.fingerprint", poor)
+    settings = make_settings(redis_url, batch_size=5)
+    drainer, _ = _run(settings, seed=12, steps=500, threads=2)
+    assert drainer.metrics._take().get("fingerprint_collisions", 0) > 0
+
+
+def test_paged_reads_equal_slices_of_the_whole_thread(redis_url: str) -> None:
+    settings = make_settings(redis_url, batch_size=50)
+    drainer, _ = _run(settings, seed=13, steps=400, threads=1, clears=False)
+    store = drainer.store
+    whole = store.read_state("_/t0")
+    assert whole is not None and len(whole.messages) > 3 * PAGE_RECORDS
+    ids = [str(m.id) for m in whole.messages]
+    for limit in (0, 1, 5, PAGE_RECORDS, 3 * PAGE_RECORDS + 1, 10_000):
+        first = store.read_state("_/t0", "all", "", limit)
+        assert first is not None and [m.id for m in first.messages] == ids[:limit]
+        assert first.has_more == (limit < len(ids))
+        for at in (0, 1, PAGE_RECORDS - 1, len(ids) // 2, len(ids) - 1):
+            after = store.read_state("_/t0", "after", ids[at], limit)
+            before = store.read_state("_/t0", "before", ids[at], limit)
+            assert after is not None and before is not None
+            assert [m.id for m in after.messages] == ids[at + 1 : at + 1 + limit]
+            assert [m.id for m in before.messages] == ids[max(0, at - limit) : at]
+            assert after.has_more == (len(ids) - at - 1 > limit)
+            assert before.has_more == (at > limit)
+    missing = store.read_state("_/t0", "after", "nope", 5)
+    assert missing is not None and not missing.anchor_found and missing.messages == []
+
+
+def test_a_drain_that_read_before_a_rebuild_cannot_commit_after_it(redis_url: str) -> None:
+    settings = make_settings(redis_url, retention_seconds=3600)
+    store = store_for(settings)
+    producer = Producer(store.client, settings, NoWake())
+    producer.enqueue("r", [{"role": "user", "content": "a", "id": "1"}])
+    Drainer(store, settings).drain("_/r")
+    producer.enqueue("r", [{"role": "user", "content": "b", "id": "1"}])
+    stale = store.read_batch("_/r", 100)  # a worker reads, then stalls...
+
+    # ...while the state is tampered with and rebuilt from the log
+    k = settings.keyspace.thread("_/r")
+    tampered = record("1", 0, encode_stored(HumanMessage(content="tampered")))
+    store.client.hset(k.pages, "0", tampered)
+    assert rebuild(store, "_/r").differences
+    mentioned = _mentioned(_decode(stale))
+    known = stale.known(mentioned) or {}
+    fold = ThreadFold(known, stale.next_position)
+    fold.apply(decode_messages(stale.entries[0][1]))
+    call = ops.commit_call(
+        settings.keyspace,
+        "_/r",
+        batch=stale,
+        new_cursor=stale.entries[0][0],
+        next_position=fold.next_position,
+        effect=fold.take_effect(),
+        known=known,
+        applied=1,
+        retention_ms=0,
+        wake_ms=settings.wake_ttl_ms,
+        encode=encode_stored,
+    )
+    assert not store.commit_many([call])[0].ok
+    Drainer(store, settings).drain("_/r")
+    assert [m["content"] for m in state_dump(store, "_/r")] == ["b"]
+    assert layout.layout_problems(store, "_/r") == []
