@@ -82,7 +82,7 @@ QUICK = Sizes(
     cost=CostConfig(lengths=(100, 10_000), deltas=2_000, batch_sizes=(200, 1000), rounds=1),
     latency_seconds=3.0, latency_shares=(0.5, 0.1), latency_runs=(10, 1),
     memory=MemoryConfig(messages=5_000, human_messages=5_000, layouts=(100,),
-                        configs=("default", "hash-max-listpack-value 8192"), cost_deltas=1_000),
+                        configs=("default",), cost_deltas=1_000),
     component_deltas=2_000, component_wakes=300,
 )
 

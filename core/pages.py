@@ -47,18 +47,21 @@ _unpack_header = HEADER.unpack_from
 _pack_header = HEADER.pack
 
 
-_FINGERPRINT: Final = struct.Struct(">I")
+_pack_fingerprint = struct.Struct(">I").pack
+_crc32 = zlib.crc32
 
 
 def fingerprint(ident: str) -> bytes:
     """An id's index key: its CRC-32, 4 bytes big-endian (a spread, not a secret)."""
-    return _FINGERPRINT.pack(zlib.crc32(ident.encode()))
+    return _pack_fingerprint(_crc32(ident.encode()))
 
 
 def fingerprints(ids: Sequence[str]) -> bytes:
     """The fingerprints of the ids a delta mentions, in order: stored beside the delta
     (log field ``f``) so the read script can look their positions up."""
-    return b"".join(map(fingerprint, ids))
+    if len(ids) == 1:  # most deltas: one message
+        return _pack_fingerprint(_crc32(ids[0].encode()))
+    return b"".join([_pack_fingerprint(_crc32(i.encode())) for i in ids])
 
 
 def record(ident: str, position: int, body: bytes) -> bytes:

@@ -103,9 +103,7 @@ def latency(result: LatencyResult) -> Target:
 def memory(rows: Sequence[MemoryRow], variant: str) -> Target:
     mine = [r for r in rows if r.variant == variant]
     default = max((r for r in mine if r.config == "default"), key=lambda r: r.ratio)
-    best = {r.per_thread: min((x for x in mine if x.per_thread == r.per_thread),
-                              key=lambda x: x.ratio) for r in mine}
-    options = "; ".join(f"{n}/thread best: {b.config} x{b.ratio:.2f}" for n, b in best.items())
+    options = "; ".join(f"{r.per_thread}/thread: x{r.ratio:.2f} ({r.config})" for r in mine)
     return Target(
         f"Redis bytes per stored message / msgpack size ({variant})",
         f"within {MEMORY_RATIO:g}x",

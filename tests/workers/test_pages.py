@@ -93,8 +93,9 @@ def test_forced_fingerprint_collisions_are_caught_and_folded_exactly(
     def poor(ident: str) -> bytes:  # four fingerprints for every id there is
         return bytes([0, 0, 0, len(ident) % 4])
 
-    for module in ("core.pages", "workers.ops", "workers.layout"):
+    for module in ("workers.ops", "workers.layout"):
         monkeypatch.setattr(f"{module}.fingerprint", poor)
+    monkeypatch.setattr("workers.producer.fingerprints", lambda ids: b"".join(map(poor, ids)))
     settings = make_settings(redis_url, batch_size=5)
     drainer, _ = _run(settings, seed=12, steps=500, threads=2)
     assert drainer.metrics._take().get("fingerprint_collisions", 0) > 0
