@@ -69,6 +69,25 @@ local PAGE_RECORDS, BUCKET_ENTRIES = """
 
 local function page_of(pos) return math.floor(pos / PAGE_RECORDS) end
 
+-- Many fields in one call each way (a call costs more than the bytes it moves here):
+-- HMGET of `fields` -> {field = value or ''}; HSET of {field, value}*; HDEL of fields.
+local function read_fields(key, fields)
+  local got = {}
+  for i = 1, #fields, 4000 do   -- Lua's unpack has a stack limit
+    local part = {unpack(fields, i, math.min(i + 3999, #fields))}
+    for j, v in ipairs(redis.call('HMGET', key, unpack(part))) do got[part[j]] = v or '' end
+  end
+  return got
+end
+local function write_fields(key, pairs_, dropped)
+  for i = 1, #pairs_, 4000 do
+    redis.call('HSET', key, unpack(pairs_, i, math.min(i + 3999, #pairs_)))
+  end
+  for i = 1, #dropped, 4000 do
+    redis.call('HDEL', key, unpack(dropped, i, math.min(i + 3999, #dropped)))
+  end
+end
+
 local function bucket_of(fp, buckets)   -- linear hashing: buckets [0, n - top) are split
   local top = 1
   while top * 2 <= buckets do top = top * 2 end
@@ -91,9 +110,21 @@ local function record_at(page, pos)
 end
 
 -- The candidate positions of a fingerprint (4 bytes), from a thread's index of
--- `buckets` buckets (each bucket is read once per call).
-local function matcher(index, buckets)
+-- `buckets` buckets (each bucket is read once per call; the buckets of `expected`
+-- fingerprints, when given, all at once).
+local function matcher(index, buckets, expected)
   local chunks = {}
+  if expected and buckets > 0 then
+    local wanted, seen = {}, {}
+    for _, fpb in ipairs(expected) do
+      local b = bucket_of(struct.unpack('>I4', fpb), buckets)
+      if not seen[b] then
+        seen[b] = true
+        wanted[#wanted + 1] = b
+      end
+    end
+    chunks = read_fields(index, wanted)
+  end
   return function(fpb)
     local found = {}
     if buckets == 0 then return found end
@@ -155,9 +186,9 @@ local function edit_pages(pages, edits, expect)
     end
     changes[edits[i]] = edits[i + 1]
   end
-  local written = {}
+  local written, dropped, current = {}, {}, read_fields(pages, order)
   for _, number in ipairs(order) do
-    local page = redis.call('HGET', pages, number) or ''
+    local page = current[number]
     local changes, found, wanted = touched[number], 0, 0
     local parts, at, n, kept = {}, 1, #page, 1
     while at <= n do
@@ -178,23 +209,21 @@ local function edit_pages(pages, edits, expect)
     for _ in pairs(changes) do wanted = wanted + 1 end
     if found ~= wanted then return false end
     if kept <= n then parts[#parts + 1] = string.sub(page, kept, n) end
-    written[#written + 1] = number
-    written[#written + 1] = #parts > 0 and table.concat(parts) or false
-  end
-  for i = 1, #written, 2 do
-    if written[i + 1] then
-      redis.call('HSET', pages, written[i], written[i + 1])
+    if #parts > 0 then
+      written[#written + 1] = number
+      written[#written + 1] = table.concat(parts)
     else
-      redis.call('HDEL', pages, written[i])
+      dropped[#dropped + 1] = number
     end
   end
+  write_fields(pages, written, dropped)
   return true
 end
 
 -- Appends records past every stored position: recs = {pos, record}*, ascending. Only
 -- the first one's page can exist already (the last page, partly filled).
 local function append_pages(pages, recs)
-  local i = 1
+  local i, written = 1, {}
   while i <= #recs do
     local number = page_of(recs[i])
     local parts = {}
@@ -205,8 +234,10 @@ local function append_pages(pages, recs)
       parts[#parts + 1] = recs[i + 1]
       i = i + 2
     end
-    redis.call('HSET', pages, number, table.concat(parts))
+    written[#written + 1] = number
+    written[#written + 1] = table.concat(parts)
   end
+  write_fields(pages, written, {})
 end
 
 -- Adds and removes index entries (adds, dels = {fingerprint bytes, pos}*) of a thread
@@ -220,7 +251,7 @@ local function edit_index(index, adds, dels, buckets, total)
     local b = bucket_of(struct.unpack('>I4', fpb), buckets)
     local t = touched[b]
     if not t then
-      t = {redis.call('HGET', index, b) or '', {}, {}}
+      t = {'', {}, {}}
       touched[b] = t
       order[#order + 1] = b
     end
@@ -231,8 +262,9 @@ local function edit_index(index, adds, dels, buckets, total)
     local t = bucket(adds[i])
     t[2][#t[2] + 1] = adds[i] .. struct.pack('>I4', adds[i + 1])
   end
+  local current, written, dropped = read_fields(index, order), {}, {}
   for _, b in ipairs(order) do
-    local chunk, added, gone = touched[b][1], touched[b][2], touched[b][3]
+    local chunk, added, gone = current[b], touched[b][2], touched[b][3]
     local parts, cuts, kept = {}, {}, 1
     for e in pairs(gone) do   -- where each entry sits (a match must be entry-aligned)
       local from = 1
@@ -254,8 +286,14 @@ local function edit_index(index, adds, dels, buckets, total)
     if kept <= #chunk then parts[#parts + 1] = string.sub(chunk, kept) end
     for _, e in ipairs(added) do parts[#parts + 1] = e end
     local new = table.concat(parts)
-    if #new > 0 then redis.call('HSET', index, b, new) else redis.call('HDEL', index, b) end
+    if #new > 0 then
+      written[#written + 1] = b
+      written[#written + 1] = new
+    else
+      dropped[#dropped + 1] = b
+    end
   end
+  write_fields(index, written, dropped)
   while total > buckets * BUCKET_ENTRIES do   -- split the next bucket in line
     local top = 1
     while top * 2 <= buckets do top = top * 2 end
@@ -427,7 +465,7 @@ local function read(k, max_entries)
   end
   out[6] = complete
   if complete == 1 and #fps > 0 then
-    local candidates = matcher(KEYS[k + 4], tonumber(meta[5] or '0'))
+    local candidates = matcher(KEYS[k + 4], tonumber(meta[5] or '0'), fps)
     for _, fpb in ipairs(fps) do
       for _, pos in ipairs(candidates(fpb)) do
         out[#out + 1] = fpb
