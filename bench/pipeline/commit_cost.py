@@ -196,10 +196,13 @@ def run(cfg: CostConfig, progress: Progress) -> list[CostRow]:
                 for batch in cfg.batch_sizes:
                     lengths = cfg.lengths if r % 2 == 0 else tuple(reversed(cfg.lengths))
                     for n in lengths:
+                        thread = threads[n]
                         if workload == APPENDS and n == min(cfg.lengths):
-                            threads[n] = bench.grow(n)  # appends must not grow the short one
-                        bench.load(threads[n], workload)
-                        bench.timed(threads[n], batch, rows[workload, batch, n])
+                            # Appends into a fresh short thread: they must not grow the
+                            # one the next rounds' updates go to.
+                            thread = bench.grow(n)
+                        bench.load(thread, workload)
+                        bench.timed(thread, batch, rows[workload, batch, n])
             progress(f"commit cost: round {r + 1}/{cfg.rounds} done")
         bench.close()
         return list(rows.values())
