@@ -231,9 +231,11 @@ def commit_call(
 ) -> Call:
     """The compare-and-set commit of one folded batch: only its net effect is written.
 
-    ``known`` are the stored positions the batch was folded over. An upsert at its
-    known position rewrites the record in place; one at a new position is appended
-    (and a known id re-added after a remove in the batch leaves its old record).
+    ``known`` are the stored positions the batch was folded over (candidates: the
+    script confirms the id of every record it edits, and refuses the commit, answering
+    ``collided``, when one is not the id expected). An upsert at its known position
+    rewrites the record in place; one at a new position is appended, and a known id
+    re-added after a remove in the batch has its old record removed.
     """
     meta, log, pages, index, sched, dirty = _drain_keys(ks, ref)
     if effect.cleared:
