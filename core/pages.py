@@ -4,10 +4,12 @@ Redis spends 50 to 200 bytes of bookkeeping on every hash field or sorted-set me
 (dict entry, skiplist node, allocator rounding), as much as a short message itself. So
 a thread stores its messages several to a value, in two hashes:
 
-* **pages**: the message at position ``p`` is a *record* in page ``p // PAGE_RECORDS``,
-  records in position order. An append extends the last page or starts the next; an
-  update rewrites its record in place; a page left empty is dropped. Reading a thread
-  is reading its pages in number order.
+* **pages**: the message at position ``p`` is a *record* in page ``p // per``, records
+  in position order. ``per`` is chosen when a thread starts (or restarts) empty, from
+  the size of its first records: as many as fit in :data:`PAGE_BYTES` on average, so a
+  page costs about the same to rewrite whatever the messages' size. An append extends
+  the last page or starts the next; an update rewrites its record in place; a page
+  left empty is dropped. Reading a thread is reading its pages in number order.
 * **index**: maps an id to its position, for the updates and removes that name it.
   Entries (4-byte fingerprint of the id, 4-byte position) sit in buckets of a linear
   hash over the fingerprints, which splits one bucket at a time as the thread grows
@@ -35,8 +37,12 @@ import zlib
 from collections.abc import Sequence
 from typing import Final
 
-#: Positions per page: the record at position p is in page p // PAGE_RECORDS.
-PAGE_RECORDS: Final = 8
+#: A page holds about this many bytes of records (it sets a thread's positions per page:
+#: an update rewrites a page, and Redis's Lua hashes every byte a script is handed,
+#: while each page costs Redis ~55 bytes of bookkeeping plus allocator rounding).
+PAGE_BYTES: Final = 1024
+#: At most this many positions per page (short messages).
+MAX_PAGE_RECORDS: Final = 16
 #: Index buckets split (one at a time) while they average more entries than this.
 BUCKET_ENTRIES: Final = 48
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from core.pages import BUCKET_ENTRIES, PAGE_RECORDS
+from core.pages import BUCKET_ENTRIES, MAX_PAGE_RECORDS, PAGE_BYTES
 
 # Shared Lua helpers, prepended to the scripts that need them.
 _LUA_HELPERS: Final = r"""
@@ -53,13 +53,14 @@ end
 
 _LUA_STATE: Final = (
     r"""
-local PAGE_RECORDS, BUCKET_ENTRIES = """
-    + f"{PAGE_RECORDS}, {BUCKET_ENTRIES}"
+local PAGE_BYTES, MAX_PAGE_RECORDS, BUCKET_ENTRIES = """
+    + f"{PAGE_BYTES}, {MAX_PAGE_RECORDS}, {BUCKET_ENTRIES}"
     + r"""
 
 -- A thread's state (see core/pages.py): two hashes.
---   pages: page number -> records; a record at position p is in page floor(p / PAGE_RECORDS),
---          records in position order. Record: position, id length, body length (3 x 4
+--   pages: page number -> records; the record at position p is in page floor(p / per),
+--          records in position order, `per` the thread's positions per page (meta 'pp').
+--          Record: position, id length, body length (3 x 4
 --          bytes, big-endian), id, body.
 --   index: bucket number -> entries (4-byte id fingerprint, 4-byte position), a linear
 --          hash over the fingerprints; meta 'ib' holds the number of buckets.
@@ -67,7 +68,18 @@ local PAGE_RECORDS, BUCKET_ENTRIES = """
 -- blob read that a change does not rewrite. (Every string Redis hands Lua is hashed
 -- byte by byte, so bytes moved into Lua are the cost to keep down.)
 
-local function page_of(pos) return math.floor(pos / PAGE_RECORDS) end
+local function page_of(pos, per) return math.floor(pos / per) end
+
+-- Positions per page for records like these ({pos, record}*): as many as fit in
+-- PAGE_BYTES on average, 1 to MAX_PAGE_RECORDS. Chosen when a thread (re)starts empty
+-- and kept in its meta ('pp') while it holds records: a page's cost to rewrite is its
+-- bytes, its overhead is per page.
+local function positions_per_page(recs)
+  local bytes = 0
+  for i = 2, #recs, 2 do bytes = bytes + #recs[i] end
+  local per = math.floor(PAGE_BYTES / math.max(1, bytes / (#recs / 2)))
+  return math.max(1, math.min(MAX_PAGE_RECORDS, per))
+end
 
 -- Many fields in one call each way (a call costs more than the bytes it moves here):
 -- HMGET of `fields` -> {field = value or ''}; HSET of {field, value}*; HDEL of fields.
@@ -150,11 +162,11 @@ end
 
 -- An exact lookup for one thread: (id, fingerprint bytes) -> position, page, body
 -- offset, body length (or false): a candidate is confirmed against its record's id.
-local function finder(pages, index, buckets)
+local function finder(pages, index, buckets, per)
   local candidates, pages_read = matcher(index, buckets), {}
   return function(id, fpb)
     for _, pos in ipairs(candidates(fpb)) do
-      local number = page_of(pos)
+      local number = page_of(pos, per)
       local page = pages_read[number]
       if page == nil then
         page = redis.call('HGET', pages, number) or ''
@@ -174,10 +186,10 @@ end
 -- touched is rewritten once, unchanged runs copied whole; an emptied page goes.
 -- -> false, having written nothing, when a record is not the one expected (a batch
 -- folded over a fingerprint collision: the caller re-reads with verified lookups).
-local function edit_pages(pages, edits, expect)
+local function edit_pages(pages, per, edits, expect)
   local touched, order = {}, {}
   for i = 1, #edits, 2 do
-    local number = page_of(edits[i])
+    local number = page_of(edits[i], per)
     local changes = touched[number]
     if not changes then
       changes = {}
@@ -222,15 +234,15 @@ end
 
 -- Appends records past every stored position: recs = {pos, record}*, ascending. Only
 -- the first one's page can exist already (the last page, partly filled).
-local function append_pages(pages, recs)
+local function append_pages(pages, per, recs)
   local i, written = 1, {}
   while i <= #recs do
-    local number = page_of(recs[i])
+    local number = page_of(recs[i], per)
     local parts = {}
-    if i == 1 and recs[1] % PAGE_RECORDS ~= 0 then
+    if i == 1 and recs[1] % per ~= 0 then
       parts[1] = redis.call('HGET', pages, number) or ''
     end
-    while i <= #recs and page_of(recs[i]) == number do
+    while i <= #recs and page_of(recs[i], per) == number do
       parts[#parts + 1] = recs[i + 1]
       i = i + 2
     end
@@ -532,19 +544,22 @@ local function commit(k, a)   -- KEYS[k + i] and ARGV[a + i] are the thread's i-
     added[#added + 1] = ARGV[i]
     added[#added + 1] = pos
   end
-  local state = redis.call('HMGET', meta, 'm', 'ib')
+  local state = redis.call('HMGET', meta, 'm', 'ib', 'pp')
   local count, buckets = tonumber(state[1] or '0'), tonumber(state[2] or '0')
+  local per = tonumber(state[3] or MAX_PAGE_RECORDS)
   if cleared then   -- the batch starts from nothing: it lists no edits of stored records
     redis.call('DEL', pages, index)
     edits, gone, count, buckets = {}, {}, 0, 0
   end
-  if #edits > 0 and not edit_pages(pages, edits, expect) then return {2} end
-  append_pages(pages, recs)
-  count = count + n_inserts - #gone / 2
+  if #edits > 0 and not edit_pages(pages, per, edits, expect) then return {2} end
+  count = count - #gone / 2
+  if count == 0 and #recs > 0 then per = positions_per_page(recs) end   -- no page left
+  append_pages(pages, per, recs)
+  count = count + n_inserts
   if #gone > 0 or #added > 0 then buckets = edit_index(index, added, gone, buckets, count) end
   now = now or now_ms()
   redis.call('HSET', meta, 'c', new_cursor, 'n', ARGV[a + 3], 't', now, 'a', 0, 'm', count,
-             'ib', buckets)
+             'ib', buckets, 'pp', per)
   redis.call('HINCRBY', meta, 'k', ARGV[a + 11])
   local threshold = after(new_cursor)
   local retention = tonumber(ARGV[a + 8])
@@ -651,11 +666,12 @@ READ_STATE: Final = (
 -- headers, and only when a limit asks it to.
 if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
 local mode, anchor, limit = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local meta = redis.call('HMGET', KEYS[1], 'c', 'm', 'ib')
+local meta = redis.call('HMGET', KEYS[1], 'c', 'm', 'ib', 'pp')
 local cursor, total = meta[1] or '0-0', tonumber(meta[2] or '0')
+local per = tonumber(meta[4] or MAX_PAGE_RECORDS)
 local from = -1
 if mode ~= 'all' then
-  from = finder(KEYS[2], KEYS[3], tonumber(meta[3] or '0'))(anchor, ARGV[4])
+  from = finder(KEYS[2], KEYS[3], tonumber(meta[3] or '0'), per)(anchor, ARGV[4])
   if not from then return {cursor, total, 0, -1} end
 end
 local out = {cursor, total, 1, from}
@@ -670,11 +686,11 @@ table.sort(numbers)
 local ordered = {}
 if mode == 'before' then
   for i = #numbers, 1, -1 do
-    if numbers[i] <= page_of(from) then ordered[#ordered + 1] = numbers[i] end
+    if numbers[i] <= page_of(from, per) then ordered[#ordered + 1] = numbers[i] end
   end
 else
   for _, number in ipairs(numbers) do
-    if mode == 'all' or number >= page_of(from) then ordered[#ordered + 1] = number end
+    if mode == 'all' or number >= page_of(from, per) then ordered[#ordered + 1] = number end
   end
 end
 local function count(page)   -- records of the page inside the range
@@ -709,8 +725,9 @@ LOOKUP: Final = (
     + r"""
 -- KEYS: meta pages index   ARGV: with_bodies('1'|'0') {id fingerprint}*
 -- -> {id, position[, body]}* for the ids the thread holds
-local buckets = tonumber(redis.call('HGET', KEYS[1], 'ib') or '0')
-local find, bodies, out = finder(KEYS[2], KEYS[3], buckets), ARGV[1] == '1', {}
+local meta = redis.call('HMGET', KEYS[1], 'ib', 'pp')
+local buckets, per = tonumber(meta[1] or '0'), tonumber(meta[2] or MAX_PAGE_RECORDS)
+local find, bodies, out = finder(KEYS[2], KEYS[3], buckets, per), ARGV[1] == '1', {}
 for i = 2, #ARGV, 2 do
   local pos, page, body, length = find(ARGV[i], ARGV[i + 1])
   if pos then
@@ -766,11 +783,14 @@ for i = 4, 3 + 3 * n, 3 do
   added[#added + 1] = ARGV[i]
   added[#added + 1] = pos
 end
-append_pages(KEYS[2], recs)
-local buckets = 0   -- sized for n at once: no splits
-if n > 0 then buckets = edit_index(KEYS[3], added, {}, math.ceil(n / BUCKET_ENTRIES), n) end
+local buckets, per = 0, MAX_PAGE_RECORDS   -- the index sized for n at once: no splits
+if n > 0 then
+  per = positions_per_page(recs)
+  append_pages(KEYS[2], per, recs)
+  buckets = edit_index(KEYS[3], added, {}, math.ceil(n / BUCKET_ENTRIES), n)
+end
 -- 'g' changes with every rebuild: a drain that read before it cannot commit after it.
-redis.call('HSET', KEYS[1], 'n', ARGV[2], 'm', n, 'ib', buckets)
+redis.call('HSET', KEYS[1], 'n', ARGV[2], 'm', n, 'ib', buckets, 'pp', per)
 redis.call('HINCRBY', KEYS[1], 'g', 1)
 return 1
 """

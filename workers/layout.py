@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 
-from core.pages import BUCKET_ENTRIES, PAGE_RECORDS, fingerprint, records
+from core.pages import BUCKET_ENTRIES, MAX_PAGE_RECORDS, fingerprint, records
 from workers.ops import as_bytes, text
 from workers.store import Store
 
@@ -32,7 +32,10 @@ def layout_problems(store: Store, ref: str) -> list[str]:
     problems: list[str] = []
     pages = sorted((int(text(n)), as_bytes(v)) for n, v in client.hgetall(k.pages).items())
     buckets = {int(text(n)): as_bytes(v) for n, v in client.hgetall(k.index).items()}
-    count, width = (int(text(v)) if v is not None else 0 for v in client.hmget(k.meta, "m", "ib"))
+    count, width, per = (
+        int(text(v)) if v is not None else None for v in client.hmget(k.meta, "m", "ib", "pp")
+    )
+    count, width, per = count or 0, width or 0, per or MAX_PAGE_RECORDS
     held: list[tuple[int, int]] = []  # (fingerprint, position) of every record
     last = -1
     for number, page in pages:
@@ -40,7 +43,7 @@ def layout_problems(store: Store, ref: str) -> list[str]:
         if not found:
             problems.append(f"page {number} is empty")
         for position, ident, _ in found:
-            if position // PAGE_RECORDS != number or position <= last:
+            if position // per != number or position <= last:
                 problems.append(f"page {number}: position {position} out of place")
             last = position
             held.append((int.from_bytes(fingerprint(ident.decode()), "big"), position))

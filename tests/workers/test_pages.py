@@ -18,7 +18,7 @@ from core import dump_messages
 from core.codec import decode_messages, encode_stored
 from core.fold import ThreadFold
 from core.messages import HumanMessage
-from core.pages import PAGE_RECORDS, record
+from core.pages import record
 from tests.workers.harness import Sent, make_settings, state_dump, store_for
 from tests.workers.test_concurrency import NoWake
 from workers import layout, ops
@@ -106,13 +106,14 @@ def test_paged_reads_equal_slices_of_the_whole_thread(redis_url: str) -> None:
     drainer, _ = _run(settings, seed=13, steps=400, threads=1, clears=False)
     store = drainer.store
     whole = store.read_state("_/t0")
-    assert whole is not None and len(whole.messages) > 3 * PAGE_RECORDS
+    per = int(ops.text(store.client.hget(settings.keyspace.thread("_/t0").meta, "pp")))
+    assert whole is not None and len(whole.messages) > 3 * per
     ids = [str(m.id) for m in whole.messages]
-    for limit in (0, 1, 5, PAGE_RECORDS, 3 * PAGE_RECORDS + 1, 10_000):
+    for limit in (0, 1, 5, per, 3 * per + 1, 10_000):
         first = store.read_state("_/t0", "all", "", limit)
         assert first is not None and [m.id for m in first.messages] == ids[:limit]
         assert first.has_more == (limit < len(ids))
-        for at in (0, 1, PAGE_RECORDS - 1, len(ids) // 2, len(ids) - 1):
+        for at in (0, 1, per - 1, len(ids) // 2, len(ids) - 1):
             after = store.read_state("_/t0", "after", ids[at], limit)
             before = store.read_state("_/t0", "before", ids[at], limit)
             assert after is not None and before is not None
@@ -136,7 +137,7 @@ def test_a_drain_that_read_before_a_rebuild_cannot_commit_after_it(redis_url: st
     # ...while the state is tampered with and rebuilt from the log
     k = settings.keyspace.thread("_/r")
     tampered = record("1", 0, encode_stored(HumanMessage(content="tampered")))
-    store.client.hset(k.pages, "0", tampered)
+    store.client.hset(k.pages, "0", tampered)  # position 0 is in page 0 at any page size
     assert rebuild(store, "_/r").differences
     mentioned = _mentioned(_decode(stale))
     known = stale.known(mentioned) or {}

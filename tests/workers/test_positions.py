@@ -13,7 +13,7 @@ import random
 from core import dump_messages
 from core.codec import encode_messages
 from core.ids import ensure_ids, uuid4_str
-from core.pages import PAGE_RECORDS, records
+from core.pages import MAX_PAGE_RECORDS, records
 from tests.workers.harness import Sent, make_settings, state_dump, store_for
 from tests.workers.produce import random_messages
 from workers import ops
@@ -92,7 +92,8 @@ def test_a_thread_longer_than_luas_unpack_limit_reads_whole(redis_url: str) -> N
     # many messages to a page, the id once per record; reads give the ids back
     assert layout_problems(store, "_/long") == []
     k = settings.keyspace.thread("_/long")
-    assert store.client.hlen(k.pages) == 10_000 // PAGE_RECORDS
+    per = int(ops.text(store.client.hget(k.meta, "pp")))
+    assert 1 < per <= MAX_PAGE_RECORDS and store.client.hlen(k.pages) == -(-10_000 // per)
     first = records(ops.as_bytes(store.client.hget(k.pages, "0")))[0]
     assert first[1] == str(page.messages[0].id).encode() and first[1] not in first[2]
     assert len({m.id for m in page.messages}) == 10_000
