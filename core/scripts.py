@@ -70,6 +70,20 @@ local PAGE_BYTES, MAX_PAGE_RECORDS, BUCKET_ENTRIES = """
 
 local function page_of(pos, per) return math.floor(pos / per) end
 
+-- The n records to insert that ARGV lists from `first` as {fingerprint position record}*:
+-- recs = {pos, record}* for the pages, added = {fingerprint, pos}* for the index.
+local function inserts_of(first, n)
+  local recs, added = {}, {}
+  for i = first, first + 3 * n - 1, 3 do
+    local pos = tonumber(ARGV[i + 1])
+    recs[#recs + 1] = pos
+    recs[#recs + 1] = ARGV[i + 2]
+    added[#added + 1] = ARGV[i]
+    added[#added + 1] = pos
+  end
+  return recs, added
+end
+
 -- Positions per page for records like these ({pos, record}*): as many as fit in
 -- PAGE_BYTES on average, 1 to MAX_PAGE_RECORDS. Chosen when a thread (re)starts empty
 -- and kept in its meta ('pp') while it holds records: a page's cost to rewrite is its
@@ -536,14 +550,7 @@ local function commit(k, a)   -- KEYS[k + i] and ARGV[a + i] are the thread's i-
     edits[#edits + 1] = tonumber(ARGV[i])
     edits[#edits + 1] = ARGV[i + 1]
   end
-  base = base + 2 * n_updates
-  for i = base, base + 3 * n_inserts - 1, 3 do
-    local pos = tonumber(ARGV[i + 1])
-    recs[#recs + 1] = pos
-    recs[#recs + 1] = ARGV[i + 2]
-    added[#added + 1] = ARGV[i]
-    added[#added + 1] = pos
-  end
+  recs, added = inserts_of(base + 2 * n_updates, n_inserts)
   local state = redis.call('HMGET', meta, 'm', 'ib', 'pp')
   local count, buckets = tonumber(state[1] or '0'), tonumber(state[2] or '0')
   local per = tonumber(state[3] or MAX_PAGE_RECORDS)
@@ -775,14 +782,8 @@ REBUILD: Final = (
 -- -> 1 done, 0 the cursor moved meanwhile (replay again)
 if (redis.call('HGET', KEYS[1], 'c') or '0-0') ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[2], KEYS[3])
-local n, recs, added = tonumber(ARGV[3]), {}, {}
-for i = 4, 3 + 3 * n, 3 do
-  local pos = tonumber(ARGV[i + 1])
-  recs[#recs + 1] = pos
-  recs[#recs + 1] = ARGV[i + 2]
-  added[#added + 1] = ARGV[i]
-  added[#added + 1] = pos
-end
+local n = tonumber(ARGV[3])
+local recs, added = inserts_of(4, n)
 local buckets, per = 0, MAX_PAGE_RECORDS   -- the index sized for n at once: no splits
 if n > 0 then
   per = positions_per_page(recs)
