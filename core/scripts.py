@@ -135,6 +135,16 @@ local function record_at(page, pos)
   return false
 end
 
+-- Where `needle` starts in a bucket at or after `from`, as an entry's first byte or
+-- its fingerprint: a match must be entry-aligned (or false).
+local function entry_at(chunk, needle, from)
+  while true do
+    local s = string.find(chunk, needle, from, true)
+    if not s or (s - 1) % 8 == 0 then return s or false end
+    from = s + 1
+  end
+end
+
 -- The candidate positions of a fingerprint (4 bytes), from a thread's index of
 -- `buckets` buckets (each bucket is read once per call; the buckets of `expected`
 -- fingerprints, when given, all at once).
@@ -160,17 +170,12 @@ local function matcher(index, buckets, expected)
       chunk = redis.call('HGET', index, b) or ''
       chunks[b] = chunk
     end
-    local from = 1
-    while true do
-      local s = string.find(chunk, fpb, from, true)
-      if not s then return found end
-      if (s - 1) % 8 == 0 then
-        found[#found + 1] = struct.unpack('>I4', chunk, s + 4)
-        from = s + 8
-      else
-        from = s + 1
-      end
+    local s = entry_at(chunk, fpb, 1)
+    while s do
+      found[#found + 1] = struct.unpack('>I4', chunk, s + 4)
+      s = entry_at(chunk, fpb, s + 8)
     end
+    return found
   end
 end
 
@@ -292,17 +297,9 @@ local function edit_index(index, adds, dels, buckets, total)
   for _, b in ipairs(order) do
     local chunk, added, gone = current[b], touched[b][2], touched[b][3]
     local parts, cuts, kept = {}, {}, 1
-    for e in pairs(gone) do   -- where each entry sits (a match must be entry-aligned)
-      local from = 1
-      while true do
-        local s = string.find(chunk, e, from, true)
-        if not s then break end
-        if (s - 1) % 8 == 0 then
-          cuts[#cuts + 1] = s
-          break
-        end
-        from = s + 1
-      end
+    for e in pairs(gone) do
+      local s = entry_at(chunk, e, 1)
+      if s then cuts[#cuts + 1] = s end
     end
     table.sort(cuts)
     for _, s in ipairs(cuts) do

@@ -117,9 +117,7 @@ class Drainer:
         """One batch for each thread; returns the threads to go round again."""
         work: list[tuple[str, Batch, Decoded]] = []
         for ref, batch in zip(
-            refs,
-            self.store.read_batches(refs, self.settings.batch_size),
-            strict=True,
+            refs, self.store.read_batches(refs, self.settings.batch_size), strict=True
         ):
             if batch.quarantined or not batch.entries:
                 continue
