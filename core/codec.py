@@ -61,7 +61,8 @@ def decode_messages(data: bytes) -> list[BaseMessage]:
 def _encode(value: Any, path: str) -> bytes:
     try:
         return _MSGPACK_ENCODER.encode(value)
-    except (TypeError, OverflowError, msgspec.EncodeError) as exc:
+    except (TypeError, OverflowError, UnicodeEncodeError, msgspec.EncodeError) as exc:
+        # UnicodeEncodeError: a str with a lone surrogate, which UTF-8 cannot carry.
         raise InvalidMessage(path, f"holds a value that is not JSON data ({exc})") from exc
 
 

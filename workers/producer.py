@@ -87,7 +87,10 @@ def prepare(delta: Delta, where: str, new_id: IdSource) -> _Prepared:
         raise InvalidMessage(at("messages"), "expected a non-empty list of messages")
     source = derived_ids(ref, delta.delta_id) if delta.delta_id else new_id
     messages = ensure_ids(delta.messages, source, at("messages"))
-    payload = encode_messages(messages)
+    try:
+        payload = encode_messages(messages)
+    except InvalidMessage as exc:
+        raise exc.under(f"{where}.") if where else exc from None
     ids = tuple(str(m.id) for m in messages)
     return _Prepared(ref, delta.delta_id or "", payload, ids, fingerprints(ids))
 

@@ -81,6 +81,9 @@ def test_values_that_are_not_json_data_are_refused_at_encoding() -> None:
     )
     with pytest.raises(InvalidMessage, match="not JSON data"):
         encode_message(message)
+    [lone] = to_messages([{"role": "user", "content": "a\udcff"}])  # UTF-8 cannot carry it
+    with pytest.raises(InvalidMessage, match="not JSON data"):
+        encode_message(lone)
 
 
 def test_stored_messages_carry_no_field_names() -> None:

@@ -181,6 +181,14 @@ BAD_DELTAS = [
     ([{"role": "user", "content": "ok"}, 5], r"^delta\.messages\[1\]: expected a message"),
     ([], r"^delta\.messages: expected a non-empty list"),
     (
+        [{"role": "user", "content": "x", "id": "a\udcff"}],  # a lone surrogate
+        r"^delta\.messages: holds a value that is not JSON data",
+    ),
+    (
+        [{"role": "tool", "content": "x", "tool_call_id": "c", "artifact": object()}],
+        r"^delta\.messages: holds a value that is not JSON data",
+    ),
+    (
         [
             {
                 "role": "assistant",
