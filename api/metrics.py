@@ -21,10 +21,6 @@ HELP: Final = {
     "commits": ("counter", "Batches committed by workers."),
     "entries_applied": ("counter", "Log entries (deltas) applied by workers."),
     "commit_conflicts": ("counter", "Commits refused by compare-and-set (stale or concurrent)."),
-    "fingerprint_collisions": (
-        "counter",
-        "Commits refused because an id's index fingerprint matched another id (re-read).",
-    ),
     "drain_failures": ("counter", "Drains that failed on a poison entry."),
     "quarantines": ("counter", "Threads put in quarantine."),
     "handoffs": ("counter", "Threads handed to a fresh task when a drain's time ran out."),

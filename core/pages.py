@@ -22,12 +22,14 @@ layouts read only what a change rewrites.
 The fingerprint is the id's CRC-32, computed here, never in the scripts
 (``redis.sha1hex`` cost more than the rest of a lookup; in Python CRC-32 costs a third
 of SHA-1). Only its spread matters: a match is a candidate, confirmed against the id
-in the record at that position (by the commit that edits the record, or by the
-reader), so a collision costs a re-read, never a wrong answer. (Ids crafted to
-collide only slow their own thread's lookups.)
+in the record at that position (by the worker, in the page read with the batch, or by
+the ``LOOKUP`` script), so a collision costs a comparison, never a wrong answer. (Ids
+crafted to collide only slow their own thread's lookups.)
 
 The record layout is a fixed binary header Lua's ``struct`` reads; this module is the
-Python half: building records for a commit and reading pages back.
+Python half: building records, finding and splicing them in the pages a worker edits
+(the commit writes those pages whole: Lua would hash every byte it splices), reading
+pages back.
 """
 
 from __future__ import annotations
@@ -99,3 +101,52 @@ def records(page: bytes) -> list[tuple[int, bytes, bytes]]:
         out.append((position, page[at : at + id_len], page[at + id_len : at + id_len + body_len]))
         at += id_len + body_len
     return out
+
+
+def id_at(page: bytes, position: int) -> bytes | None:
+    """The UTF-8 id of the record at ``position`` in a page, or None when it holds none
+    there (headers are walked; nothing is copied but the id)."""
+    at, end = 0, len(page)
+    while at < end:
+        found, id_len, body_len = _unpack_header(page, at)
+        if found == position:
+            return page[at + 12 : at + 12 + id_len]
+        if found > position:
+            return None
+        at += 12 + id_len + body_len
+    return None
+
+
+def body_at(page: bytes, position: int) -> bytes | None:
+    """The stored body of the record at ``position`` in a page (None: not there)."""
+    at, end = 0, len(page)
+    while at < end:
+        found, id_len, body_len = _unpack_header(page, at)
+        start = at + 12 + id_len
+        if found == position:
+            return page[start : start + body_len]
+        at = start + body_len
+    return None
+
+
+def edit_page(page: bytes, changes: dict[int, bytes | None]) -> bytes:
+    """The page with the records at the positions of ``changes`` replaced (by a record)
+    or removed (None); unchanged runs are copied whole. A position the page does not
+    hold is ignored: the caller checked the ids, under the commit's fence."""
+    parts: list[bytes] = []
+    kept = at = 0
+    end = len(page)
+    while at < end:
+        position, id_len, body_len = _unpack_header(page, at)
+        stop = at + 12 + id_len + body_len
+        if position in changes:
+            if kept < at:
+                parts.append(page[kept:at])
+            change = changes[position]
+            if change is not None:
+                parts.append(change)
+            kept = stop
+        at = stop
+    if kept < end:
+        parts.append(page[kept:end])
+    return b"".join(parts)

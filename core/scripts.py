@@ -179,8 +179,8 @@ local function matcher(index, buckets, expected)
   end
 end
 
--- An exact lookup for one thread: (id, fingerprint bytes) -> position, page, body
--- offset, body length (or false): a candidate is confirmed against its record's id.
+-- An exact lookup for one thread: (id, fingerprint bytes) -> position and the page
+-- holding it (or false): a candidate is confirmed against its record's id.
 local function finder(pages, index, buckets, per)
   local candidates, pages_read = matcher(index, buckets), {}
   return function(id, fpb)
@@ -191,64 +191,13 @@ local function finder(pages, index, buckets, per)
         page = redis.call('HGET', pages, number) or ''
         pages_read[number] = page
       end
-      local at, il, bl = record_at(page, pos)
+      local at, il = record_at(page, pos)
       if at and il == #id and string.sub(page, at + 12, at + 11 + il) == id then
-        return pos, page, at + 12 + il, bl
+        return pos, page
       end
     end
     return false
   end
-end
-
--- Rewrites records in place: edits = {pos, record or false (remove)}*, and expect[pos]
--- the id a removed record must have (an update's record carries its id). Each page
--- touched is rewritten once, unchanged runs copied whole; an emptied page goes.
--- -> false, having written nothing, when a record is not the one expected (a batch
--- folded over a fingerprint collision: the caller re-reads with verified lookups).
-local function edit_pages(pages, per, edits, expect)
-  local touched, order = {}, {}
-  for i = 1, #edits, 2 do
-    local number = page_of(edits[i], per)
-    local changes = touched[number]
-    if not changes then
-      changes = {}
-      touched[number] = changes
-      order[#order + 1] = number
-    end
-    changes[edits[i]] = edits[i + 1]
-  end
-  local written, dropped, current = {}, {}, read_fields(pages, order)
-  for _, number in ipairs(order) do
-    local page = current[number]
-    local changes, found, wanted = touched[number], 0, 0
-    local parts, at, n, kept = {}, 1, #page, 1
-    while at <= n do
-      local p, il, bl = struct.unpack('>I4I4I4', page, at)
-      local stop = at + 11 + il + bl
-      local change = changes[p]
-      if change ~= nil then
-        local want = expect[p]
-        if change then want = string.sub(change, 13, 12 + struct.unpack('>I4', change, 5)) end
-        if string.sub(page, at + 12, at + 11 + il) ~= want then return false end
-        found = found + 1
-        if kept < at then parts[#parts + 1] = string.sub(page, kept, at - 1) end
-        if change then parts[#parts + 1] = change end
-        kept = stop + 1
-      end
-      at = stop + 1
-    end
-    for _ in pairs(changes) do wanted = wanted + 1 end
-    if found ~= wanted then return false end
-    if kept <= n then parts[#parts + 1] = string.sub(page, kept, n) end
-    if #parts > 0 then
-      written[#written + 1] = number
-      written[#written + 1] = table.concat(parts)
-    else
-      dropped[#dropped + 1] = number
-    end
-  end
-  write_fields(pages, written, dropped)
-  return true
 end
 
 -- Appends records past every stored position: recs = {pos, record}*, ascending. Only
@@ -443,18 +392,21 @@ READ_BATCH: Final = (
 -- threads with one call: the fixed cost of a script call is paid once per round).
 -- KEYS: 4 per thread: meta log pages index      ARGV: 1 per thread: max_entries
 -- -> per thread: {fence, next_position, quarantine_reason, attempts, n, complete,
---     entry1, payload1, ..., entryN, payloadN, fingerprint1, position1, ...}
+--     positions_per_page, c, entry1, payload1, ..., entryN, payloadN,
+--     fingerprint1, position1, ..., fingerprintC, positionC, page_number, page, ...}
 -- The fence is the cursor (with the rebuild generation after a rebuild): the commit
 -- of this batch stands only if it is unchanged. Each entry lists the fingerprints of
--- the ids it mentions (field 'f', 4 bytes each); their candidate positions come with
--- the batch (one round trip for the worker instead of two), unconfirmed: the worker
--- matches them to its ids, and the commit confirms every record it edits. complete = 0
--- when an entry does not list them.
+-- the ids it mentions (field 'f', 4 bytes each); their c candidate positions come
+-- with the batch, and so do the pages that hold them: the worker confirms each id
+-- against its record and rewrites the pages it edits itself, so the commit writes
+-- them without reading them (they cannot change unless the fence does). complete = 0
+-- when an entry does not list its fingerprints.
 local function read(k, max_entries)
   local meta_key, log = KEYS[k + 1], KEYS[k + 2]
   local cursor = cursor_of(meta_key)
-  local meta = redis.call('HMGET', meta_key, 'n', 'q', 'a', 'g', 'ib')
-  local out = {cursor, meta[1] or '0', meta[2] or '', tonumber(meta[3] or '0'), 0, 0}
+  local meta = redis.call('HMGET', meta_key, 'n', 'q', 'a', 'g', 'ib', 'pp')
+  local per = tonumber(meta[6] or MAX_PAGE_RECORDS)
+  local out = {cursor, meta[1] or '0', meta[2] or '', tonumber(meta[3] or '0'), 0, 0, per, 0}
   if meta[4] then out[1] = cursor .. '@' .. meta[4] end
   if meta[2] then return out end
   local entries = redis.call('XRANGE', log, '(' .. cursor, '+', 'COUNT', max_entries)
@@ -489,11 +441,23 @@ local function read(k, max_entries)
   out[6] = complete
   if complete == 1 and #fps > 0 then
     local candidates = matcher(KEYS[k + 4], tonumber(meta[5] or '0'), fps)
+    local numbers, seen_page = {}, {}
     for _, fpb in ipairs(fps) do
       for _, pos in ipairs(candidates(fpb)) do
         out[#out + 1] = fpb
         out[#out + 1] = pos
+        out[8] = out[8] + 1
+        local number = page_of(pos, per)
+        if not seen_page[number] then
+          seen_page[number] = true
+          numbers[#numbers + 1] = number
+        end
       end
+    end
+    local got = read_fields(KEYS[k + 3], numbers)
+    for _, number in ipairs(numbers) do
+      out[#out + 1] = number
+      out[#out + 1] = got[number]
     end
   end
   return out
@@ -515,13 +479,14 @@ COMMIT: Final = (
 -- task's threads with one call; each thread's commit stands or fails on its own).
 -- KEYS: 6 per thread: meta pages index log sched dirty
 -- ARGV: per thread: count, then its count arguments:
---       fence new_cursor next_position cleared n_removed n_updates n_inserts
+--       fence new_cursor next_position cleared n_removed n_pages n_inserts
 --       retention_ms sched_ms ref n_entries
---       {fingerprint position id}*n_removed {position record}*n_updates
+--       {fingerprint position}*n_removed {page_number page}*n_pages
 --       {fingerprint position record}*n_inserts (ascending, past every stored position)
--- -> per thread: {0} when the cursor moved (a stale or concurrent worker: re-read),
---    {2} when an edited record is not the one the batch was folded over (a fingerprint
---    collision: re-read with verified lookups; nothing was written), else {1, more, now_ms}
+--       The pages are whole: the stored ones the batch read, rewritten by the worker
+--       ('' = emptied); the fence is what makes them current.
+-- -> per thread: {0} when the fence moved (a stale or concurrent worker: re-read),
+--    else {1, more, now_ms}
 local now = false
 
 local function commit(k, a)   -- KEYS[k + i] and ARGV[a + i] are the thread's i-th
@@ -529,33 +494,34 @@ local function commit(k, a)   -- KEYS[k + i] and ARGV[a + i] are the thread's i-
     KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6]
   if fence_of(meta) ~= ARGV[a + 1] then return {0} end
   local new_cursor = ARGV[a + 2]
-  local n_removed, n_updates, n_inserts =
+  local n_removed, n_pages, n_inserts =
     tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7])
   local cleared = ARGV[a + 4] == '1'
-  local edits, expect, gone, recs, added = {}, {}, {}, {}, {}
+  local gone, written, dropped = {}, {}, {}
   local base = a + 12
-  for i = base, base + 3 * n_removed - 1, 3 do
-    local pos = tonumber(ARGV[i + 1])
-    edits[#edits + 1] = pos
-    edits[#edits + 1] = false
-    expect[pos] = ARGV[i + 2]
+  for i = base, base + 2 * n_removed - 1, 2 do
     gone[#gone + 1] = ARGV[i]
-    gone[#gone + 1] = pos
+    gone[#gone + 1] = tonumber(ARGV[i + 1])
   end
-  base = base + 3 * n_removed
-  for i = base, base + 2 * n_updates - 1, 2 do
-    edits[#edits + 1] = tonumber(ARGV[i])
-    edits[#edits + 1] = ARGV[i + 1]
+  base = base + 2 * n_removed
+  for i = base, base + 2 * n_pages - 1, 2 do
+    if ARGV[i + 1] == '' then
+      dropped[#dropped + 1] = ARGV[i]
+    else
+      written[#written + 1] = ARGV[i]
+      written[#written + 1] = ARGV[i + 1]
+    end
   end
-  recs, added = inserts_of(base + 2 * n_updates, n_inserts)
+  local recs, added = inserts_of(base + 2 * n_pages, n_inserts)
   local state = redis.call('HMGET', meta, 'm', 'ib', 'pp')
   local count, buckets = tonumber(state[1] or '0'), tonumber(state[2] or '0')
   local per = tonumber(state[3] or MAX_PAGE_RECORDS)
   if cleared then   -- the batch starts from nothing: it lists no edits of stored records
     redis.call('DEL', pages, index)
-    edits, gone, count, buckets = {}, {}, 0, 0
+    gone, count, buckets = {}, 0, 0
+  else
+    write_fields(pages, written, dropped)
   end
-  if #edits > 0 and not edit_pages(pages, per, edits, expect) then return {2} end
   count = count - #gone / 2
   if count == 0 and #recs > 0 then per = positions_per_page(recs) end   -- no page left
   append_pages(pages, per, recs)
@@ -727,20 +693,26 @@ LOOKUP: Final = (
     _LUA_HELPERS
     + _LUA_STATE
     + r"""
--- KEYS: meta pages index   ARGV: with_bodies('1'|'0') {id fingerprint}*
--- -> {id, position[, body]}* for the ids the thread holds
+-- KEYS: meta pages index   ARGV: {id fingerprint}*
+-- -> {{id, position}* for the ids the thread holds, {page_number, page}* holding them,
+--     positions_per_page}
 local meta = redis.call('HMGET', KEYS[1], 'ib', 'pp')
 local buckets, per = tonumber(meta[1] or '0'), tonumber(meta[2] or MAX_PAGE_RECORDS)
-local find, bodies, out = finder(KEYS[2], KEYS[3], buckets, per), ARGV[1] == '1', {}
-for i = 2, #ARGV, 2 do
-  local pos, page, body, length = find(ARGV[i], ARGV[i + 1])
+local find, found, held, seen = finder(KEYS[2], KEYS[3], buckets, per), {}, {}, {}
+for i = 1, #ARGV, 2 do
+  local pos, page = find(ARGV[i], ARGV[i + 1])
   if pos then
-    out[#out + 1] = ARGV[i]
-    out[#out + 1] = pos
-    if bodies then out[#out + 1] = string.sub(page, body, body + length - 1) end
+    found[#found + 1] = ARGV[i]
+    found[#found + 1] = pos
+    local number = page_of(pos, per)
+    if not seen[number] then
+      seen[number] = true
+      held[#held + 1] = number
+      held[#held + 1] = page
+    end
   end
 end
-return out
+return {found, held, per}
 """
 )
 

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 import msgspec
 
-from core.codec import decode_messages, encode_stored
+from core.codec import decode_messages, decode_stored, encode_stored
 from core.fold import ThreadFold
 from core.messages import REMOVE_ALL_MESSAGES, BaseMessage, is_chunk
 from workers.metrics import BATCH_BUCKETS, LAG_BUCKETS_MS, Metrics
-from workers.ops import Batch, Committed, commit_call
+from workers.ops import Batch, Committed, Found, commit_call
 from workers.redis_io import Call
 from workers.settings import Settings
 from workers.store import Store
@@ -84,9 +84,6 @@ class Drainer:
         self.settings = settings
         self.clock = clock
         self.metrics = metrics or Metrics(settings.keyspace, "worker")
-        #: Threads whose last commit hit a fingerprint collision: their positions are
-        #: looked up exactly until a commit of theirs stands.
-        self._verify: set[str] = set()
 
     def drain(self, ref: str, deadline: float | None = None) -> DrainReport:
         """Fold every entry after the thread's cursor (see :meth:`drain_many`)."""
@@ -97,8 +94,8 @@ class Drainer:
         budget is spent (those left are ``handed_off``: the caller sends a new wake-up).
 
         Each round is two round trips for all the threads, each one script call for
-        all of them (read with the positions the batches need, then commit; a third,
-        for positions, only when an entry does not list its ids): a wake-up for many
+        all of them (read with the positions and pages the batches need, then commit; a
+        third, for positions, only when an entry does not list its ids): a wake-up for many
         quiet threads, the common case under spread load, costs little more than one.
         """
         if deadline is None:
@@ -125,24 +122,23 @@ class Drainer:
                 work.append((ref, batch, _decode(batch)))
             except PoisonEntry as exc:
                 self._failed(ref, exc, reports[ref])
-        # Entries that list their ids' fingerprints came with the candidate positions;
-        # others, ambiguous matches and threads just hit by a collision need a lookup.
+        # Entries that list their ids' fingerprints came with the candidate positions and
+        # their pages; others (written by hand) need a lookup.
         mentioned = [_mentioned(d) for _, _, d in work]
-        resolved = [
-            None if ref in self._verify else b.known(ids)
-            for (ref, b, _), ids in zip(work, mentioned, strict=True)
-        ]
+        known = [b.known(ids) for (_, b, _), ids in zip(work, mentioned, strict=True)]
         asked = [
             (ref, ids)
-            for (ref, _, _), ids, known in zip(work, mentioned, resolved, strict=True)
-            if known is None
+            for (ref, _, _), ids, found in zip(work, mentioned, known, strict=True)
+            if found is None
         ]
         looked_up = iter(self.store.positions_many(asked) if asked else [])
-        positions = [known if known is not None else next(looked_up) for known in resolved]
         calls, kept = [], []
-        for (ref, batch, decoded), known in zip(work, positions, strict=True):
+        for (ref, batch, decoded), found in zip(work, known, strict=True):
+            stored = (
+                Found(found, batch.pages, batch.per) if found is not None else next(looked_up)
+            )
             try:
-                calls.append(self._commit_call(ref, batch, decoded, known))
+                calls.append(self._commit_call(ref, batch, decoded, stored))
             except PoisonEntry as exc:
                 self._failed(ref, exc, reports[ref])
                 continue
@@ -153,12 +149,13 @@ class Drainer:
                 again.append(ref)
         return again
 
-    def _commit_call(self, ref: str, batch: Batch, decoded: Decoded, known: dict[str, int]) -> Call:
-        """Fold the batch over the positions it mentions; the commit of its net effect."""
+    def _commit_call(self, ref: str, batch: Batch, decoded: Decoded, stored: Found) -> Call:
+        """Fold the batch over the stored positions it mentions; the commit of its net
+        effect."""
         fold = ThreadFold(
-            known,
+            stored.positions,
             batch.next_position,
-            self._bodies(ref, decoded),
+            self._bodies(decoded, stored),
             merge_chunks=self.settings.merge_chunks,
         )
         for entry, messages in decoded:
@@ -173,7 +170,9 @@ class Drainer:
             new_cursor=decoded[-1][0],
             next_position=fold.next_position,
             effect=fold.take_effect(),
-            known=known,
+            known=stored.positions,
+            pages=stored.pages,
+            per=stored.per,
             applied=len(decoded),
             retention_ms=self.settings.retention_ms,
             wake_ms=self.settings.wake_ttl_ms,
@@ -184,13 +183,8 @@ class Drainer:
         """Account for one commit; True when the thread needs another round."""
         if not done.ok:
             report.conflicts += 1
-            if done.collided:
-                self._verify.add(report.ref)
-                self.metrics.add("fingerprint_collisions")
-            else:
-                self.metrics.add("commit_conflicts")
-            return True  # a concurrent drainer moved the cursor (or a collision): re-read
-        self._verify.discard(report.ref)
+            self.metrics.add("commit_conflicts")
+            return True  # a concurrent drainer moved the fence: re-read
         report.batches += 1
         report.entries += len(decoded)
         self._record(decoded, done.now_ms)
@@ -213,14 +207,17 @@ class Drainer:
         except Exception:  # metrics must never fail a drain
             log.warning("could not flush metrics", exc_info=True)
 
-    def _bodies(
-        self, ref: str, decoded: list[tuple[str, list[BaseMessage]]]
-    ) -> dict[str, BaseMessage] | None:
-        """Stored bodies of the chunks' ids: only chunk merging needs them."""
+    def _bodies(self, decoded: Decoded, stored: Found) -> dict[str, BaseMessage] | None:
+        """Stored bodies of the chunks' ids, from the pages read with the batch: only
+        chunk merging needs them."""
         if not self.settings.merge_chunks:
             return None
-        ids = {m.id for _, msgs in decoded for m in msgs if m.id is not None and is_chunk(m)}
-        return self.store.bodies(ref, list(ids))
+        chunks = {m.id for _, msgs in decoded for m in msgs if m.id is not None and is_chunk(m)}
+        return {
+            key: decode_stored(body, key)
+            for key, body in stored.bodies().items()
+            if key in chunks
+        }
 
     def _failed(self, ref: str, exc: PoisonEntry, report: DrainReport) -> DrainReport:
         backoff_ms = self.settings.wake_ttl_ms

@@ -17,7 +17,16 @@ from core.codec import decode_stored
 from core.fold import Effect
 from core.keys import Keyspace
 from core.messages import BaseMessage
-from core.pages import fingerprint, record, records, split_records
+from core.pages import (
+    MAX_PAGE_RECORDS,
+    body_at,
+    edit_page,
+    fingerprint,
+    id_at,
+    record,
+    records,
+    split_records,
+)
 from workers.redis_io import Call, Script
 
 INGEST: Final = Script("ingest", scripts.INGEST)
@@ -150,22 +159,30 @@ class Batch:
     quarantined: str
     attempts: int
     entries: list[tuple[str, bytes]] = field(default_factory=list)
-    #: Candidate positions of the fingerprints the entries list (unconfirmed: the
-    #: commit confirms them), or None when an entry did not list them (written by hand).
+    #: Candidate positions of the fingerprints the entries list, or None when an entry
+    #: did not list them (written by hand).
     candidates: dict[bytes, list[int]] | None = None
+    #: The thread's positions per page, and the stored pages that hold the candidates
+    #: (as of the fence: the commit rewrites them from these).
+    per: int = MAX_PAGE_RECORDS
+    pages: dict[int, bytes] = field(default_factory=dict)
 
     def known(self, ids: Iterable[str]) -> dict[str, int] | None:
-        """The stored positions of ``ids``, or None when the batch cannot tell (an entry
-        did not list its fingerprints, or a fingerprint matches several records)."""
+        """The stored positions of ``ids``, each confirmed against its record's id (a
+        fingerprint match that is another id is no match), or None when the batch
+        cannot tell (an entry did not list its fingerprints)."""
         if self.candidates is None:
             return None
         found: dict[str, int] = {}
+        per, pages = self.per, self.pages
         for ident in ids:
             match = self.candidates.get(fingerprint(ident))
             if match:
-                if len(match) > 1:
-                    return None
-                found[ident] = match[0]
+                raw = ident.encode()
+                for position in match:
+                    if id_at(pages.get(position // per, b""), position) == raw:
+                        found[ident] = position
+                        break
         return found
 
 
@@ -176,38 +193,55 @@ def read_batch_call(ks: Keyspace, ref: str, max_entries: int) -> Call:
 
 
 def parse_read_batch(raw: list[Any]) -> Batch:
-    n = int(raw[4]) if len(raw) > 4 else 0
-    end = 6 + 2 * n
-    entries = [(text(raw[i]), as_bytes(raw[i + 1])) for i in range(6, end, 2)]
+    if len(raw) <= 4 or not int(raw[4]):
+        return Batch(text(raw[0]), int(raw[1]), text(raw[2]), int(raw[3]))
+    n, per, c = int(raw[4]), int(raw[6]), int(raw[7])
+    end = 8 + 2 * n
+    entries = [(text(raw[i]), as_bytes(raw[i + 1])) for i in range(8, end, 2)]
     candidates: dict[bytes, list[int]] | None = None
-    if n and int(raw[5]):
+    pages: dict[int, bytes] = {}
+    if int(raw[5]):
         candidates = {}
-        for i in range(end, len(raw), 2):
+        for i in range(end, end + 2 * c, 2):
             candidates.setdefault(as_bytes(raw[i]), []).append(int(raw[i + 1]))
-    return Batch(text(raw[0]), int(raw[1]), text(raw[2]), int(raw[3]), entries, candidates)
+        for i in range(end + 2 * c, len(raw), 2):
+            pages[raw[i]] = raw[i + 1]  # integer and bulk replies: int and bytes already
+    return Batch(text(raw[0]), int(raw[1]), text(raw[2]), int(raw[3]), entries, candidates,
+                 per, pages)
 
 
-def lookup_call(ks: Keyspace, ref: str, ids: Sequence[str], *, bodies: bool = False) -> Call:
-    """Where the thread holds these ids (and their stored bodies, when asked)."""
+def lookup_call(ks: Keyspace, ref: str, ids: Sequence[str]) -> Call:
+    """Where the thread holds these ids, and the pages that hold them."""
     k = ks.thread(ref)
-    args: list[str | bytes] = ["1" if bodies else "0"]
+    args: list[str | bytes] = []
     for ident in ids:
         args += [ident, fingerprint(ident)]
     return Call(LOOKUP, [k.meta, *k.state], args)
 
 
-def parse_lookup(
-    raw: list[Any], *, bodies: bool = False
-) -> tuple[dict[str, int], dict[str, bytes]]:
-    """``(positions, bodies)`` by id, as ``lookup_call`` with the same ``bodies`` asked."""
-    step = 3 if bodies else 2
-    positions, found = {}, {}
-    for i in range(0, len(raw), step):
-        key = text(raw[i])
-        positions[key] = int(raw[i + 1])
-        if bodies:
-            found[key] = as_bytes(raw[i + 2])
-    return positions, found
+@dataclass(frozen=True, slots=True)
+class Found:
+    """Where a thread holds some ids: positions by id, the pages holding them."""
+
+    positions: dict[str, int]
+    pages: dict[int, bytes]
+    per: int
+
+    def bodies(self) -> dict[str, bytes]:
+        """The stored bodies by id."""
+        found = {}
+        for key, position in self.positions.items():
+            body = body_at(self.pages.get(position // self.per, b""), position)
+            if body is not None:
+                found[key] = body
+        return found
+
+
+def parse_lookup(raw: list[Any]) -> Found:
+    found, held, per = raw
+    positions = {text(found[i]): int(found[i + 1]) for i in range(0, len(found), 2)}
+    pages = {int(held[i]): as_bytes(held[i + 1]) for i in range(0, len(held), 2)}
+    return Found(positions, pages, int(per))
 
 
 def as_bytes(value: Any) -> bytes:
@@ -224,6 +258,8 @@ def commit_call(
     next_position: int,
     effect: Effect,
     known: Mapping[str, int],
+    pages: Mapping[int, bytes],
+    per: int,
     applied: int,
     retention_ms: int,
     wake_ms: int,
@@ -231,52 +267,70 @@ def commit_call(
 ) -> Call:
     """The compare-and-set commit of one folded batch: only its net effect is written.
 
-    ``known`` are the stored positions the batch was folded over (candidates: the
-    script confirms the id of every record it edits, and refuses the commit, answering
-    ``collided``, when one is not the id expected). An upsert at its known position
-    rewrites the record in place; one at a new position is appended, and a known id
-    re-added after a remove in the batch has its old record removed.
+    ``known`` are the stored positions the batch was folded over, confirmed against
+    ``pages``, the stored pages holding them (``per`` positions each) as of the batch's
+    fence. An upsert at its
+    known position is rewritten in place; one at a new position is appended, and a
+    known id re-added after a remove in the batch has its old record removed. The
+    pages edited are rewritten here and sent whole: Redis's Lua would hash every byte
+    of a page it splices (three times: read, cut, joined), Python copies them once.
     """
-    meta, log, pages, index, sched, dirty = _drain_keys(ks, ref)
+    meta, log, pages_key, index, sched, dirty = _drain_keys(ks, ref)
     if effect.cleared:
         known = {}  # the clear took every stored record
-    removed: list[str | bytes | int] = []
-    updates: list[str | bytes | int] = []
+    removed: list[bytes | int] = []
+    changes: dict[int, bytes | None] = {}
     inserts: list[tuple[int, str, BaseMessage]] = []
     for key in effect.removed:
         old = known.get(key)
         if old is not None:  # else it was new in this batch: nothing stored
-            removed += [fingerprint(key), old, key]
+            removed += [fingerprint(key), old]
+            changes[old] = None
     for key, (position, message) in effect.upserts.items():
         old = known.get(key)
         if old == position:
-            updates += [position, record(key, position, encode(message))]
+            changes[position] = record(key, position, encode(message))
             continue
         if old is not None:
-            removed += [fingerprint(key), old, key]
+            removed += [fingerprint(key), old]
+            changes[old] = None
         inserts.append((position, key, message))
     inserts.sort(key=_first)
+    edited = _edited_pages(changes, per, pages)
     args: list[str | bytes | int] = [
         batch.cursor,
         new_cursor,
         next_position,
         "1" if effect.cleared else "0",
-        len(removed) // 3,
-        len(updates) // 2,
+        len(removed) // 2,
+        len(edited) // 2,
         len(inserts),
         retention_ms,
         wake_ms,
         ref,
         applied,
         *removed,
-        *updates,
+        *edited,
     ]
     for position, key, message in inserts:
         args += [fingerprint(key), position, record(key, position, encode(message))]
-    keys = [meta, pages, index, log, sched, dirty]
+    keys = [meta, pages_key, index, log, sched, dirty]
     # Counted, so that calls of many threads merge into one (``run_merged``); a call's
     # answer is a list of one section per thread (``parse_commit`` takes one).
     return Call(COMMIT, keys, [len(args), *args])
+
+
+def _edited_pages(
+    changes: Mapping[int, bytes | None], per: int, pages: Mapping[int, bytes]
+) -> list[bytes | int]:
+    """``{page_number, page}*`` of the pages ``changes`` rewrite (b"" when emptied)."""
+    by_page: dict[int, dict[int, bytes | None]] = {}
+    for position, change in changes.items():
+        by_page.setdefault(position // per, {})[position] = change
+    out: list[bytes | int] = []
+    for number, edits in by_page.items():
+        out += [number, edit_page(pages[number], edits)]
+    return out
 
 
 def _first(item: tuple[int, str, BaseMessage]) -> int:
@@ -285,19 +339,16 @@ def _first(item: tuple[int, str, BaseMessage]) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Committed:
-    """A commit's answer: refused (the cursor moved, or ``collided``: a record it edits
-    is not the one the batch was folded over), or done, with backlog left or not."""
+    """A commit's answer: refused (the fence moved), or done, with backlog left or not."""
 
     ok: bool
     more: bool = False
     now_ms: int = 0
-    collided: bool = False
 
 
 def parse_commit(raw: list[Any]) -> Committed:
-    answer = int(raw[0])
-    if answer != 1:
-        return Committed(ok=False, collided=answer == 2)
+    if int(raw[0]) != 1:
+        return Committed(ok=False)
     return Committed(ok=True, more=bool(int(raw[1])), now_ms=int(raw[2]))
 
 

@@ -31,13 +31,14 @@ class Store:
         calls = [ops.read_batch_call(self.keyspace, ref, max_entries) for ref in refs]
         return [ops.parse_read_batch(raw) for raw in run_merged(self.client, calls)]
 
-    def positions_many(self, items: Sequence[tuple[str, Sequence[str]]]) -> list[dict[str, int]]:
-        """The stored positions of the given ids, for several threads in one round trip."""
+    def positions_many(self, items: Sequence[tuple[str, Sequence[str]]]) -> list[ops.Found]:
+        """The stored positions of the given ids and the pages holding them, for several
+        threads in one round trip."""
         asked = [(ref, list(ids)) for ref, ids in items if ids]
         calls = [ops.lookup_call(self.keyspace, ref, ids) for ref, ids in asked]
         raws = run_many(self.client, calls) if calls else []
-        found = {ref: ops.parse_lookup(raw)[0] for (ref, _), raw in zip(asked, raws, strict=True)}
-        return [found.get(ref, {}) for ref, _ in items]
+        found = {ref: ops.parse_lookup(raw) for (ref, _), raw in zip(asked, raws, strict=True)}
+        return [found.get(ref, ops.Found({}, {}, 1)) for ref, _ in items]
 
     def commit_many(self, calls: Sequence[Call]) -> list[ops.Committed]:
         """Several threads' compare-and-set commits in one pipelined round trip."""
@@ -47,9 +48,8 @@ class Store:
         """The stored messages of those ``ids`` that the thread holds."""
         if not ids:
             return {}
-        raw = run(self.client, ops.lookup_call(self.keyspace, ref, ids, bodies=True))
-        found = ops.parse_lookup(raw, bodies=True)[1]
-        return {key: decode_stored(body, key) for key, body in found.items()}
+        found = ops.parse_lookup(run(self.client, ops.lookup_call(self.keyspace, ref, ids)))
+        return {key: decode_stored(body, key) for key, body in found.bodies().items()}
 
     def commit(
         self,
@@ -60,6 +60,8 @@ class Store:
         effect: Effect,
         *,
         known: Mapping[str, int],
+        pages: Mapping[int, bytes],
+        per: int,
         applied: int,
         retention_ms: int,
         wake_ms: int,
@@ -74,6 +76,8 @@ class Store:
             next_position=next_position,
             effect=effect,
             known=known,
+            pages=pages,
+            per=per,
             applied=applied,
             retention_ms=retention_ms,
             wake_ms=wake_ms,

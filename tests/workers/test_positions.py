@@ -43,8 +43,12 @@ def test_read_batch_positions_equal_a_separate_lookup(redis_url: str) -> None:
     mentioned = [(r, _mentioned(_decode(b))) for r, b in zip(refs, batches, strict=True)]
     looked_up = store.positions_many(mentioned)
     for batch, (_, ids), expected in zip(batches, mentioned, looked_up, strict=True):
-        assert batch.known(ids) == expected
-        assert expected, "the batch mentions stored ids"
+        assert batch.known(ids) == expected.positions
+        assert expected.positions, "the batch mentions stored ids"
+        # Both come with the pages holding those positions, alike.
+        assert batch.per == expected.per
+        held = {p // batch.per for p in expected.positions.values()}
+        assert {n: batch.pages[n] for n in held} == expected.pages
 
 
 def test_entries_without_their_ids_fold_exactly_too(redis_url: str) -> None:
