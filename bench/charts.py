@@ -47,7 +47,7 @@ def cost_by_length(core: dict[str, Any], pipeline: dict[str, Any], out: Path) ->
         fold.sort(key=lambda r: r["length"])
         ax.plot([r["length"] for r in fold], [r["best_ns"] / 1000 for r in fold], marker="o",
                 label="ThreadFold step (µs/delta)")
-    for workload in ("updates", "appends"):
+    for workload in ("updates", "updates, last 100", "appends"):
         rows = [r for r in pipeline["commit_cost"] if r["workload"] == workload
                 and r["batch_size"] == 1000]
         rows.sort(key=lambda r: r["length"])

@@ -63,7 +63,7 @@ def test_the_naive_baseline_folds_the_same_deltas_to_the_same_state(
 
 
 def test_every_part_is_measured_and_every_target_judged(results: pipeline_bench.Results) -> None:
-    assert len(results.costs) == 2 * 2 * 2  # workloads x batch sizes x lengths
+    assert len(results.costs) == 3 * 2 * 2  # workloads x batch sizes x lengths
     assert len(results.memory) == 2  # ai and human, one layout, one config
     assert all(row.msgpack_mean > 0 and row.used_per_message > 0 for row in results.memory)
     assert len(results.targets) == 6
