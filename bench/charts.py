@@ -47,6 +47,7 @@ def cost_by_length(core: dict[str, Any], pipeline: dict[str, Any], out: Path) ->
         fold.sort(key=lambda r: r["length"])
         ax.plot([r["length"] for r in fold], [r["best_ns"] / 1000 for r in fold], marker="o",
                 label="ThreadFold step (µs/delta)")
+    names = {"updates": "updates of any message", "updates, last 100": "updates of the last 100"}
     for workload in ("updates", "updates, last 100", "appends"):
         rows = [r for r in pipeline["commit_cost"] if r["workload"] == workload
                 and r["batch_size"] == 1000]
@@ -54,7 +55,7 @@ def cost_by_length(core: dict[str, Any], pipeline: dict[str, Any], out: Path) ->
         if rows:
             cost = [min(r["drainer_cpu_us"]) + min(r["redis_cpu_us"]) for r in rows]
             ax.plot([r["length"] for r in rows], cost, marker="s",
-                    label=f"drain + Redis commit, {workload} (CPU µs/delta)")
+                    label=f"drain + commit, {names.get(workload, workload)} (CPU µs/delta)")
     ax.set(xscale="log", xlabel="thread length (messages)", ylabel="µs per delta",
            title="Per-delta cost by thread length (100 to 100,000 messages)")
     ax.set_ylim(bottom=0)
