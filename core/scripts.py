@@ -34,10 +34,17 @@ end
 local function cursor_of(meta)
   return redis.call('HGET', meta, 'c') or '0-0'
 end
-local function fence_of(meta)     -- what a commit compares: the cursor, and the rebuild
-  local m = redis.call('HMGET', meta, 'c', 'g')   -- generation once a rebuild happened
-  if m[2] then return (m[1] or '0-0') .. '@' .. m[2] end
-  return m[1] or '0-0'
+-- What a commit compares: the cursor, the rebuild generation once a rebuild happened,
+-- and the thread's incarnation (threads written before incarnations existed have none).
+local function fence(c, g, i)
+  local f = c or '0-0'
+  if g then f = f .. '@' .. g end
+  if i then f = f .. '#' .. i end
+  return f
+end
+local function fence_of(meta)
+  local m = redis.call('HMGET', meta, 'c', 'g', 'i')
+  return fence(m[1], m[2], m[3])
 end
 local function has_backlog(log, cursor)
   return #redis.call('XRANGE', log, '(' .. cursor, '+', 'COUNT', 1) > 0
@@ -300,7 +307,7 @@ INGEST: Final = (
 -- One call appends for one or more threads (the producer groups a bulk's threads by
 -- bucket, or all of them on a standalone server): the fixed cost of a script call is
 -- paid once per group instead of once per thread.
--- KEYS: 7 per thread: log meta sched dirty threads dd dd_expiry
+-- KEYS: 8 per thread: log meta sched dirty threads dd dd_expiry births
 -- ARGV: dedupe_ms sched_ms n_threads, then per thread: ref n {delta_id payload fps}*n
 --       (delta_id '' = no dedupe; fps: the index fingerprints of the ids the delta
 --       mentions, 4 bytes each, in order)
@@ -312,8 +319,8 @@ local now = false
 local out = {}
 
 local function ingest(k, ref, n, a)
-  local log, meta, sched, dirty, all, dd, ddx =
-    KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6], KEYS[k + 7]
+  local log, meta, sched, dirty, all, dd, ddx, births = KEYS[k + 1], KEYS[k + 2],
+    KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6], KEYS[k + 7], KEYS[k + 8]
   local deduping = false
   for i = 0, n - 1 do
     if ARGV[a + 3 * i] ~= '' then deduping = true end
@@ -357,8 +364,12 @@ local function ingest(k, ref, n, a)
     end
   end
   if not added then return end
-  -- 'e' is new only on a thread's first append (or its first after a delete).
-  if redis.call('HSET', meta, 'e', added) == 1 then redis.call('SADD', all, ref) end
+  -- 'e' is new only on a thread's first append (or its first after a delete): the
+  -- thread is born, and takes its incarnation (see fence()).
+  if redis.call('HSET', meta, 'e', added) == 1 then
+    redis.call('SADD', all, ref)
+    redis.call('HSET', meta, 'i', redis.call('INCR', births))
+  end
   if recorded and dedupe_ms > 0 then
     redis.call('PEXPIRE', dd, dedupe_ms)
     redis.call('PEXPIRE', ddx, dedupe_ms)
@@ -377,7 +388,7 @@ end
 local a = 4
 for t = 0, threads - 1 do
   local ref, n = ARGV[a], tonumber(ARGV[a + 1])
-  ingest(7 * t, ref, n, a + 2)
+  ingest(8 * t, ref, n, a + 2)
   a = a + 2 + 3 * n
 end
 return out
@@ -394,8 +405,8 @@ READ_BATCH: Final = (
 -- -> per thread: {fence, next_position, quarantine_reason, attempts, n, complete,
 --     positions_per_page, c, entry1, payload1, ..., entryN, payloadN,
 --     fingerprint1, position1, ..., fingerprintC, positionC, page_number, page, ...}
--- The fence is the cursor (with the rebuild generation after a rebuild): the commit
--- of this batch stands only if it is unchanged. Each entry lists the fingerprints of
+-- The fence is the cursor with the rebuild generation and the incarnation (fence()):
+-- the commit of this batch stands only if it is unchanged. Each entry lists the fingerprints of
 -- the ids it mentions (field 'f', 4 bytes each); their c candidate positions come
 -- with the batch, and so do the pages that hold them: the worker confirms each id
 -- against its record and rewrites the pages it edits itself, so the commit writes
@@ -403,11 +414,10 @@ READ_BATCH: Final = (
 -- when an entry does not list its fingerprints.
 local function read(k, max_entries)
   local meta_key, log = KEYS[k + 1], KEYS[k + 2]
-  local cursor = cursor_of(meta_key)
-  local meta = redis.call('HMGET', meta_key, 'n', 'q', 'a', 'g', 'ib', 'pp')
-  local per = tonumber(meta[6] or MAX_PAGE_RECORDS)
-  local out = {cursor, meta[1] or '0', meta[2] or '', tonumber(meta[3] or '0'), 0, 0, per, 0}
-  if meta[4] then out[1] = cursor .. '@' .. meta[4] end
+  local meta = redis.call('HMGET', meta_key, 'n', 'q', 'a', 'g', 'ib', 'pp', 'c', 'i')
+  local cursor, per = meta[7] or '0-0', tonumber(meta[6] or MAX_PAGE_RECORDS)
+  local out = {fence(meta[7], meta[4], meta[8]), meta[1] or '0', meta[2] or '',
+               tonumber(meta[3] or '0'), 0, 0, per, 0}
   if meta[2] then return out end
   local entries = redis.call('XRANGE', log, '(' .. cursor, '+', 'COUNT', max_entries)
   if #entries == 0 then return out end

@@ -124,7 +124,7 @@ MAX_THREADS_PER_INGEST: Final = 200
 @lru_cache(maxsize=65_536)
 def _ingest_keys(ks: Keyspace, ref: str) -> tuple[str, ...]:
     k = ks.thread(ref)
-    return (k.log, k.meta, k.sched, k.dirty, k.threads, k.dedupe, k.dedupe_expiry)
+    return (k.log, k.meta, k.sched, k.dirty, k.threads, k.dedupe, k.dedupe_expiry, k.births)
 
 
 @lru_cache(maxsize=65_536)
@@ -205,7 +205,7 @@ def parse_read_batch(raw: list[Any]) -> Batch:
         for i in range(end, end + 2 * c, 2):
             candidates.setdefault(as_bytes(raw[i]), []).append(int(raw[i + 1]))
         for i in range(end + 2 * c, len(raw), 2):
-            pages[raw[i]] = raw[i + 1]  # integer and bulk replies: int and bytes already
+            pages[int(raw[i])] = as_bytes(raw[i + 1])
     return Batch(text(raw[0]), int(raw[1]), text(raw[2]), int(raw[3]), entries, candidates,
                  per, pages)
 
@@ -272,8 +272,9 @@ def commit_call(
     fence. An upsert at its
     known position is rewritten in place; one at a new position is appended, and a
     known id re-added after a remove in the batch has its old record removed. The
-    pages edited are rewritten here and sent whole: Redis's Lua would hash every byte
-    of a page it splices (three times: read, cut, joined), Python copies them once.
+    pages edited are rewritten here and sent whole: Redis's Lua hashes every byte of
+    every string it makes, and a page spliced in a script was made three times (read,
+    cut, joined), where a page spliced here is made once in the commit's arguments.
     """
     meta, log, pages_key, index, sched, dirty = _drain_keys(ks, ref)
     if effect.cleared:

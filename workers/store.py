@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core.codec import decode_stored
 from core.fold import Effect
 from core.keys import Keyspace
-from core.messages import BaseMessage
+from core.pages import MAX_PAGE_RECORDS
 from workers import ops
 from workers.redis_io import Call, SyncClient, run, run_many, run_merged
 
@@ -38,18 +37,11 @@ class Store:
         calls = [ops.lookup_call(self.keyspace, ref, ids) for ref, ids in asked]
         raws = run_many(self.client, calls) if calls else []
         found = {ref: ops.parse_lookup(raw) for (ref, _), raw in zip(asked, raws, strict=True)}
-        return [found.get(ref, ops.Found({}, {}, 1)) for ref, _ in items]
+        return [found.get(ref, ops.Found({}, {}, MAX_PAGE_RECORDS)) for ref, _ in items]
 
     def commit_many(self, calls: Sequence[Call]) -> list[ops.Committed]:
         """Several threads' compare-and-set commits in one pipelined round trip."""
         return [ops.parse_commit(raw) for raw in run_merged(self.client, calls)]
-
-    def bodies(self, ref: str, ids: Sequence[str]) -> dict[str, BaseMessage]:
-        """The stored messages of those ``ids`` that the thread holds."""
-        if not ids:
-            return {}
-        found = ops.parse_lookup(run(self.client, ops.lookup_call(self.keyspace, ref, ids)))
-        return {key: decode_stored(body, key) for key, body in found.bodies().items()}
 
     def commit(
         self,
