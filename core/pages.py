@@ -66,7 +66,7 @@ def fingerprint(ident: str) -> bytes:
 
 def fingerprints(ids: Sequence[str]) -> bytes:
     """The fingerprints of the ids a delta mentions, in order: stored beside the delta
-    (log field ``f``) so the read script can look their positions up."""
+    (log field ``f``) so a worker can look their positions up without decoding the delta."""
     if len(ids) == 1:  # most deltas: one message
         return _pack_fingerprint(_crc32(ids[0].encode()))
     return b"".join([_pack_fingerprint(_crc32(i.encode())) for i in ids])

@@ -395,88 +395,54 @@ return out
 """
 )
 
-READ_BATCH: Final = (
+CANDIDATES: Final = (
     _LUA_HELPERS
     + _LUA_STATE
     + r"""
--- Reads the next batch of one or more threads (a drain round reads all of a task's
--- threads with one call: the fixed cost of a script call is paid once per round).
--- KEYS: 4 per thread: meta log pages index      ARGV: 1 per thread: max_entries
--- -> per thread: {fence, next_position, quarantine_reason, attempts, n, complete,
---     positions_per_page, c, entry1, payload1, ..., entryN, payloadN,
---     fingerprint1, position1, ..., fingerprintC, positionC, page_number, page, ...}
--- The fence is the cursor with the rebuild generation and the incarnation (fence()):
--- the commit of this batch stands only if it is unchanged. Each entry lists the fingerprints of
--- the ids it mentions (field 'f', 4 bytes each); their c candidate positions come
--- with the batch, and so do the pages that hold them: the worker confirms each id
--- against its record and rewrites the pages it edits itself, so the commit writes
--- them without reading them (they cannot change unless the fence does). complete = 0
--- when an entry does not list its fingerprints.
-local function read(k, max_entries)
-  local meta_key, log = KEYS[k + 1], KEYS[k + 2]
-  local meta = redis.call('HMGET', meta_key, 'n', 'q', 'a', 'g', 'ib', 'pp', 'c', 'i')
-  local cursor, per = meta[7] or '0-0', tonumber(meta[6] or MAX_PAGE_RECORDS)
-  local out = {fence(meta[7], meta[4], meta[8]), meta[1] or '0', meta[2] or '',
-               tonumber(meta[3] or '0'), 0, 0, per, 0}
-  if meta[2] then return out end
-  local entries = redis.call('XRANGE', log, '(' .. cursor, '+', 'COUNT', max_entries)
-  if #entries == 0 then return out end
-  out[4] = redis.call('HINCRBY', meta_key, 'a', 1)
-  out[5] = #entries
-  local fps, seen, complete = {}, {}, 1
-  for _, entry in ipairs(entries) do
-    local payload, mentioned = false, false
-    for j = 1, #entry[2], 2 do
-      local name = entry[2][j]
-      if name == 'd' then
-        payload = entry[2][j + 1]
-      elseif name == 'f' then
-        mentioned = entry[2][j + 1]
+-- The second step of reading a batch, for one or more threads (a worker reads a
+-- thread's meta and its next log entries first, with plain HMGET and XRANGE: an
+-- XRANGE inside a script makes a Lua string of every field of every entry, and that
+-- was half of the read's server time). Counts the read as an attempt (failures
+-- quarantine a thread after a limit), and finds the candidate positions of the
+-- fingerprints of the ids the batch mentions, with the pages holding them.
+-- Unconfirmed: the worker checks each against the id in its record, and rewrites the
+-- pages it edits itself, so the commit writes them without reading them (they cannot
+-- change unless the fence does).
+-- KEYS: 3 per thread: meta pages index    ARGV: 1 per thread: the fingerprints (4 bytes
+-- each, distinct; '' for none)
+-- -> per thread: {attempts, positions_per_page, c, fingerprint1, position1, ...,
+--     fingerprintC, positionC, page_number, page, ...}
+local function candidates(k, mentioned)
+  local meta = redis.call('HMGET', KEYS[k + 1], 'ib', 'pp')
+  local per = tonumber(meta[2] or MAX_PAGE_RECORDS)
+  local out = {redis.call('HINCRBY', KEYS[k + 1], 'a', 1), per, 0}
+  local fps = {}
+  for at = 1, #mentioned - 3, 4 do fps[#fps + 1] = string.sub(mentioned, at, at + 3) end
+  if #fps == 0 then return out end
+  local match = matcher(KEYS[k + 3], tonumber(meta[1] or '0'), fps)
+  local numbers, seen = {}, {}
+  for _, fpb in ipairs(fps) do
+    for _, pos in ipairs(match(fpb)) do
+      out[#out + 1] = fpb
+      out[#out + 1] = pos
+      out[3] = out[3] + 1
+      local number = page_of(pos, per)
+      if not seen[number] then
+        seen[number] = true
+        numbers[#numbers + 1] = number
       end
-    end
-    out[#out + 1] = entry[1]
-    out[#out + 1] = payload or ''
-    if mentioned and #mentioned % 4 == 0 then
-      for at = 1, #mentioned, 4 do
-        local fpb = string.sub(mentioned, at, at + 3)
-        if not seen[fpb] then
-          seen[fpb] = true
-          fps[#fps + 1] = fpb
-        end
-      end
-    else
-      complete = 0
     end
   end
-  out[6] = complete
-  if complete == 1 and #fps > 0 then
-    local candidates = matcher(KEYS[k + 4], tonumber(meta[5] or '0'), fps)
-    local numbers, seen_page = {}, {}
-    for _, fpb in ipairs(fps) do
-      for _, pos in ipairs(candidates(fpb)) do
-        out[#out + 1] = fpb
-        out[#out + 1] = pos
-        out[8] = out[8] + 1
-        local number = page_of(pos, per)
-        if not seen_page[number] then
-          seen_page[number] = true
-          numbers[#numbers + 1] = number
-        end
-      end
-    end
-    local got = read_fields(KEYS[k + 3], numbers)
-    for _, number in ipairs(numbers) do
-      out[#out + 1] = number
-      out[#out + 1] = got[number]
-    end
+  local got = read_fields(KEYS[k + 2], numbers)
+  for _, number in ipairs(numbers) do
+    out[#out + 1] = number
+    out[#out + 1] = got[number]
   end
   return out
 end
 
 local all = {}
-for t = 0, #ARGV - 1 do
-  all[t + 1] = read(4 * t, tonumber(ARGV[t + 1]))
-end
+for t = 0, #ARGV - 1 do all[t + 1] = candidates(3 * t, ARGV[t + 1]) end
 return all
 """
 )

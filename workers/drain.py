@@ -84,6 +84,10 @@ class Drainer:
         self.settings = settings
         self.clock = clock
         self.metrics = metrics or Metrics(settings.keyspace, "worker")
+        #: Where to read a thread's log from when applied entries are kept for replay
+        #: (retention): the cursor its last commit here left. Without retention the log
+        #: starts at the cursor and is read from its start.
+        self._hints: dict[str, str] = {}
 
     def drain(self, ref: str, deadline: float | None = None) -> DrainReport:
         """Fold every entry after the thread's cursor (see :meth:`drain_many`)."""
@@ -93,10 +97,11 @@ class Drainer:
         """Drain threads together, batch by batch, until none has a backlog or the time
         budget is spent (those left are ``handed_off``: the caller sends a new wake-up).
 
-        Each round is two round trips for all the threads, each one script call for
-        all of them (read with the positions and pages the batches need, then commit; a
-        third, for positions, only when an entry does not list its ids): a wake-up for many
-        quiet threads, the common case under spread load, costs little more than one.
+        Each round is three round trips for all the threads: the read (plain commands,
+        pipelined), the positions and pages the batches need (one script call for all),
+        the commit (one script call for all); a fourth, a lookup by id, only when an
+        entry does not list its ids' fingerprints. A wake-up for many quiet threads, the
+        common case under spread load, costs little more than one.
         """
         if deadline is None:
             deadline = self.clock() + self.settings.drain_seconds
@@ -113,9 +118,14 @@ class Drainer:
     def _round(self, refs: list[str], reports: dict[str, DrainReport]) -> list[str]:
         """One batch for each thread; returns the threads to go round again."""
         work: list[tuple[str, Batch, Decoded]] = []
-        for ref, batch in zip(
-            refs, self.store.read_batches(refs, self.settings.batch_size), strict=True
-        ):
+        hints = self._hints
+        again = []
+        batches = self.store.read_batches(refs, self.settings.batch_size, hints)
+        for ref, batch in zip(refs, batches, strict=True):
+            if batch.reread:  # the log was read from too far back: from the cursor now
+                hints[ref] = batch.after
+                again.append(ref)
+                continue
             if batch.quarantined or not batch.entries:
                 continue
             try:
@@ -143,8 +153,11 @@ class Drainer:
                 self._failed(ref, exc, reports[ref])
                 continue
             kept.append((ref, decoded))
-        again = []
         for (ref, decoded), done in zip(kept, self.store.commit_many(calls), strict=True):
+            if done.ok and self.settings.retention_ms > 0:
+                if len(hints) >= 100_000:  # a bound; a thread without a hint reads again
+                    hints.clear()
+                hints[ref] = decoded[-1][0]
             if self._settle(reports[ref], decoded, done):
                 again.append(ref)
         return again

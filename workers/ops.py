@@ -27,10 +27,10 @@ from core.pages import (
     records,
     split_records,
 )
-from workers.redis_io import Call, Script
+from workers.redis_io import Call, Command, Script
 
 INGEST: Final = Script("ingest", scripts.INGEST)
-READ_BATCH: Final = Script("read_batch", scripts.READ_BATCH)
+CANDIDATES: Final = Script("candidates", scripts.CANDIDATES)
 COMMIT: Final = Script("commit", scripts.COMMIT)
 FAIL: Final = Script("fail", scripts.FAIL)
 RETRY: Final = Script("retry", scripts.RETRY)
@@ -42,7 +42,7 @@ REBUILD: Final = Script("rebuild", scripts.REBUILD)
 LOOKUP: Final = Script("lookup", scripts.LOOKUP)
 ALL_SCRIPTS: Final = (
     INGEST,
-    READ_BATCH,
+    CANDIDATES,
     COMMIT,
     FAIL,
     RETRY,
@@ -152,8 +152,9 @@ def parse_ingest(raw: list[Any], counts: Sequence[int]) -> list[IngestAnswer]:
 class Batch:
     """What a worker reads before folding: the fence it must commit against."""
 
-    #: The cursor (the version the batch folds onto), plus the rebuild generation once
-    #: a rebuild replaced the state: a commit stands only if neither moved.
+    #: The fence: the cursor (the version the batch folds onto), the rebuild generation
+    #: once a rebuild replaced the state, and the thread's incarnation (see
+    #: :func:`fence`): a commit stands only if none moved.
     cursor: str
     next_position: int
     quarantined: str
@@ -166,6 +167,10 @@ class Batch:
     #: (as of the fence: the commit rewrites them from these).
     per: int = MAX_PAGE_RECORDS
     pages: dict[int, bytes] = field(default_factory=dict)
+    #: The cursor alone (the entries follow it), and whether the log was read from too
+    #: far back to reach past it (read again from ``after``).
+    after: str = "0-0"
+    reread: bool = False
 
     def known(self, ids: Iterable[str]) -> dict[str, int] | None:
         """The stored positions of ``ids``, each confirmed against its record's id (a
@@ -186,28 +191,132 @@ class Batch:
         return found
 
 
-def read_batch_call(ks: Keyspace, ref: str, max_entries: int) -> Call:
-    """One thread's read; calls of many threads merge into one (``run_merged``), and a
-    call's answer is a list of one section per thread (``parse_read_batch`` takes one)."""
-    return Call(READ_BATCH, list(_drain_keys(ks, ref)[:4]), [max_entries])
+def fence(cursor: Any, generation: Any, incarnation: Any) -> str:
+    """What a commit compares (as the scripts' ``fence()`` builds it from meta c, g, i)."""
+    out = text(cursor) if cursor is not None else "0-0"
+    if generation is not None:
+        out += "@" + text(generation)
+    if incarnation is not None:
+        out += "#" + text(incarnation)
+    return out
 
 
-def parse_read_batch(raw: list[Any]) -> Batch:
-    if len(raw) <= 4 or not int(raw[4]):
-        return Batch(text(raw[0]), int(raw[1]), text(raw[2]), int(raw[3]))
-    n, per, c = int(raw[4]), int(raw[6]), int(raw[7])
-    end = 8 + 2 * n
-    entries = [(text(raw[i]), as_bytes(raw[i + 1])) for i in range(8, end, 2)]
+def entry_key(entry: str) -> tuple[int, int]:
+    """A stream entry id as numbers, for ordering."""
+    ms, _, seq = entry.partition("-")
+    return int(ms), int(seq or 0)
+
+
+def head_commands(ks: Keyspace, ref: str, max_entries: int, hint: str | None) -> list[Command]:
+    """The first step of reading a batch, plain commands (no script): the thread's meta,
+    and its log from ``hint`` (a cursor it had; None: the log's start, which is the
+    cursor itself when applied entries are trimmed at once)."""
+    k = ks.thread(ref)
+    start = f"({hint}" if hint is not None else "-"
+    return [
+        Command(("HMGET", k.meta, "c", "g", "i", "n", "q"), k.meta),
+        Command(("XRANGE", k.log, start, "+", "COUNT", max_entries), k.log),
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """A thread's meta and the log entries past its cursor, before the second step."""
+
+    ref: str
+    fence: str
+    cursor: str
+    next_position: int
+    quarantined: str
+    #: (entry id, payload, fingerprints or None when the entry does not list them)
+    entries: list[tuple[str, bytes, bytes | None]]
+    reread: bool
+
+    @property
+    def fingerprints(self) -> bytes | None:
+        """The distinct fingerprints the entries list, or None when one does not."""
+        seen: dict[bytes, None] = {}
+        for _, _, mentioned in self.entries:
+            if mentioned is None:
+                return None
+            if len(mentioned) == 4:
+                seen[mentioned] = None
+            else:
+                for at in range(0, len(mentioned), 4):
+                    seen[mentioned[at : at + 4]] = None
+        return b"".join(seen)
+
+
+def parse_head(
+    ref: str, meta: list[Any], log: list[Any], hint: str | None, max_entries: int
+) -> Head:
+    """The replies of :func:`head_commands`: entries at or before the cursor (a log
+    kept for replay, or read from a stale hint) are dropped."""
+    c, g, i, n, q = meta
+    cursor = text(c) if c is not None else "0-0"
+    floor = entry_key(cursor)
+    entries: list[tuple[str, bytes, bytes | None]] = []
+    for raw in log:
+        entry = text(raw[0])
+        if entry_key(entry) <= floor:
+            continue
+        fields = raw[1]
+        if isinstance(fields, dict):  # as redis-py parses it (after a cluster redirection)
+            fields = [x for pair in fields.items() for x in pair]
+        payload, mentioned = b"", None
+        for j in range(0, len(fields) - 1, 2):
+            name = fields[j]
+            if name in (b"d", "d"):
+                payload = as_bytes(fields[j + 1])
+            elif name in (b"f", "f"):
+                mentioned = as_bytes(fields[j + 1])
+        if mentioned is not None and len(mentioned) % 4:
+            mentioned = None  # unreadable: looked up instead
+        entries.append((entry, payload, mentioned))
+    # A hint past the cursor (the thread was deleted and written again) may have
+    # skipped entries; a read from so far back that every entry was applied reaches none.
+    stale = (hint is not None and entry_key(hint) > floor) or (
+        not entries and len(log) >= max_entries > 0
+    )
+    return Head(
+        ref,
+        fence(c, g, i),
+        cursor,
+        int(n or 0),
+        text(q) if q is not None else "",
+        [] if stale else entries,
+        stale,
+    )
+
+
+def candidates_call(ks: Keyspace, ref: str, fingerprints: bytes) -> Call:
+    """The second step: count the read as an attempt, and the candidate positions of the
+    fingerprints with the pages holding them. Calls of many threads merge into one
+    (``run_merged``); a call's answer is one section per thread."""
+    k = ks.thread(ref)
+    return Call(CANDIDATES, [k.meta, *k.state], [fingerprints])
+
+
+def to_batch(head: Head, raw: list[Any] | None, complete: bool) -> Batch:
+    """A batch from its head and the answer of :func:`candidates_call` (None when the
+    thread is quarantined or has nothing to read); ``complete`` when every entry listed
+    its fingerprints."""
+    entries = [(entry, payload) for entry, payload, _ in head.entries]
+    if raw is None:
+        return Batch(head.fence, head.next_position, head.quarantined, 0, entries,
+                     after=head.cursor, reread=head.reread)
+    attempts, per, c = int(raw[0]), int(raw[1]), int(raw[2])
     candidates: dict[bytes, list[int]] | None = None
     pages: dict[int, bytes] = {}
-    if int(raw[5]):
+    if complete:
         candidates = {}
-        for i in range(end, end + 2 * c, 2):
+        end = 3 + 2 * c
+        for i in range(3, end, 2):
             candidates.setdefault(as_bytes(raw[i]), []).append(int(raw[i + 1]))
-        for i in range(end + 2 * c, len(raw), 2):
+        for i in range(end, len(raw), 2):
             pages[int(raw[i])] = as_bytes(raw[i + 1])
-    return Batch(text(raw[0]), int(raw[1]), text(raw[2]), int(raw[3]), entries, candidates,
-                 per, pages)
+    return Batch(head.fence, head.next_position, head.quarantined, attempts, entries,
+                 candidates, per, pages, head.cursor, head.reread)
 
 
 def lookup_call(ks: Keyspace, ref: str, ids: Sequence[str]) -> Call:

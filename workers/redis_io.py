@@ -59,6 +59,18 @@ class Call:
     args: Args
 
 
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One plain command (a read: HMGET, XRANGE) for a pipeline of its own or beside
+    script calls; ``key`` is the key it touches (it names the node on a cluster)."""
+
+    args: tuple[str | bytes | int, ...]
+    key: str
+
+
+Item: TypeAlias = "Call | Command"
+
+
 def _retry(retries: int, retry_class: Any = Retry) -> dict[str, Any]:
     # The asyncio client needs redis.asyncio.retry.Retry: given the sync class it
     # silently never retries (the coroutine escapes the try).
@@ -103,8 +115,10 @@ def run(client: SyncClient, call: Call) -> Any:
         return client.eval(call.script.source, n, *call.keys, *call.args)
 
 
-def run_many(client: SyncClient, calls: Sequence[Call]) -> list[Any]:
-    """Run many script calls in one pipelined round trip (one per node on a cluster)."""
+def run_many(client: SyncClient, calls: Sequence[Item]) -> list[Any]:
+    """Run many script calls (and plain commands) in one pipelined round trip (one per
+    node on a cluster). Plain commands' replies are as Redis sent them (nested lists of
+    bytes), except after a cluster redirection, when redis-py's own parsing applies."""
     if not calls:
         return []
     if isinstance(client, RedisCluster):
@@ -143,14 +157,25 @@ def run_merged(client: SyncClient, calls: Sequence[Call]) -> list[Any]:
     return answers
 
 
-def _packed(calls: Sequence[Call], idx: Sequence[int]) -> bytes:
-    """The EVALSHA commands of ``calls[idx]``, serialized as one write."""
+def _packed(calls: Sequence[Item], idx: Sequence[int]) -> bytes:
+    """The commands of ``calls[idx]`` (EVALSHA for a script call), serialized as one write."""
     pack: Any = hiredis.pack_command
     parts = []
     for i in idx:
         call = calls[i]
-        parts.append(pack((b"EVALSHA", call.script.sha, len(call.keys), *call.keys, *call.args)))
+        if isinstance(call, Command):
+            parts.append(pack(call.args))
+        else:
+            parts.append(
+                pack((b"EVALSHA", call.script.sha, len(call.keys), *call.keys, *call.args))
+            )
     return b"".join(parts)
+
+
+def _rerun(client: SyncClient, item: Item) -> Any:
+    if isinstance(item, Command):
+        return client.execute_command(*item.args)  # type: ignore[no-untyped-call]
+    return run(client, item)
 
 
 def _send_and_read(conn: Any, packed: bytes, count: int) -> list[Any]:
@@ -188,20 +213,21 @@ def _exchange(client: redis.Redis, packed: bytes, count: int) -> list[Any]:
 
 
 def _pipelined(
-    conn: redis.Redis, client: SyncClient, calls: Sequence[Call], idx: Sequence[int]
+    conn: redis.Redis, client: SyncClient, calls: Sequence[Item], idx: Sequence[int]
 ) -> list[Any]:
     results = _exchange(conn, _packed(calls, idx), len(idx))
     for n, result in enumerate(results):
         if isinstance(result, NoScriptError):
-            results[n] = run(client, calls[idx[n]])
+            results[n] = _rerun(client, calls[idx[n]])
         elif isinstance(result, ResponseError) and str(result).startswith(("MOVED", "ASK")):
-            results[n] = run(client, calls[idx[n]])  # resharding: the cluster client follows it
+            # Resharding: the cluster client follows the redirection.
+            results[n] = _rerun(client, calls[idx[n]])
         elif isinstance(result, Exception):
             raise result
     return results
 
 
-def _run_many_cluster(client: RedisCluster, calls: Sequence[Call]) -> list[Any]:
+def _run_many_cluster(client: RedisCluster, calls: Sequence[Item]) -> list[Any]:
     """redis-py refuses EVALSHA in cluster pipelines: pipeline per node ourselves.
 
     Each call's keys share one hash tag, so its first key names its node.
@@ -209,7 +235,8 @@ def _run_many_cluster(client: RedisCluster, calls: Sequence[Call]) -> list[Any]:
     by_node: dict[str, list[int]] = {}
     conns: dict[str, redis.Redis] = {}
     for i, call in enumerate(calls):
-        node = client.get_node_from_key(call.keys[0])  # type: ignore[no-untyped-call]
+        key = call.key if isinstance(call, Command) else call.keys[0]
+        node = client.get_node_from_key(key)  # type: ignore[no-untyped-call]
         by_node.setdefault(node.name, []).append(i)
         conns[node.name] = client.get_redis_connection(node)
     results: list[Any] = [None] * len(calls)

@@ -22,13 +22,37 @@ class Store:
     # -- draining --------------------------------------------------------------------------
 
     def read_batch(self, ref: str, max_entries: int) -> ops.Batch:
-        call = ops.read_batch_call(self.keyspace, ref, max_entries)
-        return ops.parse_read_batch(run(self.client, call)[0])
+        return self.read_batches([ref], max_entries)[0]
 
-    def read_batches(self, refs: Sequence[str], max_entries: int) -> list[ops.Batch]:
-        """``read_batch`` for several threads in one pipelined round trip."""
-        calls = [ops.read_batch_call(self.keyspace, ref, max_entries) for ref in refs]
-        return [ops.parse_read_batch(raw) for raw in run_merged(self.client, calls)]
+    def read_batches(
+        self, refs: Sequence[str], max_entries: int, hints: Mapping[str, str] | None = None
+    ) -> list[ops.Batch]:
+        """The next batch of each thread, in two pipelined round trips for all of them:
+        meta and log entries with plain commands, then one script call for the attempt
+        count, the candidate positions of the entries' ids and their pages. ``hints``:
+        a cursor each thread had, to read its log from (when applied entries are kept
+        for replay; without one the log is read from its start)."""
+        hints = hints or {}
+        commands = [
+            c
+            for ref in refs
+            for c in ops.head_commands(self.keyspace, ref, max_entries, hints.get(ref))
+        ]
+        replies = run_many(self.client, commands)
+        heads = [
+            ops.parse_head(ref, replies[2 * i], replies[2 * i + 1], hints.get(ref), max_entries)
+            for i, ref in enumerate(refs)
+        ]
+        asked = [i for i, h in enumerate(heads) if h.entries and not h.quarantined]
+        mentioned = {i: heads[i].fingerprints for i in asked}
+        calls = [
+            ops.candidates_call(self.keyspace, heads[i].ref, mentioned[i] or b"") for i in asked
+        ]
+        answers = dict(zip(asked, run_merged(self.client, calls), strict=True))
+        return [
+            ops.to_batch(h, answers.get(i), mentioned.get(i) is not None)
+            for i, h in enumerate(heads)
+        ]
 
     def positions_many(self, items: Sequence[tuple[str, Sequence[str]]]) -> list[ops.Found]:
         """The stored positions of the given ids and the pages holding them, for several

@@ -69,11 +69,11 @@ def naive_table(headline: E2EResult, naive: NaiveResult) -> list[str]:
 
 def cost_table(rows: Sequence[CostRow]) -> list[str]:
     head = ["workload", "batch", "thread length", "best wall us/delta", "median wall",
-            "best CPU us/delta (drainer+redis)", "commit us/call", "read_batch us/call",
+            "best CPU us/delta (drainer+redis)", "commit us/call", "candidates us/call",
             "commits"]
     body = [[r.workload, str(r.batch_size), f"{r.length:,}", f"{r.best_wall_us:.1f}",
              f"{r.median_wall_us:.1f}", f"{r.best_cpu_us:.1f}",
-             f"{r.scripts_us.get('commit', 0):.0f}", f"{r.scripts_us.get('read_batch', 0):.0f}",
+             f"{r.scripts_us.get('commit', 0):.0f}", f"{r.scripts_us.get('candidates', 0):.0f}",
              str(r.commits)] for r in rows]
     ratios = "; ".join(f"{x.name}: CPU x{x.cpu:.2f}, wall x{x.wall:.2f}"
                        for x in length_ratios(rows))

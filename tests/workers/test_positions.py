@@ -1,9 +1,12 @@
-"""The read script returns the stored positions of the ids a batch mentions.
+"""A batch comes with the stored positions of the ids it mentions.
 
 Entries written by the producer list their ids' fingerprints (field ``f``), so the
-worker reads the batch and the positions it needs in one round trip. Entries that do
-not list them (written by hand, or with an unreadable list) make the worker look
-positions up separately; either way the folded state is the one-delta-at-a-time fold.
+worker gets the positions it needs (and the pages holding them) without decoding an
+entry. Entries that do not list them (written by hand, or with an unreadable list) make
+the worker look positions up by id; either way the folded state is the
+one-delta-at-a-time fold. The log itself is read with a plain XRANGE, from its start or
+from a cursor the worker had: reads from too far back, or from past the cursor of a
+thread written again, are read again from the cursor.
 """
 
 from __future__ import annotations
@@ -104,3 +107,46 @@ def test_a_thread_longer_than_luas_unpack_limit_reads_whole(redis_url: str) -> N
     assert [m.content for m in page.messages] == [
         f"{p}.{i}" for p in range(10) for i in range(1000)
     ]
+
+
+def test_a_kept_log_is_read_from_the_cursor_by_a_worker_that_never_drained_it(
+    redis_url: str,
+) -> None:
+    # With retention the applied entries stay in the log: a worker without a hint for
+    # the thread reads from the log's start, finds only applied entries, and must read
+    # again from the cursor instead of taking the thread for drained.
+    settings = make_settings(redis_url, batch_size=5, retention_seconds=3600)
+    store = store_for(settings)
+    producer = Producer(store.client, settings, NoWake())
+    sent = Sent()
+    for step in range(40):
+        messages = [{"role": "user", "content": f"c{step}", "id": f"m{step % 7}"}]
+        result = producer.enqueue("k", messages)
+        sent.add("_/k", result.version, messages, result.ids)
+        if step == 29:
+            Drainer(store, settings).drain("_/k")
+            assert store.client.xlen(settings.keyspace.thread("_/k").log) == 30
+    report = Drainer(store, settings).drain("_/k")  # a fresh worker: no hint
+    assert report.entries == 10
+    assert state_dump(store, "_/k") == dump_messages(sent.expected("_/k"))
+
+
+def test_a_hint_past_the_cursor_of_a_thread_written_again_is_not_trusted(
+    redis_url: str,
+) -> None:
+    settings = make_settings(redis_url, batch_size=5, retention_seconds=3600)
+    store = store_for(settings)
+    producer = Producer(store.client, settings, NoWake())
+    drainer = Drainer(store, settings)
+    for step in range(8):
+        producer.enqueue("w", [{"role": "user", "content": f"old{step}"}])
+    drainer.drain("_/w")  # its hint is now the last of those entries
+    assert store.delete("_/w")
+    # Written again with entries below that hint (ids chosen by hand; an append can get
+    # such ids after a clock step back): read from the hint, they would be skipped.
+    log = settings.keyspace.thread("_/w").log
+    for n in range(1, 4):
+        stamped = ensure_ids([{"role": "user", "content": f"new{n}"}], uuid4_str)
+        store.client.xadd(log, {"d": encode_messages(stamped)}, id=f"{n}-1")
+    assert drainer.drain("_/w").entries == 3
+    assert [m["content"] for m in state_dump(store, "_/w")] == ["new1", "new2", "new3"]
