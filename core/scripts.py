@@ -408,12 +408,15 @@ CANDIDATES: Final = (
 -- Unconfirmed: the worker checks each against the id in its record, and rewrites the
 -- pages it edits itself, so the commit writes them without reading them (they cannot
 -- change unless the fence does).
--- KEYS: 3 per thread: meta pages index    ARGV: 1 per thread: the fingerprints (4 bytes
--- each, distinct; '' for none)
--- -> per thread: {attempts, positions_per_page, c, fingerprint1, position1, ...,
---     fingerprintC, positionC, page_number, page, ...}
-local function candidates(k, mentioned)
-  local meta = redis.call('HMGET', KEYS[k + 1], 'ib', 'pp')
+-- KEYS: 3 per thread: meta pages index    ARGV: 2 per thread: the fence the worker read
+-- with the entries, and the fingerprints (4 bytes each, distinct; '' for none)
+-- -> per thread: {-1} when the fence moved since (a commit, a rebuild, a delete: the
+--    worker reads again, and a deleted thread's meta is not written back), else
+--    {attempts, positions_per_page, c, fingerprint1, position1, ..., fingerprintC,
+--     positionC, page_number, page, ...}
+local function candidates(k, read_fence, mentioned)
+  local meta = redis.call('HMGET', KEYS[k + 1], 'ib', 'pp', 'c', 'g', 'i')
+  if fence(meta[3], meta[4], meta[5]) ~= read_fence then return {-1} end
   local per = tonumber(meta[2] or MAX_PAGE_RECORDS)
   local out = {redis.call('HINCRBY', KEYS[k + 1], 'a', 1), per, 0}
   local fps = {}
@@ -442,7 +445,7 @@ local function candidates(k, mentioned)
 end
 
 local all = {}
-for t = 0, #ARGV - 1 do all[t + 1] = candidates(3 * t, ARGV[t + 1]) end
+for t = 0, #ARGV / 2 - 1 do all[t + 1] = candidates(3 * t, ARGV[2 * t + 1], ARGV[2 * t + 2]) end
 return all
 """
 )

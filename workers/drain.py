@@ -118,12 +118,13 @@ class Drainer:
     def _round(self, refs: list[str], reports: dict[str, DrainReport]) -> list[str]:
         """One batch for each thread; returns the threads to go round again."""
         work: list[tuple[str, Batch, Decoded]] = []
-        hints = self._hints
+        hints, retained = self._hints, self.settings.retention_ms > 0
         again = []
         batches = self.store.read_batches(refs, self.settings.batch_size, hints)
         for ref, batch in zip(refs, batches, strict=True):
-            if batch.reread:  # the log was read from too far back: from the cursor now
-                hints[ref] = batch.after
+            if batch.reread or retained:  # the next read starts at this cursor
+                self._hint(ref, batch.after)
+            if batch.reread:  # read from too far back, or the fence moved meanwhile
                 again.append(ref)
                 continue
             if batch.quarantined or not batch.entries:
@@ -154,13 +155,17 @@ class Drainer:
                 continue
             kept.append((ref, decoded))
         for (ref, decoded), done in zip(kept, self.store.commit_many(calls), strict=True):
-            if done.ok and self.settings.retention_ms > 0:
-                if len(hints) >= 100_000:  # a bound; a thread without a hint reads again
-                    hints.clear()
-                hints[ref] = decoded[-1][0]
+            if done.ok and retained:
+                self._hint(ref, decoded[-1][0])
             if self._settle(reports[ref], decoded, done):
                 again.append(ref)
         return again
+
+    def _hint(self, ref: str, cursor: str) -> None:
+        hints = self._hints
+        if len(hints) >= 100_000 and ref not in hints:  # a bound: a thread without a
+            hints.clear()  # hint reads from its log's start once, then has one again
+        hints[ref] = cursor
 
     def _commit_call(self, ref: str, batch: Batch, decoded: Decoded, stored: Found) -> Call:
         """Fold the batch over the stored positions it mentions; the commit of its net

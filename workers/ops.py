@@ -283,28 +283,31 @@ def parse_head(
         fence(c, g, i),
         cursor,
         int(n or 0),
-        text(q) if q is not None else "",
-        [] if stale else entries,
+        # Set means quarantined, whatever the reason says (as in the scripts).
+        (text(q) or "quarantined") if q is not None else "",
+        [] if stale or q is not None else entries,
         stale,
     )
 
 
-def candidates_call(ks: Keyspace, ref: str, fingerprints: bytes) -> Call:
-    """The second step: count the read as an attempt, and the candidate positions of the
-    fingerprints with the pages holding them. Calls of many threads merge into one
-    (``run_merged``); a call's answer is one section per thread."""
-    k = ks.thread(ref)
-    return Call(CANDIDATES, [k.meta, *k.state], [fingerprints])
+def candidates_call(ks: Keyspace, head: Head, fingerprints: bytes) -> Call:
+    """The second step, if the fence is still the one read with the entries: count the
+    read as an attempt, and the candidate positions of the fingerprints with the pages
+    holding them. Calls of many threads merge into one (``run_merged``); a call's answer
+    is one section per thread."""
+    k = ks.thread(head.ref)
+    return Call(CANDIDATES, [k.meta, *k.state], [head.fence, fingerprints])
 
 
 def to_batch(head: Head, raw: list[Any] | None, complete: bool) -> Batch:
     """A batch from its head and the answer of :func:`candidates_call` (None when the
     thread is quarantined or has nothing to read); ``complete`` when every entry listed
     its fingerprints."""
+    if raw is None or int(raw[0]) < 0:  # nothing to read, or the fence moved since
+        moved = raw is not None
+        return Batch(head.fence, head.next_position, head.quarantined, 0,
+                     after=head.cursor, reread=head.reread or moved)
     entries = [(entry, payload) for entry, payload, _ in head.entries]
-    if raw is None:
-        return Batch(head.fence, head.next_position, head.quarantined, 0, entries,
-                     after=head.cursor, reread=head.reread)
     attempts, per, c = int(raw[0]), int(raw[1]), int(raw[2])
     candidates: dict[bytes, list[int]] | None = None
     pages: dict[int, bytes] = {}

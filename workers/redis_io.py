@@ -26,8 +26,8 @@ from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import ExponentialBackoff
 from redis.cluster import RedisCluster
+from redis.exceptions import AskError, MovedError, NoScriptError, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
@@ -216,15 +216,28 @@ def _pipelined(
     conn: redis.Redis, client: SyncClient, calls: Sequence[Item], idx: Sequence[int]
 ) -> list[Any]:
     results = _exchange(conn, _packed(calls, idx), len(idx))
+    redirected: set[str] = set()  # the slots (hash tags) a read was redirected for
     for n, result in enumerate(results):
+        call = calls[idx[n]]
         if isinstance(result, NoScriptError):
-            results[n] = _rerun(client, calls[idx[n]])
-        elif isinstance(result, ResponseError) and str(result).startswith(("MOVED", "ASK")):
+            results[n] = _rerun(client, call)
+        elif isinstance(result, MovedError | AskError):
             # Resharding: the cluster client follows the redirection.
-            results[n] = _rerun(client, calls[idx[n]])
+            results[n] = _rerun(client, call)
+            if isinstance(call, Command):
+                redirected.add(_tag(call.key))
+        elif isinstance(call, Command) and _tag(call.key) in redirected:
+            # A later read of a slot whose earlier read was redirected ran before that
+            # one's re-run: run it again after it, so a thread's reads keep their order
+            # (its fence is read before its log). Plain commands are reads: safe twice.
+            results[n] = _rerun(client, call)
         elif isinstance(result, Exception):
             raise result
     return results
+
+
+def _tag(key: str) -> str:
+    return key[: key.find("}") + 1]
 
 
 def _run_many_cluster(client: RedisCluster, calls: Sequence[Item]) -> list[Any]:

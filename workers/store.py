@@ -46,7 +46,7 @@ class Store:
         asked = [i for i, h in enumerate(heads) if h.entries and not h.quarantined]
         mentioned = {i: heads[i].fingerprints for i in asked}
         calls = [
-            ops.candidates_call(self.keyspace, heads[i].ref, mentioned[i] or b"") for i in asked
+            ops.candidates_call(self.keyspace, heads[i], mentioned[i] or b"") for i in asked
         ]
         answers = dict(zip(asked, run_merged(self.client, calls), strict=True))
         return [
