@@ -395,14 +395,23 @@ return out
 """
 )
 
+HEAD: Final = r"""
+-- The first step of reading batches: the meta fields a read needs, of many threads in
+-- one call (a plain HMGET each would cost the worker a reply each). Read-only.
+-- KEYS: meta per thread   -> per thread {c, g, i, n, q} (nil where unset)
+local all = {}
+for t = 1, #KEYS do all[t] = redis.call('HMGET', KEYS[t], 'c', 'g', 'i', 'n', 'q') end
+return all
+"""
+
 CANDIDATES: Final = (
     _LUA_HELPERS
     + _LUA_STATE
     + r"""
--- The second step of reading a batch, for one or more threads (a worker reads a
--- thread's meta and its next log entries first, with plain HMGET and XRANGE: an
--- XRANGE inside a script makes a Lua string of every field of every entry, and that
--- was half of the read's server time). Counts the read as an attempt (failures
+-- The second step of reading a batch, for one or more threads (a worker reads the
+-- threads' meta (HEAD) and their next log entries (one plain XREAD) first: an XRANGE
+-- inside a script makes a Lua string of every field of every entry, and that was half
+-- of the read's server time). Counts the read as an attempt (failures
 -- quarantine a thread after a limit), and finds the candidate positions of the
 -- fingerprints of the ids the batch mentions, with the pages holding them.
 -- Unconfirmed: the worker checks each against the id in its record, and rewrites the

@@ -97,11 +97,11 @@ class Drainer:
         """Drain threads together, batch by batch, until none has a backlog or the time
         budget is spent (those left are ``handed_off``: the caller sends a new wake-up).
 
-        Each round is three round trips for all the threads: the read (plain commands,
-        pipelined), the positions and pages the batches need (one script call for all),
-        the commit (one script call for all); a fourth, a lookup by id, only when an
-        entry does not list its ids' fingerprints. A wake-up for many quiet threads, the
-        common case under spread load, costs little more than one.
+        Each round is three round trips for all the threads: the read (a script call
+        for their meta, one XREAD for their logs), the positions and pages the batches
+        need (one script call), the commit (one script call); a fourth, a lookup by id,
+        only when an entry does not list its ids' fingerprints. A wake-up for many quiet
+        threads, the common case under spread load, costs little more than one.
         """
         if deadline is None:
             deadline = self.clock() + self.settings.drain_seconds

@@ -15,7 +15,7 @@ from typing import Any, Final
 from core import scripts
 from core.codec import decode_stored
 from core.fold import Effect
-from core.keys import Keyspace
+from core.keys import Keyspace, ThreadKeys
 from core.messages import BaseMessage
 from core.pages import (
     MAX_PAGE_RECORDS,
@@ -27,9 +27,10 @@ from core.pages import (
     records,
     split_records,
 )
-from workers.redis_io import Call, Command, Script
+from workers.redis_io import MAX_MERGED, Call, Command, Script
 
 INGEST: Final = Script("ingest", scripts.INGEST)
+HEAD: Final = Script("head", scripts.HEAD)
 CANDIDATES: Final = Script("candidates", scripts.CANDIDATES)
 COMMIT: Final = Script("commit", scripts.COMMIT)
 FAIL: Final = Script("fail", scripts.FAIL)
@@ -42,6 +43,7 @@ REBUILD: Final = Script("rebuild", scripts.REBUILD)
 LOOKUP: Final = Script("lookup", scripts.LOOKUP)
 ALL_SCRIPTS: Final = (
     INGEST,
+    HEAD,
     CANDIDATES,
     COMMIT,
     FAIL,
@@ -207,16 +209,52 @@ def entry_key(entry: str) -> tuple[int, int]:
     return int(ms), int(seq or 0)
 
 
-def head_commands(ks: Keyspace, ref: str, max_entries: int, hint: str | None) -> list[Command]:
-    """The first step of reading a batch, plain commands (no script): the thread's meta,
-    and its log from ``hint`` (a cursor it had; None: the log's start, which is the
-    cursor itself when applied entries are trimmed at once)."""
-    k = ks.thread(ref)
-    start = f"({hint}" if hint is not None else "-"
-    return [
-        Command(("HMGET", k.meta, "c", "g", "i", "n", "q"), k.meta),
-        Command(("XRANGE", k.log, start, "+", "COUNT", max_entries), k.log),
-    ]
+def read_calls(
+    ks: Keyspace, refs: Sequence[str], max_entries: int, hints: Mapping[str, str], cluster: bool
+) -> tuple[list[Call | Command], list[list[str]]]:
+    """The first step of reading the batches of many threads, and the threads of each
+    pair of calls: for each group of threads sharing a slot (all of them on a standalone
+    server; at most MAX_MERGED), one HEAD call for their meta, then one XREAD of their
+    logs, each from its ``hints`` entry (a cursor it had) or from its start (which is the
+    cursor itself when applied entries are trimmed at once). One reply per group, not
+    two per thread: a reply costs the worker more than its bytes."""
+    groups: dict[str, list[ThreadKeys]] = {}
+    for ref in refs:
+        k = ks.thread(ref)
+        groups.setdefault(k.tag if cluster else "", []).append(k)
+    calls: list[Call | Command] = []
+    owners: list[list[str]] = []
+    for members in groups.values():
+        for at in range(0, len(members), MAX_MERGED):
+            part = members[at : at + MAX_MERGED]
+            logs = [k.log for k in part]
+            starts = [hints.get(k.ref) or "0-0" for k in part]
+            calls.append(Call(HEAD, [k.meta for k in part], []))
+            xread: tuple[str | int, ...] = ("XREAD", "COUNT", max_entries, "STREAMS")
+            xread += (*logs, *starts)
+            calls.append(Command(xread, logs[0]))
+            owners.append([k.ref for k in part])
+    return calls, owners
+
+
+def parse_reads(
+    ks: Keyspace,
+    owners: Sequence[list[str]],
+    replies: Sequence[Any],
+    hints: Mapping[str, str],
+    max_entries: int,
+) -> dict[str, Head]:
+    """The heads of the threads :func:`read_calls` read, by ref."""
+    heads: dict[str, Head] = {}
+    for n, part in enumerate(owners):
+        metas, streams = replies[2 * n], replies[2 * n + 1] or ()
+        # RESP3 answers XREAD with a map, RESP2 with pairs.
+        pairs = streams.items() if isinstance(streams, dict) else streams
+        logs = {text(key): entries for key, entries in pairs}
+        for ref, meta in zip(part, metas, strict=True):
+            log = logs.get(ks.thread(ref).log, [])
+            heads[ref] = parse_head(ref, meta, log, hints.get(ref), max_entries)
+    return heads
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,24 +293,22 @@ def parse_head(
     c, g, i, n, q = meta
     cursor = text(c) if c is not None else "0-0"
     floor = entry_key(cursor)
+    # Entry ids ascend: skip those at or before the cursor, then take the rest.
+    first = 0
+    while first < len(log) and entry_key(text(log[first][0])) <= floor:
+        first += 1
     entries: list[tuple[str, bytes, bytes | None]] = []
-    for raw in log:
-        entry = text(raw[0])
-        if entry_key(entry) <= floor:
-            continue
+    for raw in log[first:] if first else log:
         fields = raw[1]
-        if isinstance(fields, dict):  # as redis-py parses it (after a cluster redirection)
-            fields = [x for pair in fields.items() for x in pair]
-        payload, mentioned = b"", None
-        for j in range(0, len(fields) - 1, 2):
-            name = fields[j]
-            if name in (b"d", "d"):
-                payload = as_bytes(fields[j + 1])
-            elif name in (b"f", "f"):
-                mentioned = as_bytes(fields[j + 1])
+        if (  # the producer's entries: d, f
+            type(fields) is list and len(fields) == 4 and fields[0] == b"d" and fields[2] == b"f"
+        ):
+            payload, mentioned = fields[1], fields[3]
+        else:
+            payload, mentioned = _fields(fields)
         if mentioned is not None and len(mentioned) % 4:
             mentioned = None  # unreadable: looked up instead
-        entries.append((entry, payload, mentioned))
+        entries.append((text(raw[0]), payload, mentioned))
     # A hint past the cursor (the thread was deleted and written again) may have
     # skipped entries; a read from so far back that every entry was applied reaches none.
     stale = (hint is not None and entry_key(hint) > floor) or (
@@ -288,6 +324,21 @@ def parse_head(
         [] if stale or q is not None else entries,
         stale,
     )
+
+
+def _fields(fields: Any) -> tuple[bytes, bytes | None]:
+    """The payload and fingerprints of any entry (written by hand, or as redis-py parses
+    it after a cluster redirection)."""
+    if isinstance(fields, dict):
+        fields = [x for pair in fields.items() for x in pair]
+    payload, mentioned = b"", None
+    for j in range(0, len(fields) - 1, 2):
+        name = fields[j]
+        if name in (b"d", "d"):
+            payload = as_bytes(fields[j + 1])
+        elif name in (b"f", "f"):
+            mentioned = as_bytes(fields[j + 1])
+    return payload, mentioned
 
 
 def candidates_call(ks: Keyspace, head: Head, fingerprints: bytes) -> Call:

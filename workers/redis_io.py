@@ -61,8 +61,8 @@ class Call:
 
 @dataclass(frozen=True, slots=True)
 class Command:
-    """One plain command (a read: HMGET, XRANGE) for a pipeline of its own or beside
-    script calls; ``key`` is the key it touches (it names the node on a cluster)."""
+    """One plain command, a read (XREAD), for a pipeline beside script calls; ``key`` is
+    a key it reads (it names the node on a cluster: all its keys share a slot)."""
 
     args: tuple[str | bytes | int, ...]
     key: str
@@ -222,12 +222,12 @@ def _pipelined(
         if isinstance(result, NoScriptError):
             results[n] = _rerun(client, call)
         elif isinstance(result, MovedError | AskError):
-            # Resharding: the cluster client follows the redirection.
+            # Resharding: the cluster client follows the redirection (the command did
+            # not run where it was sent).
             results[n] = _rerun(client, call)
-            if isinstance(call, Command):
-                redirected.add(_tag(call.key))
+            redirected.add(_tag(call.key if isinstance(call, Command) else call.keys[0]))
         elif isinstance(call, Command) and _tag(call.key) in redirected:
-            # A later read of a slot whose earlier read was redirected ran before that
+            # A later read of a slot whose earlier call was redirected ran before that
             # one's re-run: run it again after it, so a thread's reads keep their order
             # (its fence is read before its log). Plain commands are reads: safe twice.
             results[n] = _rerun(client, call)

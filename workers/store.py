@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from redis.cluster import RedisCluster
+
 from core.fold import Effect
 from core.keys import Keyspace
 from core.pages import MAX_PAGE_RECORDS
@@ -33,16 +35,11 @@ class Store:
         a cursor each thread had, to read its log from (when applied entries are kept
         for replay; without one the log is read from its start)."""
         hints = hints or {}
-        commands = [
-            c
-            for ref in refs
-            for c in ops.head_commands(self.keyspace, ref, max_entries, hints.get(ref))
-        ]
-        replies = run_many(self.client, commands)
-        heads = [
-            ops.parse_head(ref, replies[2 * i], replies[2 * i + 1], hints.get(ref), max_entries)
-            for i, ref in enumerate(refs)
-        ]
+        cluster = isinstance(self.client, RedisCluster)
+        reads, owners = ops.read_calls(self.keyspace, refs, max_entries, hints, cluster)
+        read = ops.parse_reads(self.keyspace, owners, run_many(self.client, reads), hints,
+                               max_entries)
+        heads = [read[ref] for ref in refs]
         asked = [i for i, h in enumerate(heads) if h.entries and not h.quarantined]
         mentioned = {i: heads[i].fingerprints for i in asked}
         calls = [

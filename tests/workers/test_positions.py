@@ -4,7 +4,7 @@ Entries written by the producer list their ids' fingerprints (field ``f``), so t
 worker gets the positions it needs (and the pages holding them) without decoding an
 entry. Entries that do not list them (written by hand, or with an unreadable list) make
 the worker look positions up by id; either way the folded state is the
-one-delta-at-a-time fold. The log itself is read with a plain XRANGE, from its start or
+one-delta-at-a-time fold. The log itself is read with a plain XREAD, from its start or
 from a cursor the worker had: reads from too far back, or from past the cursor of a
 thread written again, are read again from the cursor.
 """

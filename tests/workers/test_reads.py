@@ -1,4 +1,4 @@
-"""A drain round's read is not atomic: meta and log with plain commands, then a script.
+"""A drain round's read is not atomic: meta and log entries, then a script.
 
 The fence read with the entries is what every later step is checked against: the
 candidates script refuses to count an attempt (or write anything) once it moved, and a
@@ -22,7 +22,7 @@ from workers import ops
 from workers import store as store_module
 from workers.drain import Drainer
 from workers.producer import Producer
-from workers.redis_io import Command, _pipelined, run_many, run_merged
+from workers.redis_io import Call, _pipelined, run_many, run_merged
 from workers.store import Store
 
 
@@ -91,8 +91,8 @@ def test_the_fence_built_from_meta_is_the_one_the_scripts_build(redis_url: str) 
         fields: dict[str | bytes, str] = {"n": "1"}
         fields.update((name, v) for name, v in zip("cgi", (c, g, i), strict=True) if v)
         store.client.hset(key, mapping=fields)  # type: ignore[arg-type]
-        (meta,) = run_many(store.client, [Command(("HMGET", key, "c", "g", "i"), key)])
-        assert ops.fence(*meta) == ops.text(store.client.eval(lua, 1, key)), (c, g, i)
+        ((meta,),) = run_many(store.client, [Call(ops.HEAD, [key], [])])  # as a read gets it
+        assert ops.fence(*meta[:3]) == ops.text(store.client.eval(lua, 1, key)), (c, g, i)
 
 
 def test_reads_sent_to_the_wrong_cluster_node_are_followed_in_order(
@@ -105,8 +105,8 @@ def test_reads_sent_to_the_wrong_cluster_node_are_followed_in_order(
     k = settings.keyspace.thread("_/m")
     owner = client.get_node_from_key(k.log)
     other = next(n for n in client.get_primaries() if n.name != owner.name)
-    commands = ops.head_commands(settings.keyspace, "_/m", 10, None)
-    meta, log = _pipelined(client.get_redis_connection(other), client, commands, [0, 1])
-    head = ops.parse_head("_/m", meta, log, None, 10)  # redis-py's reply shapes, after it
+    calls, owners = ops.read_calls(settings.keyspace, ["_/m"], 10, {}, cluster=True)
+    replies = _pipelined(client.get_redis_connection(other), client, calls, [0, 1])
+    head = ops.parse_reads(settings.keyspace, owners, replies, {}, 10)["_/m"]
     assert [e[0] for e in head.entries] == [ops.text(client.xrange(k.log)[0][0])]
     assert head.fingerprints is not None and len(head.fingerprints) == 4
