@@ -15,6 +15,7 @@ import time
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any, Final, Protocol
 
 from core.keys import Keyspace
@@ -80,7 +81,7 @@ class Metrics:
     def observe_many(self, name: str, values: Iterable[float], bounds: tuple[int, ...]) -> None:
         """Many observations at once: counted locally, then added under one lock (a commit
         observes the lag of every entry it applied)."""
-        labels = [*(str(b) for b in bounds), "+Inf"]
+        labels = _labels(bounds)
         counts = [0] * len(labels)
         total = 0.0
         for value in values:
@@ -130,3 +131,9 @@ class Metrics:
                 pipe.hincrbyfloat(key, field, amount)
         pipe.expire(key, TTL_SECONDS)
         pipe.zadd(self.keyspace.metrics_procs, {name: int(time.time() * 1000)})
+
+
+@lru_cache(maxsize=64)
+def _labels(bounds: tuple[int, ...]) -> tuple[str, ...]:
+    """A histogram's bucket labels (a commit observes one histogram per commit)."""
+    return (*(str(b) for b in bounds), "+Inf")

@@ -130,6 +130,12 @@ def _ingest_keys(ks: Keyspace, ref: str) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=65_536)
+def thread_keys(ks: Keyspace, ref: str) -> ThreadKeys:
+    """``ks.thread(ref)``, kept for busy threads (a drain round asks several times)."""
+    return ks.thread(ref)
+
+
+@lru_cache(maxsize=65_536)
 def _drain_keys(ks: Keyspace, ref: str) -> tuple[str, ...]:
     """meta log pages index sched dirty"""
     k = ks.thread(ref)
@@ -150,8 +156,8 @@ def parse_ingest(raw: list[Any], counts: Sequence[int]) -> list[IngestAnswer]:
 # -- draining ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Batch:
+@dataclass(slots=True)  # not frozen: one is made per thread per round, and a frozen
+class Batch:  # dataclass's __init__ sets each field through object.__setattr__
     """What a worker reads before folding: the fence it must commit against."""
 
     #: The fence: the cursor (the version the batch folds onto), the rebuild generation
@@ -220,7 +226,7 @@ def read_calls(
     two per thread: a reply costs the worker more than its bytes."""
     groups: dict[str, list[ThreadKeys]] = {}
     for ref in refs:
-        k = ks.thread(ref)
+        k = thread_keys(ks, ref)
         groups.setdefault(k.tag if cluster else "", []).append(k)
     calls: list[Call | Command] = []
     owners: list[list[str]] = []
@@ -252,12 +258,12 @@ def parse_reads(
         pairs = streams.items() if isinstance(streams, dict) else streams
         logs = {text(key): entries for key, entries in pairs}
         for ref, meta in zip(part, metas, strict=True):
-            log = logs.get(ks.thread(ref).log, [])
+            log = logs.get(thread_keys(ks, ref).log, [])
             heads[ref] = parse_head(ref, meta, log, hints.get(ref), max_entries)
     return heads
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: see Batch
 class Head:
     """A thread's meta and the log entries past its cursor, before the second step."""
 
@@ -346,8 +352,8 @@ def candidates_call(ks: Keyspace, head: Head, fingerprints: bytes) -> Call:
     read as an attempt, and the candidate positions of the fingerprints with the pages
     holding them. Calls of many threads merge into one (``run_merged``); a call's answer
     is one section per thread."""
-    k = ks.thread(head.ref)
-    return Call(CANDIDATES, [k.meta, *k.state], [head.fence, fingerprints])
+    meta, _, pages, index, _, _ = _drain_keys(ks, head.ref)
+    return Call(CANDIDATES, [meta, pages, index], [head.fence, fingerprints])
 
 
 def to_batch(head: Head, raw: list[Any] | None, complete: bool) -> Batch:
