@@ -179,6 +179,9 @@ class Batch:  # dataclass's __init__ sets each field through object.__setattr__
     #: far back to reach past it (read again from ``after``).
     after: str = "0-0"
     reread: bool = False
+    #: The distinct fingerprints the entries list (what the second step looks up), or
+    #: None when one does not list them.
+    mentioned: bytes | None = None
 
     def known(self, ids: Iterable[str]) -> dict[str, int] | None:
         """The stored positions of ``ids``, each confirmed against its record's id (a
@@ -249,53 +252,26 @@ def parse_reads(
     replies: Sequence[Any],
     hints: Mapping[str, str],
     max_entries: int,
-) -> dict[str, Head]:
-    """The heads of the threads :func:`read_calls` read, by ref."""
-    heads: dict[str, Head] = {}
+) -> dict[str, Batch]:
+    """The batches of the threads :func:`read_calls` read, by ref, before the second
+    step (:func:`candidates_call`, :func:`add_candidates`)."""
+    batches: dict[str, Batch] = {}
     for n, part in enumerate(owners):
         metas, streams = replies[2 * n], replies[2 * n + 1] or ()
         # RESP3 answers XREAD with a map, RESP2 with pairs.
         pairs = streams.items() if isinstance(streams, dict) else streams
         logs = {text(key): entries for key, entries in pairs}
         for ref, meta in zip(part, metas, strict=True):
-            log = logs.get(thread_keys(ks, ref).log, [])
-            heads[ref] = parse_head(ref, meta, log, hints.get(ref), max_entries)
-    return heads
+            log = logs.get(thread_keys(ks, ref).log, ())
+            batches[ref] = parse_read(meta, log, hints.get(ref), max_entries)
+    return batches
 
 
-@dataclass(slots=True)  # not frozen: see Batch
-class Head:
-    """A thread's meta and the log entries past its cursor, before the second step."""
-
-    ref: str
-    fence: str
-    cursor: str
-    next_position: int
-    quarantined: str
-    #: (entry id, payload, fingerprints or None when the entry does not list them)
-    entries: list[tuple[str, bytes, bytes | None]]
-    reread: bool
-
-    @property
-    def fingerprints(self) -> bytes | None:
-        """The distinct fingerprints the entries list, or None when one does not."""
-        seen: dict[bytes, None] = {}
-        for _, _, mentioned in self.entries:
-            if mentioned is None:
-                return None
-            if len(mentioned) == 4:
-                seen[mentioned] = None
-            else:
-                for at in range(0, len(mentioned), 4):
-                    seen[mentioned[at : at + 4]] = None
-        return b"".join(seen)
-
-
-def parse_head(
-    ref: str, meta: list[Any], log: list[Any], hint: str | None, max_entries: int
-) -> Head:
-    """The replies of :func:`head_commands`: entries at or before the cursor (a log
-    kept for replay, or read from a stale hint) are dropped."""
+def parse_read(
+    meta: Sequence[Any], log: Sequence[Any], hint: str | None, max_entries: int
+) -> Batch:
+    """One thread's batch from its meta and log entries: entries at or before the
+    cursor (a log kept for replay, or read from a stale hint) are dropped."""
     c, g, i, n, q = meta
     cursor = text(c) if c is not None else "0-0"
     floor = entry_key(cursor)
@@ -303,32 +279,41 @@ def parse_head(
     first = 0
     while first < len(log) and entry_key(text(log[first][0])) <= floor:
         first += 1
-    entries: list[tuple[str, bytes, bytes | None]] = []
+    entries: list[tuple[str, bytes]] = []
+    seen: dict[bytes, None] | None = {}
     for raw in log[first:] if first else log:
         fields = raw[1]
         if (  # the producer's entries: d, f
             type(fields) is list and len(fields) == 4 and fields[0] == b"d" and fields[2] == b"f"
         ):
-            payload, mentioned = fields[1], fields[3]
+            payload, listed = fields[1], fields[3]
         else:
-            payload, mentioned = _fields(fields)
-        if mentioned is not None and len(mentioned) % 4:
-            mentioned = None  # unreadable: looked up instead
-        entries.append((text(raw[0]), payload, mentioned))
+            payload, listed = _fields(fields)
+        entries.append((text(raw[0]), payload))
+        if seen is None:
+            continue
+        if listed is None or len(listed) % 4:
+            seen = None  # not listed, or unreadable: looked up by id instead
+        elif len(listed) == 4:
+            seen[listed] = None
+        else:
+            for at in range(0, len(listed), 4):
+                seen[listed[at : at + 4]] = None
     # A hint past the cursor (the thread was deleted and written again) may have
     # skipped entries; a read from so far back that every entry was applied reaches none.
     stale = (hint is not None and entry_key(hint) > floor) or (
         not entries and len(log) >= max_entries > 0
     )
-    return Head(
-        ref,
+    quarantined = (text(q) or "quarantined") if q is not None else ""  # set: as in Lua
+    return Batch(
         fence(c, g, i),
-        cursor,
         int(n or 0),
-        # Set means quarantined, whatever the reason says (as in the scripts).
-        (text(q) or "quarantined") if q is not None else "",
-        [] if stale or q is not None else entries,
-        stale,
+        quarantined,
+        0,
+        [] if stale or quarantined else entries,
+        after=cursor,
+        reread=stale,
+        mentioned=b"".join(seen) if seen is not None else None,
     )
 
 
@@ -347,36 +332,31 @@ def _fields(fields: Any) -> tuple[bytes, bytes | None]:
     return payload, mentioned
 
 
-def candidates_call(ks: Keyspace, head: Head, fingerprints: bytes) -> Call:
+def candidates_call(ks: Keyspace, ref: str, batch: Batch) -> Call:
     """The second step, if the fence is still the one read with the entries: count the
-    read as an attempt, and the candidate positions of the fingerprints with the pages
-    holding them. Calls of many threads merge into one (``run_merged``); a call's answer
-    is one section per thread."""
-    meta, _, pages, index, _, _ = _drain_keys(ks, head.ref)
-    return Call(CANDIDATES, [meta, pages, index], [head.fence, fingerprints])
+    read as an attempt, and the candidate positions of the fingerprints the entries list
+    with the pages holding them. Calls of many threads merge into one (``run_merged``);
+    a call's answer is one section per thread (:func:`add_candidates` takes one)."""
+    meta, _, pages, index, _, _ = _drain_keys(ks, ref)
+    return Call(CANDIDATES, [meta, pages, index], [batch.cursor, batch.mentioned or b""])
 
 
-def to_batch(head: Head, raw: list[Any] | None, complete: bool) -> Batch:
-    """A batch from its head and the answer of :func:`candidates_call` (None when the
-    thread is quarantined or has nothing to read); ``complete`` when every entry listed
-    its fingerprints."""
-    if raw is None or int(raw[0]) < 0:  # nothing to read, or the fence moved since
-        moved = raw is not None
-        return Batch(head.fence, head.next_position, head.quarantined, 0,
-                     after=head.cursor, reread=head.reread or moved)
-    entries = [(entry, payload) for entry, payload, _ in head.entries]
-    attempts, per, c = int(raw[0]), int(raw[1]), int(raw[2])
-    candidates: dict[bytes, list[int]] | None = None
-    pages: dict[int, bytes] = {}
-    if complete:
-        candidates = {}
-        end = 3 + 2 * c
-        for i in range(3, end, 2):
-            candidates.setdefault(as_bytes(raw[i]), []).append(int(raw[i + 1]))
-        for i in range(end, len(raw), 2):
-            pages[int(raw[i])] = as_bytes(raw[i + 1])
-    return Batch(head.fence, head.next_position, head.quarantined, attempts, entries,
-                 candidates, per, pages, head.cursor, head.reread)
+def add_candidates(batch: Batch, raw: list[Any]) -> None:
+    """Complete a batch with the answer of its :func:`candidates_call`: when the fence
+    moved since the read, it is to be read again (its entries are dropped)."""
+    if int(raw[0]) < 0:
+        batch.entries = []
+        batch.reread = True
+        return
+    batch.attempts, batch.per, c = int(raw[0]), int(raw[1]), int(raw[2])
+    if batch.mentioned is None:
+        return  # candidates is None: the worker looks the ids up
+    candidates: dict[bytes, list[int]] = {}
+    end = 3 + 2 * c
+    for i in range(3, end, 2):
+        candidates.setdefault(as_bytes(raw[i]), []).append(int(raw[i + 1]))
+    batch.candidates = candidates
+    batch.pages = {int(raw[i]): as_bytes(raw[i + 1]) for i in range(end, len(raw), 2)}
 
 
 def lookup_call(ks: Keyspace, ref: str, ids: Sequence[str]) -> Call:

@@ -39,17 +39,12 @@ class Store:
         reads, owners = ops.read_calls(self.keyspace, refs, max_entries, hints, cluster)
         read = ops.parse_reads(self.keyspace, owners, run_many(self.client, reads), hints,
                                max_entries)
-        heads = [read[ref] for ref in refs]
-        asked = [i for i, h in enumerate(heads) if h.entries and not h.quarantined]
-        mentioned = {i: heads[i].fingerprints for i in asked}
-        calls = [
-            ops.candidates_call(self.keyspace, heads[i], mentioned[i] or b"") for i in asked
-        ]
-        answers = dict(zip(asked, run_merged(self.client, calls), strict=True))
-        return [
-            ops.to_batch(h, answers.get(i), mentioned.get(i) is not None)
-            for i, h in enumerate(heads)
-        ]
+        batches = [read[ref] for ref in refs]
+        asked = [(ref, b) for ref, b in zip(refs, batches, strict=True) if b.entries]
+        calls = [ops.candidates_call(self.keyspace, ref, b) for ref, b in asked]
+        for (_, batch), raw in zip(asked, run_merged(self.client, calls), strict=True):
+            ops.add_candidates(batch, raw)
+        return batches
 
     def positions_many(self, items: Sequence[tuple[str, Sequence[str]]]) -> list[ops.Found]:
         """The stored positions of the given ids and the pages holding them, for several

@@ -107,6 +107,6 @@ def test_reads_sent_to_the_wrong_cluster_node_are_followed_in_order(
     other = next(n for n in client.get_primaries() if n.name != owner.name)
     calls, owners = ops.read_calls(settings.keyspace, ["_/m"], 10, {}, cluster=True)
     replies = _pipelined(client.get_redis_connection(other), client, calls, [0, 1])
-    head = ops.parse_reads(settings.keyspace, owners, replies, {}, 10)["_/m"]
-    assert [e[0] for e in head.entries] == [ops.text(client.xrange(k.log)[0][0])]
-    assert head.fingerprints is not None and len(head.fingerprints) == 4
+    batch = ops.parse_reads(settings.keyspace, owners, replies, {}, 10)["_/m"]
+    assert [e[0] for e in batch.entries] == [ops.text(client.xrange(k.log)[0][0])]
+    assert batch.mentioned is not None and len(batch.mentioned) == 4
