@@ -23,6 +23,8 @@ from workers import ops
 from workers.drain import Drainer, _decode, _mentioned
 from workers.layout import layout_problems
 from workers.producer import Producer
+from workers.settings import Settings
+from workers.store import Store
 
 
 class NoWake:
@@ -109,15 +111,20 @@ def test_a_thread_longer_than_luas_unpack_limit_reads_whole(redis_url: str) -> N
     ]
 
 
+def _retained(redis_url: str) -> tuple[Settings, Store, Producer]:
+    """Small batches, applied entries kept in the log (retention)."""
+    settings = make_settings(redis_url, batch_size=5, retention_seconds=3600)
+    store = store_for(settings)
+    return settings, store, Producer(store.client, settings, NoWake())
+
+
 def test_a_kept_log_is_read_from_the_cursor_by_a_worker_that_never_drained_it(
     redis_url: str,
 ) -> None:
     # With retention the applied entries stay in the log: a worker without a hint for
     # the thread reads from the log's start, finds only applied entries, and must read
     # again from the cursor instead of taking the thread for drained.
-    settings = make_settings(redis_url, batch_size=5, retention_seconds=3600)
-    store = store_for(settings)
-    producer = Producer(store.client, settings, NoWake())
+    settings, store, producer = _retained(redis_url)
     sent = Sent()
     for step in range(40):
         messages = [{"role": "user", "content": f"c{step}", "id": f"m{step % 7}"}]
@@ -134,9 +141,7 @@ def test_a_kept_log_is_read_from_the_cursor_by_a_worker_that_never_drained_it(
 def test_a_hint_past_the_cursor_of_a_thread_written_again_is_not_trusted(
     redis_url: str,
 ) -> None:
-    settings = make_settings(redis_url, batch_size=5, retention_seconds=3600)
-    store = store_for(settings)
-    producer = Producer(store.client, settings, NoWake())
+    settings, store, producer = _retained(redis_url)
     drainer = Drainer(store, settings)
     for step in range(8):
         producer.enqueue("w", [{"role": "user", "content": f"old{step}"}])
