@@ -65,7 +65,7 @@ def text(value: Any) -> str:
 # -- ingestion ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one per delta (see producer._Prepared)
 class Appended:
     """One delta's outcome: its version, and whether it is new (not a retried delta_id)."""
 
