@@ -5,7 +5,9 @@ script cache) falls back to EVAL, which also caches the script there. In a pipel
 the calls that met ``NOSCRIPT`` did not run, so re-running exactly those is safe.
 
 Retries: worker-side calls may be retried after a lost connection (every worker script
-is idempotent or fenced by the cursor). Producer-side ingestion is *not* retried here:
+is idempotent or fenced; the one exception, the attempt a read counts, may then count
+twice, which only brings a poison thread's quarantine one drain closer). Producer-side
+ingestion is *not* retried here:
 a lost reply would make the retry append the delta twice; callers retry with the same
 ``delta_id`` instead, which the ingest script de-duplicates.
 """
