@@ -103,30 +103,34 @@ def records(page: bytes) -> list[tuple[int, bytes, bytes]]:
     return out
 
 
-def id_at(page: bytes, position: int) -> bytes | None:
-    """The UTF-8 id of the record at ``position`` in a page, or None when it holds none
-    there (headers are walked; nothing is copied but the id)."""
+def _locate(page: bytes, position: int) -> tuple[int, int, int] | None:
+    """Where the id of the record at ``position`` starts, its length and its body's
+    length, or None when the page holds no record there (headers are walked; records
+    ascend, so the walk stops past the position)."""
     at, end = 0, len(page)
     while at < end:
         found, id_len, body_len = _unpack_header(page, at)
         if found == position:
-            return page[at + 12 : at + 12 + id_len]
+            return at + 12, id_len, body_len
         if found > position:
             return None
         at += 12 + id_len + body_len
     return None
 
 
+def id_at(page: bytes, position: int) -> bytes | None:
+    """The UTF-8 id of the record at ``position`` in a page (None: not there)."""
+    where = _locate(page, position)
+    return None if where is None else page[where[0] : where[0] + where[1]]
+
+
 def body_at(page: bytes, position: int) -> bytes | None:
     """The stored body of the record at ``position`` in a page (None: not there)."""
-    at, end = 0, len(page)
-    while at < end:
-        found, id_len, body_len = _unpack_header(page, at)
-        start = at + 12 + id_len
-        if found == position:
-            return page[start : start + body_len]
-        at = start + body_len
-    return None
+    where = _locate(page, position)
+    if where is None:
+        return None
+    start = where[0] + where[1]
+    return page[start : start + where[2]]
 
 
 def edit_page(page: bytes, changes: dict[int, bytes | None]) -> bytes:

@@ -140,9 +140,7 @@ def run_merged(client: SyncClient, calls: Sequence[Call]) -> list[Any]:
     cluster = isinstance(client, RedisCluster)
     groups: dict[tuple[str, str], list[int]] = {}
     for i, call in enumerate(calls):
-        first = call.keys[0]
-        tag = first[: first.find("}") + 1] if cluster else ""
-        groups.setdefault((call.script.name, tag), []).append(i)
+        groups.setdefault((call.script.name, _tag(call.keys[0]) if cluster else ""), []).append(i)
     merged: list[Call] = []
     owners: list[list[int]] = []
     for idx in groups.values():
@@ -227,7 +225,7 @@ def _pipelined(
             # Resharding: the cluster client follows the redirection (the command did
             # not run where it was sent).
             results[n] = _rerun(client, call)
-            redirected.add(_tag(call.key if isinstance(call, Command) else call.keys[0]))
+            redirected.add(_tag(_key(call)))
         elif isinstance(call, Command) and _tag(call.key) in redirected:
             # A later read of a slot whose earlier call was redirected ran before that
             # one's re-run: run it again after it, so a thread's reads keep their order
@@ -238,7 +236,13 @@ def _pipelined(
     return results
 
 
+def _key(item: Item) -> str:
+    """A key the call touches: it names the slot (all of a call's keys share one)."""
+    return item.key if isinstance(item, Command) else item.keys[0]
+
+
 def _tag(key: str) -> str:
+    """The hash tag of a key, braces included (the project's keys all carry one)."""
     return key[: key.find("}") + 1]
 
 
@@ -250,8 +254,7 @@ def _run_many_cluster(client: RedisCluster, calls: Sequence[Item]) -> list[Any]:
     by_node: dict[str, list[int]] = {}
     conns: dict[str, redis.Redis] = {}
     for i, call in enumerate(calls):
-        key = call.key if isinstance(call, Command) else call.keys[0]
-        node = client.get_node_from_key(key)  # type: ignore[no-untyped-call]
+        node = client.get_node_from_key(_key(call))  # type: ignore[no-untyped-call]
         by_node.setdefault(node.name, []).append(i)
         conns[node.name] = client.get_redis_connection(node)
     results: list[Any] = [None] * len(calls)

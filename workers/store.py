@@ -30,8 +30,9 @@ class Store:
         self, refs: Sequence[str], max_entries: int, hints: Mapping[str, str] | None = None
     ) -> list[ops.Batch]:
         """The next batch of each thread, in two pipelined round trips for all of them:
-        meta and log entries with plain commands, then one script call for the attempt
-        count, the candidate positions of the entries' ids and their pages. ``hints``:
+        meta (a read-only script call) and log entries (one plain XREAD), then one script
+        call for the attempt count, the candidate positions of the entries' ids and their
+        pages. ``hints``:
         a cursor each thread had, to read its log from (when applied entries are kept
         for replay; without one the log is read from its start)."""
         hints = hints or {}
