@@ -59,7 +59,9 @@ def _decode(batch: Batch) -> Decoded:
             decoded.append((entry, decode_messages(payload)))
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             if not decoded:
-                raise PoisonEntry(entry, f"cannot decode: {exc}") from exc
+                # An empty payload is an entry without its field 'd' (written by hand).
+                why = "no payload (stream field 'd')" if not payload else str(exc)
+                raise PoisonEntry(entry, f"cannot decode: {why}") from exc
             break  # fold what precedes it; the next read starts at the bad entry
     return decoded
 

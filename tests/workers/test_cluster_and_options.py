@@ -104,6 +104,23 @@ def test_a_poison_entry_quarantines_its_thread_only_and_an_operator_can_skip_it(
     assert store.quarantined(range(settings.buckets)) == []
 
 
+def test_an_entry_without_its_payload_field_is_named_as_such_and_loses_nothing(
+    redis_url: str,
+) -> None:
+    settings = make_settings(redis_url, failure_limit=1)
+    store = store_for(settings)
+    producer = Producer(store.client, settings, NoWake())
+    producer.enqueue("bare", [{"role": "user", "content": "before", "id": "1"}])
+    store.client.xadd(settings.keyspace.thread("_/bare").log, {"x": b"by hand"})
+    producer.enqueue("bare", [{"role": "user", "content": "after", "id": "2"}])
+    assert Drainer(store, settings).drain("_/bare").quarantined
+    status = store.status("_/bare")
+    assert status is not None
+    assert status.quarantined == "cannot decode: no payload (stream field 'd')"
+    assert status.backlog == 2  # the bare entry and the one after it, kept
+    assert [m["content"] for m in state_dump(store, "_/bare")] == ["before"]
+
+
 def test_retention_keeps_applied_entries_for_replay(redis_url: str) -> None:
     settings = make_settings(redis_url, retention_seconds=3600)
     store = store_for(settings)
