@@ -24,7 +24,9 @@ from tests.workers.test_concurrency import NoWake
 from workers import ops
 from workers.drain import Drainer
 from workers.producer import Producer
+from workers.settings import Settings
 from workers.stack import settings_env
+from workers.store import Store
 
 
 def test_a_three_master_cluster_holds_state_with_the_broker_outside_it(
@@ -74,15 +76,25 @@ def test_a_three_master_cluster_holds_state_with_the_broker_outside_it(
             worker.kill()
 
 
+def _bad_between(
+    settings: Settings, store: Store, thread: str, fields: dict[str, bytes]
+) -> tuple[Producer, str]:
+    """A good delta, an entry written by hand with ``fields``, a good delta; the
+    producer and the bad entry's id."""
+    producer = Producer(store.client, settings, NoWake())
+    producer.enqueue(thread, [{"role": "user", "content": "before", "id": "1"}])
+    log = settings.keyspace.thread(f"_/{thread}").log
+    bad = ops.text(store.client.xadd(log, fields))  # type: ignore[arg-type]
+    producer.enqueue(thread, [{"role": "user", "content": "after", "id": "2"}])
+    return producer, bad
+
+
 def test_a_poison_entry_quarantines_its_thread_only_and_an_operator_can_skip_it(
     redis_url: str,
 ) -> None:
     settings = make_settings(redis_url, failure_limit=3)
     store = store_for(settings)
-    producer = Producer(store.client, settings, NoWake())
-    producer.enqueue("sick", [{"role": "user", "content": "before", "id": "1"}])
-    bad = store.client.xadd(settings.keyspace.thread("_/sick").log, {"d": b"\xc1not msgpack"})
-    producer.enqueue("sick", [{"role": "user", "content": "after", "id": "2"}])
+    producer, bad = _bad_between(settings, store, "sick", {"d": b"\xc1not msgpack"})
     producer.enqueue("well", [{"role": "user", "content": "fine", "id": "1"}])
     drainer = Drainer(store, settings)
     reports = [drainer.drain("_/sick") for _ in range(3)]
@@ -90,7 +102,7 @@ def test_a_poison_entry_quarantines_its_thread_only_and_an_operator_can_skip_it(
     assert [m["content"] for m in state_dump(store, "_/sick")] == ["before"]
     status = store.status("_/sick")
     assert status is not None and status.quarantined.startswith("cannot decode")
-    assert status.quarantined_entry == ops.text(bad)
+    assert status.quarantined_entry == bad
     assert status.backlog == 2  # the poison entry and the one after it
     assert store.quarantined(range(settings.buckets)) == ["_/sick"]
     drainer.drain("_/well")
@@ -98,7 +110,7 @@ def test_a_poison_entry_quarantines_its_thread_only_and_an_operator_can_skip_it(
 
     producer.enqueue("sick", [{"role": "user", "content": "later", "id": "3"}])  # accepted, kept
     woke, skipped = store.retry("_/sick", settings.wake_ttl_ms, skip=True)
-    assert (woke, skipped) == (True, ops.text(bad))
+    assert (woke, skipped) == (True, bad)
     drainer.drain("_/sick")
     assert [m["content"] for m in state_dump(store, "_/sick")] == ["before", "after", "later"]
     assert store.quarantined(range(settings.buckets)) == []
@@ -109,10 +121,7 @@ def test_an_entry_without_its_payload_field_is_named_as_such_and_loses_nothing(
 ) -> None:
     settings = make_settings(redis_url, failure_limit=1)
     store = store_for(settings)
-    producer = Producer(store.client, settings, NoWake())
-    producer.enqueue("bare", [{"role": "user", "content": "before", "id": "1"}])
-    store.client.xadd(settings.keyspace.thread("_/bare").log, {"x": b"by hand"})
-    producer.enqueue("bare", [{"role": "user", "content": "after", "id": "2"}])
+    _bad_between(settings, store, "bare", {"x": b"by hand"})
     assert Drainer(store, settings).drain("_/bare").quarantined
     status = store.status("_/bare")
     assert status is not None
