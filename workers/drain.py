@@ -66,10 +66,10 @@ def _decode(batch: Batch) -> Decoded:
     return decoded
 
 
-def _mentioned(decoded: list[tuple[str, list[BaseMessage]]]) -> list[str]:
+def _mentioned(decoded: list[tuple[str, list[BaseMessage]]]) -> set[str]:
     ids = {m.id for _, msgs in decoded for m in msgs if m.id is not None}
     ids.discard(REMOVE_ALL_MESSAGES)
-    return list(ids)
+    return ids
 
 
 class Drainer:

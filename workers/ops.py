@@ -7,7 +7,7 @@ the producer share one definition of every exchange with Redis.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Final
@@ -65,19 +65,13 @@ def text(value: Any) -> str:
 # -- ingestion ---------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)  # not frozen: one per delta (see producer._Prepared)
-class Appended:
-    """One delta's outcome: its version, and whether it is new (not a retried delta_id)."""
-
-    version: str
-    new: bool
-
-
 @dataclass(frozen=True, slots=True)
 class IngestAnswer:
-    """One ingest call: the deltas' outcomes and whether this call set the wake-up flag."""
+    """One thread's part of an ingest call: each delta's version and whether it is new
+    (not a retried delta_id), and whether this call set the wake-up flag."""
 
-    appended: list[Appended]
+    versions: list[str]
+    new: list[bool]
     woke: bool
 
 
@@ -147,8 +141,9 @@ def parse_ingest(raw: list[Any], counts: Sequence[int]) -> list[IngestAnswer]:
     answers, at = [], 0
     for n in counts:
         end = at + 1 + 2 * n
-        pairs = [Appended(text(raw[i]), bool(int(raw[i + 1]))) for i in range(at + 1, end, 2)]
-        answers.append(IngestAnswer(pairs, bool(int(raw[at]))))
+        versions = [text(v) for v in raw[at + 1 : end : 2]]
+        new = [flag == 1 for flag in raw[at + 2 : end : 2]]
+        answers.append(IngestAnswer(versions, new, raw[at] == 1))
         at = end
     return answers
 
@@ -183,22 +178,26 @@ class Batch:  # dataclass's __init__ sets each field through object.__setattr__
     #: None when one does not list them.
     mentioned: bytes | None = None
 
-    def known(self, ids: Iterable[str]) -> dict[str, int] | None:
+    def known(self, ids: Collection[str]) -> dict[str, int] | None:
         """The stored positions of ``ids``, each confirmed against its record's id (a
         fingerprint match that is another id is no match), or None when the batch
-        cannot tell (an entry did not list its fingerprints)."""
-        if self.candidates is None:
+        cannot tell (an entry did not list its fingerprints).
+
+        Walks the candidates rather than the ids: a batch of new ids (the common case)
+        has none, and a candidate's record names its id, so no fingerprint is computed
+        here. A position holds one id, so a record whose id the batch mentions is that
+        id's position, whichever fingerprint brought it.
+        """
+        candidates = self.candidates
+        if candidates is None:
             return None
         found: dict[str, int] = {}
         per, pages = self.per, self.pages
-        for ident in ids:
-            match = self.candidates.get(fingerprint(ident))
-            if match:
-                raw = ident.encode()
-                for position in match:
-                    if id_at(pages.get(position // per, b""), position) == raw:
-                        found[ident] = position
-                        break
+        for positions in candidates.values():
+            for position in positions:
+                raw = id_at(pages.get(position // per, b""), position)
+                if raw is not None and (ident := raw.decode()) in ids:
+                    found[ident] = position
         return found
 
 

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from core.codec import encode_messages
 from core.errors import InvalidMessage
 from core.ids import IdSource, derived_ids, ensure_ids, uuid4_str
@@ -32,8 +34,10 @@ MAX_DELTA_ID = 200
 log = logging.getLogger("threadfold.producer")
 
 
-@dataclass(frozen=True, slots=True)
-class Delta:
+# The per-delta records here are msgspec Structs: one is made per delta, and a Struct
+# is built in C (0.15 us) where a frozen dataclass sets each field through
+# object.__setattr__ (1.7 us): at 1,000 deltas per bulk call, a visible share.
+class Delta(msgspec.Struct, frozen=True, gc=False):
     """One delta for one thread: a list of message-likes."""
 
     thread_id: str
@@ -42,8 +46,7 @@ class Delta:
     tenant: str = DEFAULT_TENANT
 
 
-@dataclass(frozen=True, slots=True)
-class Enqueued:
+class Enqueued(msgspec.Struct, frozen=True, gc=False):
     """The outcome of one delta: its version, and whether it was a retried ``delta_id``.
 
     ``ids`` are the ids of the delta's messages as stored, including the ones stamped on
@@ -59,8 +62,7 @@ class Enqueued:
     ids: tuple[str, ...]
 
 
-@dataclass(slots=True)  # not frozen: one per delta, and a frozen dataclass's __init__
-class _Prepared:  # sets each field through object.__setattr__ (~0.8 us more here)
+class _Prepared(msgspec.Struct, gc=False):
     ref: str
     delta_id: str
     payload: bytes
@@ -152,11 +154,9 @@ def _outcomes(
         for ref, answer in zip(share, parsed, strict=True):
             if answer.woke:
                 woken.append(ref)
-            for i, appended in zip(groups[ref], answer.appended, strict=True):
+            for i, version, new in zip(groups[ref], answer.versions, answer.new, strict=True):
                 ids = prepared[i].ids
-                results[i] = Enqueued(
-                    deltas[i].thread_id, appended.version, len(ids), not appended.new, ids
-                )
+                results[i] = Enqueued(deltas[i].thread_id, version, len(ids), not new, ids)
     return [r for r in results if r is not None], woken
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from redis.cluster import RedisCluster
@@ -47,7 +47,7 @@ class Store:
             ops.add_candidates(batch, raw)
         return batches
 
-    def positions_many(self, items: Sequence[tuple[str, Sequence[str]]]) -> list[ops.Found]:
+    def positions_many(self, items: Sequence[tuple[str, Collection[str]]]) -> list[ops.Found]:
         """The stored positions of the given ids and the pages holding them, for several
         threads in one round trip."""
         asked = [(ref, list(ids)) for ref, ids in items if ids]
