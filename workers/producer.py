@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +27,7 @@ from core.ids import IdSource, derived_ids, ensure_ids, uuid4_str
 from core.keys import DEFAULT_TENANT, InvalidName, make_ref
 from core.pages import fingerprints
 from workers import ops
-from workers.redis_io import AsyncClient, Call, SyncClient, arun_many, run_many
+from workers.redis_io import AsyncClient, Call, Stream, SyncClient, arun_many, run_many
 from workers.settings import Settings
 from workers.wakeup import AsyncWaker, Waker
 
@@ -160,6 +161,17 @@ def _outcomes(
     return [r for r in results if r is not None], woken
 
 
+@dataclass(slots=True)
+class _Staged:
+    """A bulk validated and encoded, with the script calls that append it."""
+
+    deltas: Sequence[Delta]
+    prepared: list[_Prepared]
+    groups: dict[str, list[int]]
+    calls: list[Call]
+    shares: list[list[str]]
+
+
 def _lost_wake_up(refs: Sequence[str]) -> None:
     """A wake-up that could not be published: the deltas are already in the log and
     their threads marked dirty, so the sweeper wakes them once the flag's lease lapses.
@@ -193,11 +205,51 @@ class Producer:
 
     def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Enqueued]:
         """Append many deltas for many threads in one round trip; all validated first."""
+        staged = self._stage(deltas, path)
+        return self._finish(staged, run_many(self.client, staged.calls))
+
+    def enqueue_stream(
+        self, bulks: Iterable[Sequence[Delta]], path: str = "deltas"
+    ) -> Generator[list[Enqueued], None, None]:
+        """Append bulk after bulk, each as :meth:`enqueue_many` would, with one in flight:
+        bulk k+1 is validated and encoded while Redis appends bulk k. Yields each bulk's
+        results, in order, once they are in. For batch jobs (replays, rebuilds), in one
+        thread: the bulks go over one connection, so each thread's deltas stay in order.
+
+        A bad bulk is refused when it is reached, located as ``bulks[k].deltas[i]...``,
+        after the bulks before it were appended and yielded; nothing of it is written.
+        A lost connection raises; the bulks whose results were not yielded are in doubt
+        (give deltas a ``delta_id`` to make their retry safe).
+        """
+        stream = Stream(self.client)
+        waiting: deque[_Staged] = deque()
+        try:
+            for k, deltas in enumerate(bulks):
+                try:
+                    staged = self._stage(deltas, path)
+                except InvalidMessage as exc:
+                    while waiting:  # what was sent before the bad bulk is answered first
+                        yield self._finish(waiting.popleft(), stream.receive())
+                    raise exc.under(f"bulks[{k}].") from None
+                stream.send(staged.calls)
+                waiting.append(staged)
+                if len(waiting) > 1:
+                    yield self._finish(waiting.popleft(), stream.receive())
+            while waiting:
+                yield self._finish(waiting.popleft(), stream.receive())
+        finally:
+            stream.close()
+
+    def _stage(self, deltas: Sequence[Delta], path: str) -> _Staged:
         prepared = _prepare_all(deltas, path, self.new_id)
         groups = _group(prepared)
         calls, shares = _calls(self.settings, prepared, groups)
-        answers = run_many(self.client, calls)
-        results, woken = _outcomes(deltas, prepared, groups, shares, answers)
+        return _Staged(deltas, prepared, groups, calls, shares)
+
+    def _finish(self, staged: _Staged, answers: Sequence[Any]) -> list[Enqueued]:
+        results, woken = _outcomes(
+            staged.deltas, staged.prepared, staged.groups, staged.shares, answers
+        )
         if woken:
             try:
                 self.waker.wake(woken)

@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import random
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from workers.app import CeleryWaker, make_celery
-from workers.producer import Delta, Producer
+from workers.producer import Delta, Enqueued, Producer
 from workers.redis_io import sync_client
 from workers.settings import Settings
 
@@ -43,7 +44,22 @@ def random_messages(rng: random.Random, step: int) -> list[Any]:
     return out
 
 
+def _planned(rng: random.Random, seed: int, threads: int, deltas: int, prefix: str) -> list[Delta]:
+    """The deltas, retries of a delta_id within the same call included."""
+    out: list[Delta] = []
+    for step in range(deltas):
+        thread = f"{prefix}{rng.randrange(threads)}"
+        messages = random_messages(rng, step)
+        delta_id = f"{seed}-{step}" if rng.random() < 0.3 else None
+        out.append(Delta(thread, messages, delta_id))
+        if delta_id and rng.random() < 0.5:
+            out.append(Delta(thread, messages, delta_id))
+    return out
+
+
 def main(seed: int, threads: int, deltas: int, out_path: str, prefix: str = "t") -> None:
+    """Odd seeds enqueue delta by delta (``enqueue_many`` of one delta and its retry);
+    even seeds stream bulks of 1 to 40 deltas (``enqueue_stream``, one bulk in flight)."""
     settings = Settings()
     rng = random.Random(seed)
     app = make_celery(settings)
@@ -52,26 +68,40 @@ def main(seed: int, threads: int, deltas: int, out_path: str, prefix: str = "t")
         settings,
         CeleryWaker(app, settings.queue),
     )
+    planned = _planned(rng, seed, threads, deltas, prefix)
+    answers: Iterator[list[Enqueued]]
+    if seed % 2:
+        calls: list[list[Delta]] = []
+        for delta in planned:
+            if calls and calls[-1][0] is delta:  # its retry goes in the same call
+                calls[-1].append(delta)
+            else:
+                calls.append([delta])
+        answers = (producer.enqueue_many(call) for call in calls)
+    else:
+        calls, at = [], 0
+        while at < len(planned):
+            size = rng.randint(1, 40)
+            calls.append(planned[at : at + size])
+            at += size
+        answers = producer.enqueue_stream(calls)
     with open(out_path, "w") as out:
-        for step in range(deltas):
-            thread = f"{prefix}{rng.randrange(threads)}"
-            messages = random_messages(rng, step)
-            delta_id = f"{seed}-{step}" if rng.random() < 0.3 else None
-            batch = [Delta(thread, messages, delta_id)]
-            if delta_id and rng.random() < 0.5:
-                batch.append(Delta(thread, messages, delta_id))  # a retry in the same call
-            for delta, result in zip(batch, producer.enqueue_many(batch), strict=True):
+        # Written as each call is answered: the file lists what the producer was promised.
+        for call, results in zip(calls, answers, strict=True):
+            for delta, result in zip(call, results, strict=True):
                 row = {
                     "ref": f"_/{delta.thread_id}",
                     "version": result.version,
                     "duplicate": result.duplicate,
-                    "messages": messages,
+                    "messages": delta.messages,
                     "ids": result.ids,
                 }
                 out.write(json.dumps(row) + "\n")
-            if delta_id and rng.random() < 0.3:
-                again = producer.enqueue(thread, messages, delta_id=delta_id)  # a later retry
-                assert again.duplicate and again.version == result.version
+                if delta.delta_id and rng.random() < 0.1:  # a later retry
+                    again = producer.enqueue(
+                        delta.thread_id, delta.messages, delta_id=delta.delta_id
+                    )
+                    assert again.duplicate and again.version == result.version
     app.close()
 
 
