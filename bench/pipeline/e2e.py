@@ -9,7 +9,6 @@ applied is reported beside it.
 from __future__ import annotations
 
 import gc
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -141,34 +140,10 @@ def plan(mix: Mix, bulks: Sequence[list[int]], prefix: str) -> list[list[Planned
     return [[mix.next(t) for t in bulk] for bulk in bulks]
 
 
-def send(producer: Producer, planned: Sequence[list[Planned]], prefix: str,
-         lanes: int = 2) -> list[list[Enqueued]]:
-    """The timed part: one ``enqueue_many`` per bulk and lane.
-
-    A bulk job keeps more than one request in flight: ``lanes`` threads share the
-    producer, lane k sending the deltas of the threads with index = k (mod lanes), so
-    each thread's deltas still go out in order, from one lane. One lane prepares its
-    next bulk while Redis runs the other's.
-    """
-    parts = [[[p for p in bulk if p.thread % lanes == k] for bulk in planned]
-             for k in range(lanes)]
-    answers: list[list[list[Enqueued]]] = [[] for _ in range(lanes)]
-
-    def lane(k: int) -> None:
-        for bulk in parts[k]:
-            answers[k].append(producer.enqueue_many([p.delta(prefix) for p in bulk]))
-
-    threads = [threading.Thread(target=lane, args=(k,)) for k in range(1, lanes)]
-    for t in threads:
-        t.start()
-    lane(0)
-    for t in threads:
-        t.join()
-    merged: list[list[Enqueued]] = []
-    for i, bulk in enumerate(planned):
-        found = {k: iter(answers[k][i]) for k in range(lanes)}
-        merged.append([next(found[p.thread % lanes]) for p in bulk])
-    return merged
+def send(producer: Producer, planned: Sequence[list[Planned]], prefix: str) -> list[list[Enqueued]]:
+    """The timed part: the bulks through ``enqueue_stream``, one in flight (the producer
+    validates and encodes bulk k+1 while Redis appends bulk k), as a batch job sends."""
+    return list(producer.enqueue_stream([p.delta(prefix) for p in bulk] for bulk in planned))
 
 
 def record(planned: Sequence[list[Planned]], results: Sequence[list[Enqueued]],
