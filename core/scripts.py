@@ -113,11 +113,13 @@ local function read_fields(key, fields)
   return got
 end
 local function write_fields(key, pairs_, dropped)
-  for i = 1, #pairs_, 4000 do
-    redis.call('HSET', key, unpack(pairs_, i, math.min(i + 3999, #pairs_)))
-  end
+  -- Deletes first: a field both dropped and written (a page emptied by a batch, then
+  -- appended to by the same batch) ends up written.
   for i = 1, #dropped, 4000 do
     redis.call('HDEL', key, unpack(dropped, i, math.min(i + 3999, #dropped)))
+  end
+  for i = 1, #pairs_, 4000 do
+    redis.call('HSET', key, unpack(pairs_, i, math.min(i + 3999, #pairs_)))
   end
 end
 
@@ -208,23 +210,32 @@ local function finder(pages, index, buckets, per)
 end
 
 -- Appends records past every stored position: recs = {pos, record}*, ascending. Only
--- the first one's page can exist already (the last page, partly filled).
-local function append_pages(pages, per, recs)
-  local i, written = 1, {}
+-- the first one's page can exist already (the last page, partly filled): as stored, or
+-- as this commit rewrites it (in `written`, {number, page}*) or empties it (in
+-- `dropped`). The pages it makes are added to `written`: the caller writes them all
+-- in one call.
+local function append_pages(pages, per, recs, written, dropped)
+  local i = 1
   while i <= #recs do
     local number = page_of(recs[i], per)
     local parts = {}
     if i == 1 and recs[1] % per ~= 0 then
-      parts[1] = redis.call('HGET', pages, number) or ''
+      local current = false
+      for j = 1, #written, 2 do
+        if tonumber(written[j]) == number then current = written[j + 1] end
+      end
+      for _, d in ipairs(dropped) do
+        if tonumber(d) == number then current = '' end
+      end
+      parts[1] = current or redis.call('HGET', pages, number) or ''
     end
     while i <= #recs and page_of(recs[i], per) == number do
       parts[#parts + 1] = recs[i + 1]
       i = i + 2
     end
-    written[#written + 1] = number
+    written[#written + 1] = number   -- after any rewrite of it: in one HSET, the last wins
     written[#written + 1] = table.concat(parts)
   end
-  write_fields(pages, written, {})
 end
 
 -- Adds and removes index entries (adds, dels = {fingerprint bytes, pos}*) of a thread
@@ -480,7 +491,10 @@ local now = false
 local function commit(k, a)   -- KEYS[k + i] and ARGV[a + i] are the thread's i-th
   local meta, pages, index, log, sched, dirty =
     KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6]
-  if fence_of(meta) ~= ARGV[a + 1] then return {0} end
+  -- The fence, the state's shape and the applied count in one read (a redis.call
+  -- costs more than the fields it returns).
+  local state = redis.call('HMGET', meta, 'c', 'g', 'i', 'm', 'ib', 'pp', 'k')
+  if fence(state[1], state[2], state[3]) ~= ARGV[a + 1] then return {0} end
   local new_cursor = ARGV[a + 2]
   local n_removed, n_pages, n_inserts =
     tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7])
@@ -501,24 +515,22 @@ local function commit(k, a)   -- KEYS[k + i] and ARGV[a + i] are the thread's i-
     end
   end
   local recs, added = inserts_of(base + 2 * n_pages, n_inserts)
-  local state = redis.call('HMGET', meta, 'm', 'ib', 'pp')
-  local count, buckets = tonumber(state[1] or '0'), tonumber(state[2] or '0')
-  local per = tonumber(state[3] or MAX_PAGE_RECORDS)
+  local count, buckets = tonumber(state[4] or '0'), tonumber(state[5] or '0')
+  local per = tonumber(state[6] or MAX_PAGE_RECORDS)
   if cleared then   -- the batch starts from nothing: it lists no edits of stored records
     redis.call('DEL', pages, index)
-    gone, count, buckets = {}, 0, 0
-  else
-    write_fields(pages, written, dropped)
+    gone, count, buckets, written, dropped = {}, 0, 0, {}, {}
   end
   count = count - #gone / 2
   if count == 0 and #recs > 0 then per = positions_per_page(recs) end   -- no page left
-  append_pages(pages, per, recs)
+  append_pages(pages, per, recs, written, dropped)
+  write_fields(pages, written, dropped)
   count = count + n_inserts
   if #gone > 0 or #added > 0 then buckets = edit_index(index, added, gone, buckets, count) end
   now = now or now_ms()
+  local applied = string.format('%d', tonumber(state[7] or '0') + tonumber(ARGV[a + 11]))
   redis.call('HSET', meta, 'c', new_cursor, 'n', ARGV[a + 3], 't', now, 'a', 0, 'm', count,
-             'ib', buckets, 'pp', per)
-  redis.call('HINCRBY', meta, 'k', ARGV[a + 11])
+             'ib', buckets, 'pp', per, 'k', applied)
   local threshold = after(new_cursor)
   local retention = tonumber(ARGV[a + 8])
   if retention > 0 then
@@ -744,7 +756,9 @@ local recs, added = inserts_of(4, n)
 local buckets, per = 0, MAX_PAGE_RECORDS   -- the index sized for n at once: no splits
 if n > 0 then
   per = positions_per_page(recs)
-  append_pages(KEYS[2], per, recs)
+  local written = {}
+  append_pages(KEYS[2], per, recs, written, {})
+  write_fields(KEYS[2], written, {})
   buckets = edit_index(KEYS[3], added, {}, math.ceil(n / BUCKET_ENTRIES), n)
 end
 -- 'g' changes with every rebuild: a drain that read before it cannot commit after it.

@@ -202,3 +202,35 @@ def test_a_batch_read_before_any_commit_is_refused_after_a_delete(redis_url: str
     assert not store.commit_many([_commit_of(settings, "_/e", stale)])[0].ok
     Drainer(store, settings).drain("_/e")
     assert [m["content"] for m in state_dump(store, "_/e")] == ["fresh"]
+
+
+def test_a_batch_that_edits_or_empties_the_last_page_and_appends_to_it_writes_it_once(
+    redis_url: str,
+) -> None:
+    settings = make_settings(redis_url, batch_size=50, key_prefix="lp")
+    store = store_for(settings)
+    producer = Producer(store.client, settings, NoWake())
+    drainer = Drainer(store, settings)
+    ref, sent = "_/lp", Sent()
+
+    def send(messages: list[dict[str, Any]]) -> None:
+        result = producer.enqueue("lp", messages)
+        sent.add(ref, result.version, messages, result.ids)
+
+    def check() -> None:
+        drainer.drain(ref)
+        assert layout.layout_problems(store, ref) == []
+        assert state_dump(store, ref) == dump_messages(sent.expected(ref))
+
+    send([{"role": "user", "content": c, "id": c} for c in "abc"])  # page 0, partly full
+    check()
+    assert int(store.client.hget(settings.keyspace.thread(ref).meta, "pp") or 0) > 4
+    # One batch rewrites page 0 (an update) and appends to it.
+    send([{"role": "user", "content": "B", "id": "b"}])
+    send([{"role": "user", "content": "d", "id": "d"}])
+    check()
+    # One batch empties page 0 (removes) and appends to it again.
+    send([{"type": "remove", "id": i, "content": ""} for i in "abcd"])
+    send([{"role": "user", "content": "e", "id": "e"}])
+    check()
+    assert [m["id"] for m in state_dump(store, ref)] == ["e"]
