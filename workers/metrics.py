@@ -30,14 +30,6 @@ LATENCY_BUCKETS_MS: Final = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 5000)
 TTL_SECONDS: Final = 60
 
 
-def bucket(value: float, bounds: tuple[int, ...]) -> str:
-    """The histogram bucket label of ``value`` ("+Inf" above the last bound)."""
-    for bound in bounds:
-        if value <= bound:
-            return str(bound)
-    return "+Inf"
-
-
 def process_name(role: str) -> str:
     return f"{role}:{socket.gethostname()}:{os.getpid()}"
 
@@ -71,32 +63,30 @@ class Metrics:
 
         ``name`` may carry labels (``name|label=value``); the suffixes go on the name.
         """
-        base, bar, labels = name.partition("|")
-        tail = bar + labels
+        buckets, sum_key, count_key = _histogram_keys(name, bounds)
         with self._lock:
-            self._counts[f"{base}_bucket:{bucket(value, bounds)}{tail}"] += 1
-            self._counts[f"{base}_sum{tail}"] += value
-            self._counts[f"{base}_count{tail}"] += 1
+            self._counts[buckets[bisect_left(bounds, value)]] += 1
+            self._counts[sum_key] += value
+            self._counts[count_key] += 1
 
     def observe_many(self, name: str, values: Iterable[float], bounds: tuple[int, ...]) -> None:
         """Many observations at once: counted locally, then added under one lock (a commit
         observes the lag of every entry it applied)."""
-        labels = _labels(bounds)
-        counts = [0] * len(labels)
+        buckets, sum_key, count_key = _histogram_keys(name, bounds)
+        counts = [0] * len(buckets)
         total = 0.0
         for value in values:
             counts[bisect_left(bounds, value)] += 1
             total += value
-        if not any(counts):
+        n = sum(counts)
+        if not n:
             return
-        base, bar, tail = name.partition("|")
-        tail = bar + tail
         with self._lock:
-            for label, count in zip(labels, counts, strict=True):
+            for key, count in zip(buckets, counts, strict=True):
                 if count:
-                    self._counts[f"{base}_bucket:{label}{tail}"] += count
-            self._counts[f"{base}_sum{tail}"] += total
-            self._counts[f"{base}_count{tail}"] += sum(counts)
+                    self._counts[key] += count
+            self._counts[sum_key] += total
+            self._counts[count_key] += n
 
     def due(self) -> bool:
         return time.monotonic() - self._last_flush >= self.every
@@ -133,7 +123,15 @@ class Metrics:
         pipe.zadd(self.keyspace.metrics_procs, {name: int(time.time() * 1000)})
 
 
-@lru_cache(maxsize=64)
-def _labels(bounds: tuple[int, ...]) -> tuple[str, ...]:
-    """A histogram's bucket labels (a commit observes one histogram per commit)."""
-    return (*(str(b) for b in bounds), "+Inf")
+@lru_cache(maxsize=256)
+def _histogram_keys(name: str, bounds: tuple[int, ...]) -> tuple[tuple[str, ...], str, str]:
+    """A histogram's counter names: per bucket (index ``bisect_left(bounds, value)``),
+    its sum and its count; ``name`` may carry labels (``name|label=value``), which go
+    after each suffix. Built once: a commit observes two histograms."""
+    base, bar, labels = name.partition("|")
+    tail = bar + labels
+    return (
+        tuple(f"{base}_bucket:{b}{tail}" for b in (*(str(b) for b in bounds), "+Inf")),
+        f"{base}_sum{tail}",
+        f"{base}_count{tail}",
+    )
