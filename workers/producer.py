@@ -17,7 +17,7 @@ import logging
 from collections import deque
 from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -94,7 +94,8 @@ def prepare(delta: Delta, where: str, new_id: IdSource) -> _Prepared:
         payload = encode_messages(messages)
     except InvalidMessage as exc:
         raise exc.under(f"{where}.") if where else exc from None
-    ids = tuple(str(m.id) for m in messages)
+    # Every message has a str id now (ensure_ids stamped the missing ones).
+    ids = cast("tuple[str, ...]", tuple([m.id for m in messages]))
     return _Prepared(ref, delta.delta_id or "", payload, ids, fingerprints(ids))
 
 
