@@ -192,11 +192,14 @@ class Batch:  # dataclass's __init__ sets each field through object.__setattr__
         if candidates is None:
             return None
         found: dict[str, int] = {}
+        if not candidates:
+            return found
+        wanted = {ident.encode(): ident for ident in ids}
         per, pages = self.per, self.pages
         for positions in candidates.values():
             for position in positions:
                 raw = id_at(pages.get(position // per, b""), position)
-                if raw is not None and (ident := raw.decode()) in ids:
+                if raw is not None and (ident := wanted.get(raw)) is not None:
                     found[ident] = position
         return found
 

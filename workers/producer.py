@@ -38,7 +38,7 @@ log = logging.getLogger("threadfold.producer")
 # The per-delta records here are msgspec Structs: one is made per delta, and a Struct
 # is built in C (0.15 us) where a frozen dataclass sets each field through
 # object.__setattr__ (1.7 us): at 1,000 deltas per bulk call, a visible share.
-class Delta(msgspec.Struct, frozen=True, gc=False):
+class Delta(msgspec.Struct, frozen=True):  # tracked by the GC: it holds the caller's objects
     """One delta for one thread: a list of message-likes."""
 
     thread_id: str
@@ -94,8 +94,11 @@ def prepare(delta: Delta, where: str, new_id: IdSource) -> _Prepared:
         payload = encode_messages(messages)
     except InvalidMessage as exc:
         raise exc.under(f"{where}.") if where else exc from None
-    # Every message has a str id now (ensure_ids stamped the missing ones).
-    ids = cast("tuple[str, ...]", tuple([m.id for m in messages]))
+    ids = tuple([m.id for m in messages])
+    for i, ident in enumerate(ids):  # a message object is taken as built: check its id
+        if type(ident) is not str:
+            raise InvalidMessage(at(f"messages[{i}].id"), f"expected a string, got {ident!r}")
+    ids = cast("tuple[str, ...]", ids)
     return _Prepared(ref, delta.delta_id or "", payload, ids, fingerprints(ids))
 
 
@@ -217,10 +220,15 @@ class Producer:
         results, in order, once they are in. For batch jobs (replays, rebuilds), in one
         thread: the bulks go over one connection, so each thread's deltas stay in order.
 
-        A bad bulk is refused when it is reached, located as ``bulks[k].deltas[i]...``,
-        after the bulks before it were appended and yielded; nothing of it is written.
-        A lost connection raises; the bulks whose results were not yielded are in doubt
-        (give deltas a ``delta_id`` to make their retry safe).
+        Bulk k+1 is sent before bulk k is answered only when the two share no thread, so
+        a bulk Redis refuses (a server error) never has a later bulk's deltas overtake
+        its own in any thread. A bad bulk is refused when it is reached, located as
+        ``bulks[k].deltas[i]...``, after the bulks before it were appended and yielded;
+        nothing of it is written. When Redis refuses bulk k or the connection is lost,
+        the error is raised for bulk k; the bulk sent after it may have been appended
+        (its wake-ups are sent) and is in doubt to the caller, as are the bulks of a lost
+        connection: give deltas a ``delta_id`` to make their retry safe. Leaving the
+        loop early still reads the bulk in flight and sends its wake-ups.
         """
         stream = Stream(self.client)
         waiting: deque[_Staged] = deque()
@@ -230,16 +238,39 @@ class Producer:
                     staged = self._stage(deltas, path)
                 except InvalidMessage as exc:
                     while waiting:  # what was sent before the bad bulk is answered first
-                        yield self._finish(waiting.popleft(), stream.receive())
+                        yield self._answer(stream, waiting)
                     raise exc.under(f"bulks[{k}].") from None
+                if waiting and not waiting[-1].groups.keys().isdisjoint(staged.groups):
+                    yield self._answer(stream, waiting)  # a thread in both: bulk k first
                 stream.send(staged.calls)
                 waiting.append(staged)
                 if len(waiting) > 1:
-                    yield self._finish(waiting.popleft(), stream.receive())
+                    yield self._answer(stream, waiting)
             while waiting:
-                yield self._finish(waiting.popleft(), stream.receive())
+                yield self._answer(stream, waiting)
         finally:
-            stream.close()
+            try:
+                while waiting and stream.in_flight:  # left early: what was sent is stored
+                    self._answer(stream, waiting)
+            finally:
+                stream.close()
+
+    def _answer(self, stream: Stream, waiting: deque[_Staged]) -> list[Enqueued]:
+        """The oldest bulk in flight, answered and its wake-ups sent. When it fails, the
+        bulk sent after it is read and its wake-ups sent before the error is raised."""
+        staged = waiting.popleft()
+        try:
+            answers = stream.receive()
+        except Exception as exc:
+            while waiting and stream.in_flight:
+                try:
+                    later = self._finish(waiting.popleft(), stream.receive())
+                except Exception:  # noqa: BLE001  # in doubt, as the first one is
+                    break
+                exc.add_note(f"the bulk sent after it was appended ({len(later)} deltas)")
+            waiting.clear()
+            raise
+        return self._finish(staged, answers)
 
     def _stage(self, deltas: Sequence[Delta], path: str) -> _Staged:
         prepared = _prepare_all(deltas, path, self.new_id)

@@ -276,10 +276,12 @@ class Stream:
             return
         if self._conn is None:
             self._conn = self.client.connection_pool.get_connection()
+        packed = _packed(calls, range(len(calls)), by_source=True)
         try:
-            self._conn.send_packed_command([_packed(calls, range(len(calls)), by_source=True)])
+            # No health check (a PING) while replies are due: it would read one of them.
+            self._conn.send_packed_command([packed], check_health=not self._sent)
         except BaseException:
-            self.close()
+            self.close(drop=True)
             raise
         self._sent.append(calls)
 
@@ -301,16 +303,17 @@ class Stream:
                 except ResponseError as exc:  # that call's answer (NOSCRIPT, an error)
                     replies.append(exc)
         except BaseException:
-            self.close()
+            self.close(drop=True)
             raise
         return _resolved(self.client, calls, range(len(calls)), replies)
 
-    def close(self) -> None:
-        """Give the connection back; one with replies unread is dropped, not reused."""
+    def close(self, drop: bool = False) -> None:
+        """Give the connection back; one with replies unread (or ``drop``: a failed
+        exchange) is disconnected first, never reused as it is."""
         conn, self._conn = self._conn, None
         if conn is None:
             return
-        if self._sent:
+        if self._sent or drop:
             self._sent.clear()
             conn.disconnect()
         self.client.connection_pool.release(conn)  # type: ignore[union-attr]

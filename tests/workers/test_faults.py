@@ -11,6 +11,7 @@ import pytest
 import redis
 
 from core import InvalidMessage, dump_messages
+from core.messages import HumanMessage
 from tests.infra.processes import wait_until
 from tests.infra.redis_server import RedisServer
 from tests.workers.harness import (
@@ -180,6 +181,10 @@ BAD_DELTAS = [
     ([{"type": "remove", "content": ""}], r"^delta\.messages\[0\]\.id: remove message needs"),
     ([{"role": "user", "content": "ok"}, 5], r"^delta\.messages\[1\]: expected a message"),
     ([], r"^delta\.messages: expected a non-empty list"),
+    (  # a message object is not validated when built: its id is checked here
+        [HumanMessage(content="x", id=5)],  # type: ignore[arg-type]
+        r"^delta\.messages\[0\]\.id: expected a string, got 5",
+    ),
     (
         [{"role": "user", "content": "x", "id": "a\udcff"}],  # a lone surrogate
         r"^delta\.messages: holds a value that is not JSON data",

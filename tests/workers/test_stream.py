@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import time
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from tests.workers.test_ingest_groups import Woken
 from workers import ops
 from workers.drain import Drainer
 from workers.producer import Delta, Enqueued, Producer
+from workers.redis_io import sync_client
 from workers.settings import Settings
 from workers.store import Store
 
@@ -112,17 +114,76 @@ def test_a_stream_reloads_scripts_a_flushed_cache_lost_keeping_each_threads_orde
 def test_leaving_a_stream_with_a_bulk_in_flight_drops_its_connection_and_loses_no_delta(
     redis_url: str,
 ) -> None:
-    settings, store, producer, _ = _setup(redis_url, "st4")
-    bulks = [[Delta("l", [{"role": "user", "content": f"{b}"}])] for b in range(5)]
+    settings, store, producer, woken = _setup(redis_url, "st4")
+    bulks = [[Delta(f"l{b}", [{"role": "user", "content": f"{b}"}])] for b in range(5)]
     stream = producer.enqueue_stream(bulks)
     first = next(stream)  # bulk 0 answered, bulk 1 sent and not read
     stream.close()
     client: Any = store.client
     pool = client.connection_pool
-    assert not pool._in_use_connections  # given back (dropped: its reply was unread)
-    log = settings.keyspace.thread("_/l").log
+    assert not pool._in_use_connections  # given back
+    assert _entry_ids(store, settings.keyspace.thread("_/l0").log) == [first[0].version]
+    # The bulk in flight was appended, and its thread woken; the rest were never sent.
+    assert len(_entry_ids(store, settings.keyspace.thread("_/l1").log)) == 1
+    assert woken.refs == ["_/l0", "_/l1"]
+    assert _log_lengths(settings, store, {"_/l2", "_/l3"}) == {"_/l2": 0, "_/l3": 0}
+    log = settings.keyspace.thread("_/l0").log
     entries = _entry_ids(store, log)
-    assert entries[0] == first[0].version
-    assert len(entries) == 2  # the bulk in flight was appended; the rest never sent
-    again = producer.enqueue_many([Delta("l", [{"role": "user", "content": "next"}])])
+    again = producer.enqueue_many([Delta("l0", [{"role": "user", "content": "next"}])])
     assert version_key(again[0].version) > version_key(entries[-1])
+
+
+def _broken_thread(settings: Settings, store: Store, thread: str) -> None:
+    """A thread whose log key holds a string: its XADD fails inside the ingest script."""
+    store.client.set(settings.keyspace.thread(f"_/{thread}").log, "not a stream")
+
+
+def test_a_bulk_sharing_a_thread_with_a_refused_one_is_never_sent(redis_url: str) -> None:
+    settings, store, producer, _ = _setup(redis_url, "st5")
+    _broken_thread(settings, store, "bad")
+    bulks = [
+        [Delta("x", [{"role": "user", "content": "0"}]), Delta("bad", ["0"])],
+        [Delta("x", [{"role": "user", "content": "1"}])],
+    ]
+    with pytest.raises(Exception, match="WRONGTYPE"):
+        list(producer.enqueue_stream(bulks))
+    # Bulk 1 shares thread x with bulk 0: it waited for bulk 0's answer, and was never
+    # sent, so x's second delta cannot have overtaken its first.
+    assert _log_lengths(settings, store, {"_/x"}) == {"_/x": 1}
+
+
+def test_a_refused_bulk_raises_after_the_disjoint_bulk_sent_behind_it_is_settled(
+    redis_url: str,
+) -> None:
+    settings, store, producer, woken = _setup(redis_url, "st6")
+    _broken_thread(settings, store, "bad")
+    bulks = [[Delta("bad", ["0"])], [Delta("y", ["1"])], [Delta("z", ["2"])]]
+    with pytest.raises(Exception, match="WRONGTYPE") as caught:
+        list(producer.enqueue_stream(bulks))
+    assert "the bulk sent after it was appended (1 deltas)" in (caught.value.__notes__ or [])
+    assert _log_lengths(settings, store, {"_/y", "_/z"}) == {"_/y": 1, "_/z": 0}
+    assert woken.refs == ["_/y"]  # stored, so woken
+
+
+def test_a_stream_idle_past_the_health_check_interval_keeps_its_replies(
+    redis_url: str,
+) -> None:
+    """redis-py PINGs a connection idle for ``health_check_interval`` before a send: with
+    a bulk in flight, that PING would read the bulk's reply as its own."""
+    settings, store, _, _ = _setup(redis_url, "st7")
+    client: Any = sync_client(redis_url, cluster=False, retries=0)
+    client.connection_pool.connection_kwargs["health_check_interval"] = 1
+    producer = Producer(client, settings, Woken())
+
+    def slow() -> Any:
+        for b in range(3):
+            if b:
+                time.sleep(1.2)  # bulk b-1 in flight, the connection idle past 1 s
+            # Threads of their own: bulk b goes out with bulk b-1 still unanswered.
+            yield [Delta(f"h{b}", [{"role": "user", "content": f"{i}"}]) for i in range(3)]
+
+    answered = list(producer.enqueue_stream(slow()))
+    for b, results in enumerate(answered):
+        log = settings.keyspace.thread(f"_/h{b}").log
+        assert _entry_ids(store, log) == [r.version for r in results]
+    client.close()
