@@ -166,14 +166,10 @@ def _packed(calls: Sequence[Item], idx: Sequence[int], by_source: bool = False) 
         call = calls[i]
         if isinstance(call, Command):
             parts.append(pack(call.args))
-        elif by_source:
-            parts.append(
-                pack((b"EVAL", call.script.source, len(call.keys), *call.keys, *call.args))
-            )
         else:
-            parts.append(
-                pack((b"EVALSHA", call.script.sha, len(call.keys), *call.keys, *call.args))
-            )
+            script = call.script
+            head = (b"EVAL", script.source) if by_source else (b"EVALSHA", script.sha)
+            parts.append(pack((*head, len(call.keys), *call.keys, *call.args)))
     return b"".join(parts)
 
 
@@ -185,6 +181,10 @@ def _rerun(client: SyncClient, item: Item) -> Any:
 
 def _send_and_read(conn: Any, packed: bytes, count: int) -> list[Any]:
     conn.send_packed_command([packed])
+    return _read_replies(conn, count)
+
+
+def _read_replies(conn: Any, count: int) -> list[Any]:
     replies: list[Any] = []
     for _ in range(count):
         try:
@@ -296,12 +296,7 @@ class Stream:
         if isinstance(self.client, RedisCluster) or not calls:
             return run_many(self.client, calls)
         try:
-            replies: list[Any] = []
-            for _ in calls:
-                try:
-                    replies.append(self._conn.read_response())
-                except ResponseError as exc:  # that call's answer (NOSCRIPT, an error)
-                    replies.append(exc)
+            replies = _read_replies(self._conn, len(calls))
         except BaseException:
             self.close(drop=True)
             raise
