@@ -104,10 +104,15 @@ def prepare(delta: Delta, where: str, new_id: IdSource) -> _Prepared:
 
 def _prepare_all(deltas: Sequence[Delta], path: str, new_id: IdSource) -> list[_Prepared]:
     """``path`` 'deltas' locates errors as deltas[i].<field>; any other is used as is."""
-    return [
-        prepare(d, f"{path}[{i}]" if path == "deltas" else path, new_id)
-        for i, d in enumerate(deltas)
-    ]
+    if not isinstance(deltas, Sequence):
+        raise InvalidMessage(path, f"expected a sequence of Delta, got {type(deltas).__name__}")
+    prepared = []
+    for i, d in enumerate(deltas):
+        where = f"{path}[{i}]" if path == "deltas" else path
+        if not isinstance(d, Delta):
+            raise InvalidMessage(where, f"expected a Delta, got {type(d).__name__}")
+        prepared.append(prepare(d, where, new_id))
+    return prepared
 
 
 def _group(prepared: Sequence[_Prepared]) -> dict[str, list[int]]:

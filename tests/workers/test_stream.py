@@ -187,3 +187,22 @@ def test_a_stream_idle_past_the_health_check_interval_keeps_its_replies(
         log = settings.keyspace.thread(f"_/h{b}").log
         assert _entry_ids(store, log) == [r.version for r in results]
     client.close()
+
+
+@pytest.mark.parametrize(
+    ("bulk", "error"),
+    [
+        (["not a delta"], r"^bulks\[1\]\.deltas\[0\]: expected a Delta, got str$"),
+        (None, r"^bulks\[1\]\.deltas: expected a sequence of Delta, got NoneType$"),
+    ],
+)
+def test_a_bulk_that_is_not_deltas_is_refused_precisely_after_the_one_before(
+    redis_url: str, bulk: Any, error: str
+) -> None:
+    settings, store, producer, _ = _setup(redis_url, "st8")
+    got = []
+    with pytest.raises(InvalidMessage, match=error):
+        for results in producer.enqueue_stream([[Delta("n", ["ok"])], bulk]):
+            got.append(results)
+    assert [len(r) for r in got] == [1]
+    assert _log_lengths(settings, store, {"_/n"}) == {"_/n": 1}
