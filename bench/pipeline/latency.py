@@ -6,11 +6,14 @@ The producer sends small bulks every ``tick`` so that the cumulative count follo
 chosen thread: "half the maximum rate" is half of what that shape sustains) or spread
 out (``run=1``, one delta per chosen thread, every delta a wake-up of its own); after
 each ``enqueue_many`` returns it hands the poller ``(ref, version, t)``. The poller,
-another process, reads every pending thread's cursor (meta field ``c``, the version
-``status`` serves) with one script call per loop, then sleeps a millisecond; a delta is
-visible once its thread's cursor has reached its version. Each latency is taken when the
-answering call returns, so it is an upper bound by at most one poll loop (reported
-beside the percentiles). Both processes read the same CLOCK_MONOTONIC.
+another process, reads every pending thread's cursor and last commit time (meta fields
+``c`` and ``t``) with one script call per loop, then sleeps a millisecond. A delta is
+visible once its thread's cursor has reached its version; it became visible at the
+commit that moved the cursor there, which is no later than the thread's last commit
+``t`` (Redis's clock, whole ms: +1 ms) and no later than the poll that saw it. The
+earlier of the two is taken: an upper bound that does not grow when the poller learns
+of a delta late (its records cross a process boundary) or polls slowly. Both clocks
+are this machine's wall clock.
 """
 
 from __future__ import annotations
@@ -71,16 +74,24 @@ class LatencyResult:
 
 
 def _cursors(client: redis.Redis) -> Callable[..., list[Any]]:
-    """Every given meta hash's cursor in one command (a standalone server: keys may span
-    slots): far less client CPU than a pipeline of one HGET per thread."""
+    """Every given meta hash's cursor and last commit time (ms), flat, in one command (a
+    standalone server: keys may span slots): far less client CPU than a pipeline of one
+    HMGET per thread."""
     script = client.register_script(
         "local out = {} for i, k in ipairs(KEYS) do "
-        "out[i] = redis.call('HGET', k, 'c') or '' end return out")
+        "local v = redis.call('HMGET', k, 'c', 't') "
+        "out[2 * i - 1] = v[1] or '' out[2 * i] = v[2] or '0' end return out")
 
     def cursors(*keys: str) -> list[Any]:
         return list(script(keys=list(keys)))
 
     return cursors
+
+
+def _visible_at(polled: float, committed_ms: int) -> float:
+    """When a delta found visible at ``polled`` became so: by its thread's last commit
+    (whole ms on Redis's clock, so +1 ms), or at the poll if no commit time is known."""
+    return min(polled, committed_ms / 1000 + 0.001) if committed_ms > 0 else polled
 
 
 class _Poller:
@@ -106,20 +117,22 @@ class _Poller:
 
     def poll(self) -> None:
         """One script call for every pending thread; only moved cursors are parsed."""
-        began = time.monotonic()
+        began = time.perf_counter()
         refs = list(self.pending)
-        cursors = self.cursors_of(*[self.meta[ref] for ref in refs])
-        now = time.monotonic()
-        self.loops.append(now - began)
-        for ref, raw in zip(refs, cursors, strict=True):
+        flat = self.cursors_of(*[self.meta[ref] for ref in refs])
+        now = time.time()
+        self.loops.append(time.perf_counter() - began)
+        for ref, raw, committed in zip(refs, flat[::2], flat[1::2], strict=True):
             if not raw or self.seen.get(ref) == raw:
                 continue
             self.seen[ref] = raw
             cursor = version_key(raw.decode())
+            visible = _visible_at(now, int(committed))
             waiting = self.pending[ref]
             while waiting and waiting[0][0] <= cursor:
                 sent_at = waiting.popleft()[1]
-                self.latencies.append((sent_at, now - sent_at))
+                # A commit may land before the enqueue call returns: no wait at all.
+                self.latencies.append((sent_at, max(0.0, visible - sent_at)))
             if not waiting:
                 del self.pending[ref]
 
@@ -156,21 +169,26 @@ def _poll(url: str, prefix: str, buckets: int, inbox: Any, outbox: Any) -> None:
 
 def _pace(line: Pipeline, cfg: LatencyConfig, mix: Mix, inbox: Any,
           prefix: str) -> tuple[Sent, float]:
-    """Send at ``cfg.rate`` for ``cfg.seconds``; returns what was sent and the rate kept."""
+    """Send at ``cfg.rate`` for ``cfg.seconds``, a bulk per ``cfg.tick`` (what fell due
+    since the last); returns what was sent and the rate kept."""
     rng = random.Random(cfg.seed)
-    sent, count = Sent(), 0
+    sent, count, ticks = Sent(), 0, 0
     start = time.monotonic()
     while (elapsed := time.monotonic() - start) < cfg.seconds:
+        if elapsed < ticks * cfg.tick:
+            time.sleep(ticks * cfg.tick - elapsed)
+            continue
+        # A bulk late by more than a tick (the machine is busy) is the next tick's too.
+        ticks = int(elapsed / cfg.tick) + 1
         due = int(cfg.rate * elapsed) + 1 - count
         if due <= 0:
-            time.sleep(min(cfg.tick, (count + 1) / cfg.rate - elapsed))
             continue
         chosen: list[int] = []
         while len(chosen) < due:
             chosen += [rng.randrange(cfg.threads)] * min(cfg.run, due - len(chosen))
         planned = [mix.next(t) for t in chosen]
         results = line.producer.enqueue_many([p.delta(prefix) for p in planned])
-        returned = time.monotonic()
+        returned = time.time()
         mix.learn(planned, results)
         records: list[Record] = []
         for p, r in zip(planned, results, strict=True):
@@ -228,14 +246,17 @@ def run(cfg: LatencyConfig, line: Pipeline, progress: Progress,
         # The pacing loop keeps everything it sent; a full collection there stalls it,
         # and the schedule then catches up with one oversized burst. A load generator
         # must not stall on its own bookkeeping: no collector while it paces.
+        # Nor while the last records cross to the poller: a full collection of all
+        # that was sent holds the interpreter lock for a few hundred ms, and the queue's
+        # feeder thread needs it to hand them over.
         gc.collect()
         gc.disable()
         try:
             sent, achieved = _pace(line, cfg, Mix(cfg.threads, cfg.seed), inbox, prefix)
+            inbox.put(None)
+            latencies, loops, unresolved, poller_share = _answer(outbox, poller)
         finally:
             gc.enable()
-        inbox.put(None)
-        latencies, loops, unresolved, poller_share = _answer(outbox, poller)
         worker_cpu = services.processes_cpu(line.workers) - cpu0
         poller.join(timeout=10)
     finally:

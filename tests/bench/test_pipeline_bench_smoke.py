@@ -8,19 +8,26 @@ the JSON are written.
 from __future__ import annotations
 
 import json
+import queue
+import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+import redis
 
 from bench import pipeline_bench
-from bench.pipeline import naive_app
+from bench.pipeline import latency, naive_app
 from bench.pipeline.commit_cost import CostConfig
 from bench.pipeline.e2e import E2EConfig
 from bench.pipeline.memory import MemoryConfig
 from bench.pipeline.naive import NaiveConfig
 from bench.pipeline.workload import APPEND, REMOVE, UPDATE, Mix, schedule
+from core.keys import Keyspace
 from tests.infra.redis_server import RedisServer
+from workers.producer import Delta, Enqueued, Producer
+from workers.settings import Settings
 
 TINY = pipeline_bench.Sizes(
     e2e=(E2EConfig(threads=12, per_thread=8, bulk=24, run=4, batch_size=5),),
@@ -118,3 +125,66 @@ def test_a_naive_remove_of_an_unknown_id_is_counted_as_failed() -> None:
         )
         assert int(client.get(naive_app.FAILED) or 0) == 1
         assert int(client.get(naive_app.DONE) or 0) == 2
+
+
+def test_the_poller_dates_a_delta_by_the_commit_that_showed_it(redis_url: str) -> None:
+    """A delta the poller learns of late (its record crossed from the pacing process
+    after the commit) is dated by the thread's last commit, not by the poll; a commit
+    before the enqueue call returned counts as no wait; without a commit time, the poll."""
+    client = redis.Redis.from_url(redis_url)
+    keys = Keyspace("lat", 4)
+    meta = keys.thread("t1").meta
+    now = time.time()
+    commit_ms = int((now - 0.200) * 1000)
+    client.hset(meta, mapping={"c": "1700-5", "t": commit_ms})
+    poller = latency._Poller(client, keys)
+    poller.add([("t1", (1700, 5), now - 0.250), ("t1", (1700, 6), now - 0.100)])
+    poller.poll()
+    assert len(poller.latencies) == 1  # 1700-6 is not reached yet
+    sent, waited = poller.latencies[0]
+    assert sent == now - 0.250
+    assert waited == pytest.approx(commit_ms / 1000 + 0.001 - sent, abs=1e-6)
+    assert waited < 0.060  # the poll came ~200 ms after the commit: not counted
+    client.hset(meta, mapping={"c": "1700-9"})  # moved, with the old commit time
+    poller.poll()
+    assert poller.latencies[1][1] == 0.0 and not poller.pending
+    client.hdel(meta, "t")
+    client.hset(meta, "c", "1700-10")
+    poller.add([("t1", (1700, 10), time.time() - 0.05)])
+    poller.poll()
+    assert 0.05 <= poller.latencies[2][1] < 5.0
+    client.close()
+
+
+class NoWaker:
+    def wake(self, refs: Sequence[str]) -> None:
+        pass
+
+
+class _Counting:
+    """A producer that enqueues for real and remembers each call's size."""
+
+    def __init__(self, producer: Producer) -> None:
+        self.producer = self
+        self.inner = producer
+        self.sizes: list[int] = []
+
+    def enqueue_many(self, deltas: list[Delta]) -> list[Enqueued]:
+        self.sizes.append(len(deltas))
+        return self.inner.enqueue_many(deltas)
+
+
+def test_the_pacer_sends_what_fell_due_once_a_tick(redis_url: str) -> None:
+    """At 2,000/s with 20 ms ticks a bulk carries ~40 deltas (10 per thread at run=10):
+    a pacer that sends the moment one delta falls due makes one-delta bulks, every one
+    its own wake-up task, and measures Celery's per-task cost instead of the pipeline."""
+    settings = Settings(redis_url=redis_url, key_prefix="pace")
+    client = redis.Redis.from_url(redis_url)
+    counting = _Counting(Producer(client, settings, NoWaker()))
+    inbox: queue.SimpleQueue[object] = queue.SimpleQueue()
+    cfg = latency.LatencyConfig(rate=2000, seconds=0.5, threads=50, tick=0.02, run=10)
+    sent, _ = latency._pace(counting, cfg, Mix(50, seed=3), inbox, "pace")  # type: ignore[arg-type]
+    assert sum(counting.sizes) == sum(len(d) for d in sent.deltas.values()) >= 900
+    assert len(counting.sizes) <= 0.5 / 0.02 + 2
+    assert sorted(counting.sizes)[len(counting.sizes) // 2] >= 30
+    client.close()
