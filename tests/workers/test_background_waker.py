@@ -1,0 +1,194 @@
+"""The synchronous producers' background waker: calls coalesced into few publishes, the
+caller never waits on one, and every wake-up published, by a real Celery worker's
+drains."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from core import dump_messages
+from tests.workers.harness import (
+    Sent,
+    make_settings,
+    start_worker,
+    state_dump,
+    store_for,
+    wait_drained,
+)
+from workers.app import CeleryWaker, make_celery
+from workers.producer import Producer
+from workers.wakeup import BackgroundWaker
+
+
+class Recording:
+    """An inner waker that records each publish; ``gate`` holds publishes until set."""
+
+    def __init__(self, fail_first: bool = False) -> None:
+        self.calls: list[list[str]] = []
+        self.gate = threading.Event()
+        self.gate.set()
+        self.entered = threading.Event()
+        self.fail_first = fail_first
+        self.lock = threading.Lock()
+
+    def wake(self, refs: Sequence[str]) -> None:
+        self.entered.set()
+        self.gate.wait()
+        with self.lock:
+            self.calls.append(list(refs))
+            if self.fail_first and len(self.calls) == 1:
+                raise ConnectionError("broker down")
+
+    @property
+    def published(self) -> list[str]:
+        return [ref for call in self.calls for ref in call]
+
+
+def test_wake_ups_of_many_calls_and_threads_are_published_together_each_once() -> None:
+    inner = Recording()
+    waker = BackgroundWaker(inner, window=0.2)
+    refs = [f"_/t{i}" for i in range(40)]
+
+    def caller(part: list[str]) -> None:
+        for ref in part:
+            waker.wake([ref, refs[0]])  # refs[0] woken by every call
+
+    callers = [threading.Thread(target=caller, args=(refs[i::4],)) for i in range(4)]
+    for c in callers:
+        c.start()
+    for c in callers:
+        c.join()
+    waker.close()
+    assert sorted(inner.published) == sorted(refs)  # each once, none lost
+    # 40 calls within one window: one publish (two if the window closed mid-way)
+    assert 1 <= len(inner.calls) <= 2
+
+
+def test_a_caller_never_waits_for_a_publish() -> None:
+    inner = Recording()
+    inner.gate.clear()  # the broker hangs
+    waker = BackgroundWaker(inner, window=0.0)
+
+    def calls() -> None:
+        waker.wake(["_/a"])
+        assert inner.entered.wait(10)  # the publishing thread is stuck in the broker...
+        waker.wake(["_/b"])  # ...and a caller still returns at once
+        waker.wake(["_/c"])
+
+    caller = threading.Thread(target=calls)
+    caller.start()
+    caller.join(10)
+    assert not caller.is_alive(), "a caller waited for the publish"
+    assert inner.calls == []
+    inner.gate.set()
+    waker.close()
+    assert inner.calls[0] == ["_/a"] and sorted(inner.published) == ["_/a", "_/b", "_/c"]
+
+
+def test_a_failed_publish_is_logged_and_later_ones_go_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    inner = Recording(fail_first=True)
+    waker = BackgroundWaker(inner, window=0.0)
+    with caplog.at_level(logging.WARNING, logger="threadfold.wakeup"):
+        waker.wake(["_/a"])
+        assert inner.entered.wait(10)
+        threading.Event().wait(0.05)
+        waker.wake(["_/b"])
+        waker.close()
+    assert inner.published[:1] == ["_/a"] and "_/b" in inner.published
+    assert "could not publish 1 wake-up(s)" in caplog.text
+
+
+def test_after_close_a_wake_up_is_published_by_its_caller() -> None:
+    inner = Recording()
+    with BackgroundWaker(inner, window=5.0) as waker:
+        waker.wake(["_/a"])
+    assert inner.calls == [["_/a"]]  # close published it without waiting out the window
+    waker.wake(["_/b"])
+    assert inner.calls == [["_/a"], ["_/b"]]  # synchronously
+
+
+def test_a_forked_child_publishes_its_own_wake_ups_not_the_parents() -> None:
+    inner = Recording()
+    inner.gate.clear()
+    waker = BackgroundWaker(inner, window=0.0)
+    waker.wake(["_/parent-1"])
+    assert inner.entered.wait(10)  # the parent's thread is mid-publish...
+    waker.wake(["_/parent-2"])  # ...with this one pending
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its own thread, none of the parent's refs
+        code = 1
+        try:
+            inner.gate.set()
+            waker.wake(["_/child"])
+            waker.close()
+            os.write(write_end, ",".join(inner.published[len(inner.calls) - 1 :]).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    _, status = os.waitpid(pid, 0)
+    got = os.read(read_end, 1000).decode()
+    os.close(read_end)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert got == "_/child"
+    inner.gate.set()
+    waker.close()
+    assert sorted(inner.published) == ["_/parent-1", "_/parent-2"]
+
+
+class CountingCelery:
+    def __init__(self, inner: CeleryWaker) -> None:
+        self.inner = inner
+        self.publishes = 0
+        self.refs = 0
+
+    def wake(self, refs: Sequence[str]) -> None:
+        self.publishes += 1
+        self.refs += len(refs)
+        self.inner.wake(refs)
+
+
+def test_one_delta_per_call_from_several_threads_is_drained_by_a_real_worker(
+    redis_url: str, tmp_path: Path
+) -> None:
+    """The producer shape the waker is for: request threads enqueueing one delta each.
+    Every thread's state arrives, through far fewer Celery tasks than threads woken."""
+    settings = make_settings(redis_url)
+    app = make_celery(settings)
+    store = store_for(settings)
+    counting = CountingCelery(CeleryWaker(app, settings.queue))
+    worker = start_worker(settings, "bw0", tmp_path)
+    sent, lock = Sent(), threading.Lock()
+    try:
+        with BackgroundWaker(counting, window=0.01) as waker:
+            producer = Producer(store.client, settings, waker)
+
+            def requests(first: int) -> None:
+                for i in range(first, 400, 4):
+                    message = {"role": "user", "content": f"m{i}", "id": f"id{i}"}
+                    result = producer.enqueue(f"bw{i % 100}", [message])
+                    with lock:
+                        sent.add(f"_/bw{i % 100}", result.version, [message], result.ids)
+
+            callers = [threading.Thread(target=requests, args=(k,)) for k in range(4)]
+            for c in callers:
+                c.start()
+            for c in callers:
+                c.join()
+        wait_drained(store, sent.deltas, timeout=60)
+        for ref in sent.deltas:
+            assert state_dump(store, ref) == dump_messages(sent.expected(ref)), ref
+        assert counting.refs >= 100  # every thread woken at least once
+        assert counting.publishes < counting.refs / 4
+    finally:
+        worker.kill()
+        app.close()
