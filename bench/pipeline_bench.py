@@ -57,6 +57,9 @@ class Sizes:
     #: deltas per thread per bulk in the paced runs: the headline's shape first (judged
     #: at the first share), then spread out (one delta per thread, reported)
     latency_runs: tuple[int, ...]
+    #: shares of the headline rate paced as one ``enqueue`` per delta, one delta per
+    #: chosen thread, with the plain waker and with the background waker (reported)
+    latency_per_call: tuple[float, ...]
     memory: MemoryConfig
     component_deltas: int
     component_wakes: int
@@ -72,6 +75,7 @@ FULL = Sizes(
     naive=NaiveConfig(threads=50, per_thread=100), floor_tasks=2000,
     cost=CostConfig(lengths=(100, 100_000), deltas=20_000, batch_sizes=(200, 1000), rounds=3),
     latency_seconds=10.0, latency_shares=(0.5, 0.25, 0.1, 0.03), latency_runs=(10, 1),
+    latency_per_call=(0.05, 0.025),
     memory=MemoryConfig(messages=100_000, human_messages=50_000, layouts=(100, 1000),
                         configs=tuple(memory.CONFIGS), cost_deltas=5_000),
     component_deltas=20_000, component_wakes=2_000,
@@ -81,6 +85,7 @@ QUICK = Sizes(
     naive=NaiveConfig(threads=10, per_thread=30), floor_tasks=300,
     cost=CostConfig(lengths=(100, 10_000), deltas=2_000, batch_sizes=(200, 1000), rounds=1),
     latency_seconds=3.0, latency_shares=(0.5, 0.1), latency_runs=(10, 1),
+    latency_per_call=(0.05,),
     memory=MemoryConfig(messages=5_000, human_messages=5_000, layouts=(100,),
                         configs=("default",), cost_deltas=1_000),
     component_deltas=2_000, component_wakes=300,
@@ -130,9 +135,14 @@ def _pipelines(sizes: Sizes, progress: Progress) -> tuple[list[E2EResult], list[
                     results[i] = e2e.run(cfg, line, progress, prefix=f"e2e{i}")
                     progress(f"e2e {i}: {results[i].rate:,.0f} deltas/s")
             best = headline([results[i] for i in sorted(results)])
-            shapes = [(run, share) for run in sizes.latency_runs for share in sizes.latency_shares]
-            for k, (run, share) in enumerate(shapes if not lat else ()):
-                paced = LatencyConfig(best.rate * share, sizes.latency_seconds, seed=k, run=run)
+            shapes: list[tuple[int, float, latency.Calls]] = [
+                (run, share, "bulk") for run in sizes.latency_runs
+                for share in sizes.latency_shares]
+            shapes += [(1, share, calls) for share in sizes.latency_per_call
+                       for calls in ("one", "one+background")]
+            for k, (run, share, calls) in enumerate(shapes if not lat else ()):
+                paced = LatencyConfig(best.rate * share, sizes.latency_seconds, seed=k, run=run,
+                                      calls=calls)
                 lat.append(latency.run(paced, line, progress, prefix=f"lat{k}"))
     return [results[i] for i in range(len(sizes.e2e))], lat
 

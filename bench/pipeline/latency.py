@@ -25,9 +25,10 @@ import random
 import time
 from collections import deque
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from statistics import mean, quantiles
-from typing import Any
+from typing import Any, Literal
 
 import redis
 
@@ -37,9 +38,17 @@ from bench.pipeline.e2e import Pipeline, verify, wait_idle
 from bench.pipeline.workload import Mix, ref_of, thread_id
 from core.keys import Keyspace
 from tests.workers.harness import Sent, version_key
+from workers.producer import Producer
+from workers.wakeup import BackgroundWaker
 
 Progress = Callable[[str], None]
 Record = tuple[str, tuple[int, int], float]
+
+
+#: How the paced producer calls: one ``enqueue_many`` per tick ("bulk"), or one
+#: ``enqueue`` per delta, its wake-ups published by the caller ("one") or gathered by a
+#: :class:`~workers.wakeup.BackgroundWaker` ("one+background").
+Calls = Literal["bulk", "one", "one+background"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +59,9 @@ class LatencyConfig:
     tick: float = 0.01
     seed: int = 4
     run: int = 1
+    calls: Calls = "bulk"
+    #: the background waker's window
+    window: float = 0.005
 
 
 @dataclass
@@ -66,6 +78,8 @@ class LatencyResult:
     p99_by_second_ms: list[float]
     unresolved: int
     wakes_sent_by_producer: int
+    #: wake-up messages published (LPUSH calls on the broker)
+    tasks: int
     worker_cpu_us: float
     check: Check
 
@@ -167,7 +181,7 @@ def _poll(url: str, prefix: str, buckets: int, inbox: Any, outbox: Any) -> None:
     client.close()
 
 
-def _pace(line: Pipeline, cfg: LatencyConfig, mix: Mix, inbox: Any,
+def _pace(producer: Producer, cfg: LatencyConfig, mix: Mix, inbox: Any,
           prefix: str) -> tuple[Sent, float]:
     """Send at ``cfg.rate`` for ``cfg.seconds``, a bulk per ``cfg.tick`` (what fell due
     since the last); returns what was sent and the rate kept."""
@@ -187,14 +201,22 @@ def _pace(line: Pipeline, cfg: LatencyConfig, mix: Mix, inbox: Any,
         while len(chosen) < due:
             chosen += [rng.randrange(cfg.threads)] * min(cfg.run, due - len(chosen))
         planned = [mix.next(t) for t in chosen]
-        results = line.producer.enqueue_many([p.delta(prefix) for p in planned])
-        returned = time.time()
+        deltas = [p.delta(prefix) for p in planned]
+        if cfg.calls == "bulk":
+            results = producer.enqueue_many(deltas)
+            returned = [time.time()] * len(results)
+        else:
+            results, returned = [], []
+            for d in deltas:
+                results.append(producer.enqueue(d.thread_id, d.messages, delta_id=d.delta_id,
+                                                tenant=d.tenant))
+                returned.append(time.time())
         mix.learn(planned, results)
         records: list[Record] = []
-        for p, r in zip(planned, results, strict=True):
+        for p, r, t in zip(planned, results, returned, strict=True):
             ref = ref_of(thread_id(p.thread, prefix))
             sent.add(ref, r.version, [p.message], r.ids)
-            records.append((ref, version_key(r.version), returned))
+            records.append((ref, version_key(r.version), t))
         inbox.put(records)
         count += due
     return sent, count / (time.monotonic() - start)
@@ -242,6 +264,7 @@ def run(cfg: LatencyConfig, line: Pipeline, progress: Progress,
         if _answer(outbox, poller, timeout=60) != "ready":
             raise RuntimeError("the poller did not start")
         line.waker.sent = 0
+        services.reset_stats(line.broker)
         cpu0 = services.processes_cpu(line.workers)
         # The pacing loop keeps everything it sent; a full collection there stalls it,
         # and the schedule then catches up with one oversized burst. A load generator
@@ -252,12 +275,18 @@ def run(cfg: LatencyConfig, line: Pipeline, progress: Progress,
         gc.collect()
         gc.disable()
         try:
-            sent, achieved = _pace(line, cfg, Mix(cfg.threads, cfg.seed), inbox, prefix)
+            with ExitStack() as stack:
+                producer = line.producer
+                if cfg.calls == "one+background":
+                    waker = stack.enter_context(BackgroundWaker(line.waker, cfg.window))
+                    producer = Producer(line.client, line.settings, waker)
+                sent, achieved = _pace(producer, cfg, Mix(cfg.threads, cfg.seed), inbox, prefix)
             inbox.put(None)
             latencies, loops, unresolved, poller_share = _answer(outbox, poller)
         finally:
             gc.enable()
         worker_cpu = services.processes_cpu(line.workers) - cpu0
+        published = services.commandstats(line.broker).get("lpush")
         poller.join(timeout=10)
     finally:
         if poller.is_alive():
@@ -272,6 +301,7 @@ def run(cfg: LatencyConfig, line: Pipeline, progress: Progress,
         poller_cpu_share=poller_share,
         p99_by_second_ms=_by_second(latencies), unresolved=unresolved,
         wakes_sent_by_producer=line.waker.sent,
+        tasks=published.calls if published else 0,
         worker_cpu_us=worker_cpu / max(len(ms), 1) * 1e6,
         check=verify(line.store, line.settings, sent),
     )

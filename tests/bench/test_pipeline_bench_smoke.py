@@ -39,6 +39,7 @@ TINY = pipeline_bench.Sizes(
     latency_seconds=0.5,
     latency_shares=(0.05,),
     latency_runs=(4, 1),
+    latency_per_call=(0.05,),
     memory=MemoryConfig(
         messages=120, human_messages=60, layouts=(30,), configs=("default",), cost_deltas=20
     ),
@@ -161,17 +162,14 @@ class NoWaker:
         pass
 
 
-class _Counting:
+class _Counting(Producer):
     """A producer that enqueues for real and remembers each call's size."""
 
-    def __init__(self, producer: Producer) -> None:
-        self.producer = self
-        self.inner = producer
-        self.sizes: list[int] = []
+    sizes: list[int]
 
-    def enqueue_many(self, deltas: list[Delta]) -> list[Enqueued]:
+    def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Enqueued]:
         self.sizes.append(len(deltas))
-        return self.inner.enqueue_many(deltas)
+        return super().enqueue_many(deltas, path)
 
 
 def test_the_pacer_sends_what_fell_due_once_a_tick(redis_url: str) -> None:
@@ -180,10 +178,11 @@ def test_the_pacer_sends_what_fell_due_once_a_tick(redis_url: str) -> None:
     its own wake-up task, and measures Celery's per-task cost instead of the pipeline."""
     settings = Settings(redis_url=redis_url, key_prefix="pace")
     client = redis.Redis.from_url(redis_url)
-    counting = _Counting(Producer(client, settings, NoWaker()))
+    counting = _Counting(client, settings, NoWaker())
+    counting.sizes = []
     inbox: queue.SimpleQueue[object] = queue.SimpleQueue()
     cfg = latency.LatencyConfig(rate=2000, seconds=0.5, threads=50, tick=0.02, run=10)
-    sent, _ = latency._pace(counting, cfg, Mix(50, seed=3), inbox, "pace")  # type: ignore[arg-type]
+    sent, _ = latency._pace(counting, cfg, Mix(50, seed=3), inbox, "pace")
     assert sum(counting.sizes) == sum(len(d) for d in sent.deltas.values()) >= 800
     assert len(counting.sizes) <= 0.5 / 0.02 + 2
     assert sorted(counting.sizes)[len(counting.sizes) // 2] >= 30
