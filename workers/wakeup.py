@@ -16,7 +16,6 @@ import asyncio
 import logging
 import os
 import threading
-import time
 import weakref
 from collections.abc import Sequence
 from types import TracebackType
@@ -95,8 +94,8 @@ class BackgroundWaker:
     def __init__(self, waker: Waker, window: float = 0.005) -> None:
         self.waker = waker
         self.window = window
-        self._reset()
         self._closed = False
+        self._reset()
         _LIVE.add(self)
 
     def _reset(self) -> None:
@@ -104,6 +103,9 @@ class BackgroundWaker:
         may have been held by a thread that does not exist there)."""
         self._lock = threading.Lock()
         self._due = threading.Event()
+        self._stop = threading.Event()  # set by close: no more gathering
+        if self._closed:
+            self._stop.set()
         self._pending: dict[str, None] = {}
         self._thread: threading.Thread | None = None
 
@@ -123,21 +125,25 @@ class BackgroundWaker:
             self._due.set()
 
     def _run(self) -> None:
-        while True:
-            self._due.wait()
-            if not self._closed:
-                time.sleep(self.window)  # let the calls of one window gather
-            with self._lock:
-                refs, self._pending = list(self._pending), {}
-                self._due.clear()
-                closed = self._closed
-            if refs:
-                try:
-                    self.waker.wake(refs)
-                except Exception:  # the deltas are stored: the sweeper recovers them
-                    log.warning("could not publish %d wake-up(s)", len(refs), exc_info=True)
-            if closed:
-                return
+        try:
+            while True:
+                self._due.wait()
+                self._stop.wait(self.window)  # let the calls of one window gather
+                with self._lock:
+                    refs, self._pending = list(self._pending), {}
+                    self._due.clear()
+                    closed = self._closed
+                if refs:
+                    try:
+                        self.waker.wake(refs)
+                    except Exception:  # the deltas are stored: the sweeper recovers them
+                        log.warning("could not publish %d wake-up(s)", len(refs), exc_info=True)
+                if closed:
+                    return
+        finally:
+            with self._lock:  # whatever ended the thread, the next wake-up starts another
+                if self._thread is threading.current_thread():
+                    self._thread = None
 
     def close(self, timeout: float | None = 10.0) -> None:
         """Publish what is pending and stop the thread; later wake-ups are published
@@ -145,9 +151,19 @@ class BackgroundWaker:
         with self._lock:
             self._closed = True
             thread = self._thread
+            orphans: list[str] = []
+            if thread is None:
+                orphans, self._pending = list(self._pending), {}
+        self._stop.set()
+        if orphans:  # left by a thread that ended abnormally
+            self.waker.wake(orphans)
         if thread is not None:
             self._due.set()
             thread.join(timeout)
+            if thread.is_alive():
+                log.warning(
+                    "wake-ups still publishing after %s s; the sweeper has the rest", timeout
+                )
 
     def __enter__(self) -> BackgroundWaker:
         return self
