@@ -5,15 +5,17 @@ The producer sends small bulks every ``tick`` so that the cumulative count follo
 ``rate``, in the end-to-end run's shape (``run`` consecutive deltas for each randomly
 chosen thread: "half the maximum rate" is half of what that shape sustains) or spread
 out (``run=1``, one delta per chosen thread, every delta a wake-up of its own); after
-each ``enqueue_many`` returns it hands the poller ``(ref, version, t)``. The poller,
-another process, reads every pending thread's cursor and last commit time (meta fields
-``c`` and ``t``) with one script call per loop, then sleeps a millisecond. A delta is
-visible once its thread's cursor has reached its version; it became visible at the
-commit that moved the cursor there, which is no later than the thread's last commit
-``t`` (Redis's clock, whole ms: +1 ms) and no later than the poll that saw it. The
-earlier of the two is taken: an upper bound that does not grow when the poller learns
-of a delta late (its records cross a process boundary) or polls slowly. Both clocks
-are this machine's wall clock.
+each call returns it hands the poller ``(ref, version, t)``. The poller, another
+process, reads every pending thread's cursor (meta field ``c``, the version ``status``
+serves) with one script call per loop, then sleeps a millisecond; a delta is visible
+once its thread's cursor has reached its version. Each latency is taken when the
+answering call returns, so it is an upper bound by at most one poll loop (reported
+beside the percentiles), plus the time its record took to reach the poller (also
+reported: the pacer sleeps between ticks, so the queue's feeder thread hands records
+over at once). The thread's last commit time (meta ``t``) is not used: a commit script
+takes its time once, at its first thread, and a call commits up to 200 threads, so
+``t`` can precede the moment a delta became visible. Both processes read this
+machine's wall clock.
 """
 
 from __future__ import annotations
@@ -74,6 +76,10 @@ class LatencyResult:
     p99_ms: float
     max_ms: float
     mean_poll_ms: float
+    #: p99 and max of the time a bulk's records took to reach the poller (counted in
+    #: its deltas' latencies)
+    handoff_p99_ms: float
+    handoff_max_ms: float
     poller_cpu_share: float
     p99_by_second_ms: list[float]
     unresolved: int
@@ -88,24 +94,16 @@ class LatencyResult:
 
 
 def _cursors(client: redis.Redis) -> Callable[..., list[Any]]:
-    """Every given meta hash's cursor and last commit time (ms), flat, in one command (a
-    standalone server: keys may span slots): far less client CPU than a pipeline of one
-    HMGET per thread."""
+    """Every given meta hash's cursor in one command (a standalone server: keys may span
+    slots): far less client CPU than a pipeline of one HGET per thread."""
     script = client.register_script(
         "local out = {} for i, k in ipairs(KEYS) do "
-        "local v = redis.call('HMGET', k, 'c', 't') "
-        "out[2 * i - 1] = v[1] or '' out[2 * i] = v[2] or '0' end return out")
+        "out[i] = redis.call('HGET', k, 'c') or '' end return out")
 
     def cursors(*keys: str) -> list[Any]:
         return list(script(keys=list(keys)))
 
     return cursors
-
-
-def _visible_at(polled: float, committed_ms: int) -> float:
-    """When a delta found visible at ``polled`` became so: by its thread's last commit
-    (whole ms on Redis's clock, so +1 ms), or at the poll if no commit time is known."""
-    return min(polled, committed_ms / 1000 + 0.001) if committed_ms > 0 else polled
 
 
 class _Poller:
@@ -119,8 +117,11 @@ class _Poller:
         self.pending: dict[str, deque[tuple[tuple[int, int], float]]] = {}
         self.latencies: list[tuple[float, float]] = []
         self.loops: list[float] = []
+        self.handoffs: list[float] = []
 
     def add(self, batch: list[Record]) -> None:
+        if batch:  # from the last call's return to here: the hand-over
+            self.handoffs.append(time.time() - max(t for _, _, t in batch))
         for ref, version, t in batch:
             if ref not in self.meta:
                 self.meta[ref] = self.keys.thread(ref).meta
@@ -133,20 +134,18 @@ class _Poller:
         """One script call for every pending thread; only moved cursors are parsed."""
         began = time.perf_counter()
         refs = list(self.pending)
-        flat = self.cursors_of(*[self.meta[ref] for ref in refs])
+        cursors = self.cursors_of(*[self.meta[ref] for ref in refs])
         now = time.time()
         self.loops.append(time.perf_counter() - began)
-        for ref, raw, committed in zip(refs, flat[::2], flat[1::2], strict=True):
+        for ref, raw in zip(refs, cursors, strict=True):
             if not raw or self.seen.get(ref) == raw:
                 continue
             self.seen[ref] = raw
             cursor = version_key(raw.decode())
-            visible = _visible_at(now, int(committed))
             waiting = self.pending[ref]
             while waiting and waiting[0][0] <= cursor:
                 sent_at = waiting.popleft()[1]
-                # A commit may land before the enqueue call returns: no wait at all.
-                self.latencies.append((sent_at, max(0.0, visible - sent_at)))
+                self.latencies.append((sent_at, now - sent_at))
             if not waiting:
                 del self.pending[ref]
 
@@ -167,17 +166,16 @@ def _poll(url: str, prefix: str, buckets: int, inbox: Any, outbox: Any) -> None:
     wall0, cpu0 = time.monotonic(), time.process_time()
     closing, deadline = False, float("inf")
     while not (closing and (not poller.pending or time.monotonic() > deadline)):
-        try:
-            while (batch := inbox.get_nowait()) is not None:
+        while not closing and inbox.poll():
+            if (batch := inbox.recv()) is None:
+                closing, deadline = True, time.monotonic() + 60
+            else:
                 poller.add(batch)
-            closing, deadline = True, time.monotonic() + 60
-        except queue.Empty:
-            pass
         if poller.pending:
             poller.poll()
         time.sleep(0.001)  # leave the two cores to the pipeline between polls
     share = (time.process_time() - cpu0) / max(time.monotonic() - wall0, 1e-9)
-    outbox.put((poller.latencies, poller.loops, poller.unresolved(), share))
+    outbox.put((poller.latencies, poller.loops, poller.handoffs, poller.unresolved(), share))
     client.close()
 
 
@@ -187,6 +185,7 @@ def _pace(producer: Producer, cfg: LatencyConfig, mix: Mix, inbox: Any,
     since the last); returns what was sent and the rate kept."""
     rng = random.Random(cfg.seed)
     sent, count, ticks = Sent(), 0, 0
+    refs_of: dict[int, str] = {}
     start = time.monotonic()
     while (elapsed := time.monotonic() - start) < cfg.seconds:
         if elapsed < ticks * cfg.tick:
@@ -211,13 +210,14 @@ def _pace(producer: Producer, cfg: LatencyConfig, mix: Mix, inbox: Any,
                 results.append(producer.enqueue(d.thread_id, d.messages, delta_id=d.delta_id,
                                                 tenant=d.tenant))
                 returned.append(time.time())
+        refs = [refs_of.get(p.thread) or refs_of.setdefault(
+                    p.thread, ref_of(thread_id(p.thread, prefix))) for p in planned]
+        # The poller first (written by this thread, now: see run()), the bookkeeping after.
+        inbox.send([(ref, version_key(r.version), t)
+                    for ref, r, t in zip(refs, results, returned, strict=True)])
         mix.learn(planned, results)
-        records: list[Record] = []
-        for p, r, t in zip(planned, results, returned, strict=True):
-            ref = ref_of(thread_id(p.thread, prefix))
+        for ref, p, r in zip(refs, planned, results, strict=True):
             sent.add(ref, r.version, [p.message], r.ids)
-            records.append((ref, version_key(r.version), t))
-        inbox.put(records)
         count += due
     return sent, count / (time.monotonic() - start)
 
@@ -231,6 +231,11 @@ def _answer(outbox: Any, poller: Any, timeout: float = 180.0) -> Any:
             if not poller.is_alive():
                 raise RuntimeError(f"the poller exited ({poller.exitcode})") from None
     raise TimeoutError("the poller did not answer")
+
+
+def _p99(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else 0.0
 
 
 def _by_second(latencies: list[tuple[float, float]]) -> list[float]:
@@ -254,7 +259,12 @@ def run(cfg: LatencyConfig, line: Pipeline, progress: Progress,
     """Pace the producer on running services while the poller process measures."""
     wait_idle(line)
     ctx = multiprocessing.get_context("spawn")
-    inbox, outbox = ctx.Queue(), ctx.Queue()
+    # Records go over a pipe written by the pacing thread itself: a queue's feeder
+    # thread needs the interpreter lock, which the pacer holds through a large
+    # ``enqueue_many``, and its records reached the poller up to ~150 ms late (counted
+    # in their latencies).
+    inbox, sender = ctx.Pipe(duplex=False)
+    outbox = ctx.Queue()
     ks = line.settings.keyspace
     poller = ctx.Process(target=_poll, daemon=True,
                          args=(line.settings.redis_url.get_secret_value(), ks.prefix, ks.buckets,
@@ -268,10 +278,8 @@ def run(cfg: LatencyConfig, line: Pipeline, progress: Progress,
         cpu0 = services.processes_cpu(line.workers)
         # The pacing loop keeps everything it sent; a full collection there stalls it,
         # and the schedule then catches up with one oversized burst. A load generator
-        # must not stall on its own bookkeeping: no collector while it paces.
-        # Nor while the last records cross to the poller: a full collection of all
-        # that was sent holds the interpreter lock for a few hundred ms, and the queue's
-        # feeder thread needs it to hand them over.
+        # must not stall on its own bookkeeping: no collector while it paces, nor until
+        # the poller has answered.
         gc.collect()
         gc.disable()
         try:
@@ -280,9 +288,10 @@ def run(cfg: LatencyConfig, line: Pipeline, progress: Progress,
                 if cfg.calls == "one+background":
                     waker = stack.enter_context(BackgroundWaker(line.waker, cfg.window))
                     producer = Producer(line.client, line.settings, waker)
-                sent, achieved = _pace(producer, cfg, Mix(cfg.threads, cfg.seed), inbox, prefix)
-            inbox.put(None)
-            latencies, loops, unresolved, poller_share = _answer(outbox, poller)
+                sent, achieved = _pace(producer, cfg, Mix(cfg.threads, cfg.seed), sender,
+                                       prefix)
+            sender.send(None)
+            latencies, loops, handoffs, unresolved, poller_share = _answer(outbox, poller)
         finally:
             gc.enable()
         worker_cpu = services.processes_cpu(line.workers) - cpu0
@@ -298,6 +307,7 @@ def run(cfg: LatencyConfig, line: Pipeline, progress: Progress,
         config=cfg, deltas=len(ms), achieved_rate=achieved, p50_ms=cuts[49], p90_ms=cuts[89],
         p99_ms=cuts[98], max_ms=ms[-1] if ms else 0.0,
         mean_poll_ms=mean(loops) * 1000 if loops else 0.0,
+        handoff_p99_ms=_p99(handoffs) * 1000, handoff_max_ms=max(handoffs, default=0.0) * 1000,
         poller_cpu_share=poller_share,
         p99_by_second_ms=_by_second(latencies), unresolved=unresolved,
         wakes_sent_by_producer=line.waker.sent,

@@ -83,15 +83,17 @@ def cost_table(rows: Sequence[CostRow]) -> list[str]:
 
 def latency_table(results: Sequence[LatencyResult], headline: E2EResult) -> list[str]:
     head = ["calls", "deltas per thread per bulk", "share of headline rate", "target rate",
-            "achieved", "deltas", "p50 ms", "p90 ms",
-            "p99 ms", "max ms", "poll loop ms", "poller CPU", "wakes", "tasks",
-            "worker CPU us/delta", "state"]
+            "achieved", "deltas", "p50 ms", "p90 ms", "p99 ms", "max ms", "poll loop ms",
+            "hand-over p99 / max ms", "poller CPU", "wakes", "tasks", "worker CPU us/delta",
+            "state"]
     return _table(head, [[_CALLS[r.config.calls], str(r.config.run),
                           f"{r.config.rate / headline.rate:.2f}",
                           f"{r.config.rate:,.0f}/s",
                           f"{r.achieved_rate:,.0f}/s", f"{r.deltas:,}", f"{r.p50_ms:.1f}",
                           f"{r.p90_ms:.1f}", f"{r.p99_ms:.1f}", f"{r.max_ms:.0f}",
-                          f"{r.mean_poll_ms:.1f}", f"{r.poller_cpu_share:.0%}",
+                          f"{r.mean_poll_ms:.1f}",
+                          f"{r.handoff_p99_ms:.1f} / {r.handoff_max_ms:.0f}",
+                          f"{r.poller_cpu_share:.0%}",
                           f"{r.wakes_sent_by_producer:,}", f"{r.tasks:,}",
                           f"{r.worker_cpu_us:.0f}", _ok(r.check)] for r in results])
 

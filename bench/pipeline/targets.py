@@ -103,7 +103,8 @@ def latency(result: LatencyResult) -> Target:
         result.p99_ms < P99_MS and result.unresolved == 0 and result.check.ok,
         f"{result.achieved_rate:,.0f} deltas/s, {result.config.run} per thread per bulk as in "
         f"the end-to-end run; p50 {result.p50_ms:,.1f} ms, max "
-        f"{result.max_ms:,.0f} ms; poll loop {result.mean_poll_ms:.1f} ms",
+        f"{result.max_ms:,.0f} ms; poll loop {result.mean_poll_ms:.1f} ms, record hand-over "
+        f"p99 {result.handoff_p99_ms:.1f} ms (both counted in)",
     )
 
 
