@@ -11,8 +11,8 @@ serves) with one script call per loop, then sleeps a millisecond; a delta is vis
 once its thread's cursor has reached its version. Each latency is taken when the
 answering call returns, so it is an upper bound by at most one poll loop (reported
 beside the percentiles), plus the time its record took to reach the poller (also
-reported: the pacer sleeps between ticks, so the queue's feeder thread hands records
-over at once). The thread's last commit time (meta ``t``) is not used: a commit script
+reported; the pacing thread writes each bulk's records to a pipe itself, before its
+own bookkeeping). The thread's last commit time (meta ``t``) is not used: a commit script
 takes its time once, at its first thread, and a call commits up to 200 threads, so
 ``t`` can precede the moment a delta became visible. Both processes read this
 machine's wall clock.
