@@ -25,6 +25,7 @@ from bench.pipeline.workload import Mix, Planned, ref_of, schedule, thread_id
 from core import dump_messages
 from tests.infra.processes import ManagedProcess, wait_until
 from tests.workers.harness import (
+    CountingWaker,
     Sent,
     start_worker,
     state_dump,
@@ -114,18 +115,6 @@ def _top(stats: Mapping[str, CommandStat], n: int = 12) -> dict[str, dict[str, f
     best = sorted(stats.items(), key=lambda kv: -kv[1].usec)[:n]
     return {k: {"calls": v.calls, "usec": v.usec, "usec_per_call": round(v.usec_per_call, 2)}
             for k, v in best}
-
-
-class CountingWaker:
-    """The Celery waker, counting the wake-ups it sends."""
-
-    def __init__(self, inner: CeleryWaker) -> None:
-        self.inner = inner
-        self.sent = 0
-
-    def wake(self, refs: Sequence[str]) -> None:
-        self.sent += len(refs)
-        self.inner.wake(refs)
 
 
 def redis_ms(client: redis.Redis) -> int:

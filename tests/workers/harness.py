@@ -18,6 +18,7 @@ from workers.redis_io import SyncClient, sync_client
 from workers.settings import Settings
 from workers.stack import settings_env
 from workers.store import Store
+from workers.wakeup import Waker
 
 ROOT = Path(__file__).resolve().parents[2]
 CELERY = str(Path(sys.executable).with_name("celery"))
@@ -189,3 +190,17 @@ def start_api(settings: Settings, log_dir: Path, **env: str) -> tuple[ManagedPro
         api.kill()
         raise
     return api, url
+
+
+class CountingWaker:
+    """A waker that counts what it passes on to ``inner``: refs woken and publishes."""
+
+    def __init__(self, inner: Waker) -> None:
+        self.inner = inner
+        self.sent = 0
+        self.publishes = 0
+
+    def wake(self, refs: Sequence[str]) -> None:
+        self.sent += len(refs)
+        self.publishes += 1
+        self.inner.wake(refs)
