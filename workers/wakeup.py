@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import threading
 import weakref
@@ -92,8 +93,15 @@ class BackgroundWaker:
     """
 
     def __init__(self, waker: Waker, window: float = 0.005) -> None:
+        # Checked here: a bad window would end the publishing thread on its first wait.
+        if (
+            isinstance(window, bool)
+            or not isinstance(window, int | float)
+            or not 0 <= window < math.inf
+        ):
+            raise ValueError(f"window: expected a finite number of seconds >= 0, got {window!r}")
         self.waker = waker
-        self.window = window
+        self.window = float(window)
         self._closed = False
         self._reset()
         _LIVE.add(self)

@@ -135,6 +135,12 @@ def test_close_does_not_wait_out_the_window() -> None:
     assert inner.calls == [["_/a"]] and waker._thread is None
 
 
+@pytest.mark.parametrize("window", [-0.001, float("nan"), float("inf"), "5", None, True])
+def test_a_bad_window_is_refused_by_name(window: object) -> None:
+    with pytest.raises(ValueError, match=r"^window: expected a finite number of seconds >= 0"):
+        BackgroundWaker(Recording(), window=window)  # type: ignore[arg-type]
+
+
 def test_after_close_a_wake_up_is_published_by_its_caller() -> None:
     inner = Recording()
     with BackgroundWaker(inner, window=5.0) as waker:
