@@ -72,6 +72,14 @@ class StatusOut(msgspec.Struct):
     quarantine_reason: str | None
     quarantined_entry: str | None
     dirty_since_ms: int | None
+    #: Log entries an operator skipped (``threadfold retry --skip``), oldest first.
+    skipped: list[SkippedOut] = []
+
+
+class SkippedOut(msgspec.Struct):
+    entry: str
+    reason: str
+    at_ms: int
 
 
 class ErrorDetail(msgspec.Struct):

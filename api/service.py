@@ -12,7 +12,7 @@ import redis
 
 from api.errors import BadRequest, Gone, Invalid, NotFound, Unavailable, VersionNotReached
 from api.fragments import JsonFragments
-from api.schemas import Accepted, BulkIn, DeltaIn, StateOut, StatusOut
+from api.schemas import Accepted, BulkIn, DeltaIn, SkippedOut, StateOut, StatusOut
 from api.settings import ApiSettings
 from core import dump_messages
 from core.errors import InvalidMessage
@@ -177,6 +177,7 @@ class Service:
             found.quarantined or None,
             found.quarantined_entry or None,
             found.dirty_since_ms,
+            [SkippedOut(s.entry, s.reason, s.at_ms) for s in found.skipped],
         )
 
     async def delete(self, tenant: str, thread_id: str) -> None:

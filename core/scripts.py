@@ -7,7 +7,9 @@ fields: ``c`` cursor (last applied entry id, the version), ``n`` next free posit
 the last commit, ``q`` quarantine reason, ``qe`` the entry it failed on, ``k`` entries
 applied or skipped (the backlog is the stream's ``entries-added`` minus ``k``, whatever
 the retention, hand-written entries included), ``rb`` set once retention has trimmed
-applied entries (from then on the log no longer replays the whole thread).
+applied entries (from then on the log no longer replays the whole thread), ``sk`` the
+entries an operator skipped (JSON, the latest :data:`SKIPPED_KEPT`: entry, reason, at_ms)
+and ``sc`` how many were skipped in all (each was deleted from the log: XDEL).
 
 The scripts are the product: they are tested against a real ``redis-server``.
 """
@@ -578,33 +580,66 @@ return 1
 """
 )
 
+#: Skipped entries a thread's meta lists (``sk``, the latest; ``sc`` counts them all):
+#: enough to see what an operator dropped, bounded however often it happens.
+SKIPPED_KEPT: Final = 20
+
 RETRY: Final = (
     _LUA_HELPERS
     + r"""
--- KEYS: meta sched dirty quarantine log   ARGV: ref sched_ms skip('1'|'0')
--- -> {woke, skipped_entry_or_''}
-local skipped = ''
-local qe = redis.call('HGET', KEYS[1], 'qe')
-if ARGV[3] == '1' and qe then
-  local cursor = cursor_of(KEYS[1])
-  local first = redis.call('XRANGE', KEYS[5], '(' .. cursor, '+', 'COUNT', 1)
-  if #first > 0 and first[1][1] == qe then
-    redis.call('HSET', KEYS[1], 'c', qe)
-    redis.call('HINCRBY', KEYS[1], 'k', 1)
+-- An operator's retry: lift the quarantine and wake the thread; with skip, drop the
+-- entry the drain failed on ('qe') wherever it lies after the cursor, and record it.
+-- KEYS: meta sched dirty quarantine log   ARGV: ref sched_ms skip('1'|'0') keep
+-- -> {-1} when the thread does not exist (never written, or deleted): nothing is
+--    written, so a retry cannot bring a thread's keys back;
+--    else {was_quarantined(0|1), woke(0|1), skipped_entry_or_'', why_not_skipped_or_'',
+--          backlog(0|1)}: woke when this call set the wake-up flag (the caller sends
+--          the wake-up); a backlog without it has a wake-up already on its way
+if redis.call('EXISTS', KEYS[1]) == 0 then return {-1} end
+local m = redis.call('HMGET', KEYS[1], 'q', 'qe', 'c')
+local reason, qe, cursor = m[1], m[2], m[3] or '0-0'
+local skipped, why = '', ''
+local function key_of(id)
+  local ms, seq = string.match(id, '^(%d+)-(%d+)$')
+  return tonumber(ms), tonumber(seq)
+end
+local function later(a, b)   -- entry id a > entry id b
+  local am, as = key_of(a)
+  local bm, bs = key_of(b)
+  return am > bm or (am == bm and as > bs)
+end
+if ARGV[3] == '1' then
+  if not qe then
+    why = 'the thread is not quarantined: no failed entry to skip'
+  elseif not later(qe, cursor) or #redis.call('XRANGE', KEYS[5], qe, qe) == 0 then
+    why = 'entry ' .. qe .. ' is no longer pending in the log'
+  else
+    -- The culprit need not be the first pending entry (a batch fails on the entry that
+    -- fails, wherever it sits). Only when it is first may the cursor move onto it:
+    -- entries before it are still to be applied.
+    local first = redis.call('XRANGE', KEYS[5], '(' .. cursor, '+', 'COUNT', 1)
+    if first[1][1] == qe then redis.call('HSET', KEYS[1], 'c', qe) end
     redis.call('XDEL', KEYS[5], qe)
+    redis.call('HINCRBY', KEYS[1], 'k', 1)   -- counted as handled: backlog stays exact
+    redis.call('HINCRBY', KEYS[1], 'sc', 1)  -- entries removed from the log by a skip
+    local list = cjson.decode(redis.call('HGET', KEYS[1], 'sk') or '[]')
+    list[#list + 1] = {entry = qe, reason = reason or '', at_ms = now_ms()}
+    while #list > tonumber(ARGV[4]) do table.remove(list, 1) end
+    redis.call('HSET', KEYS[1], 'sk', cjson.encode(list))
     skipped = qe
   end
 end
 redis.call('HDEL', KEYS[1], 'q', 'qe')
 redis.call('HSET', KEYS[1], 'a', 0)
 redis.call('ZREM', KEYS[4], ARGV[1])
+local was = reason and 1 or 0
 if not has_backlog(KEYS[5], cursor_of(KEYS[1])) then
   redis.call('ZREM', KEYS[3], ARGV[1])
-  return {0, skipped}
+  return {was, 0, skipped, why, 0}
 end
 redis.call('ZADD', KEYS[3], 'NX', now_ms(), ARGV[1])
-if redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[2]) then return {1, skipped} end
-return {0, skipped}
+if redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[2]) then return {was, 1, skipped, why, 1} end
+return {was, 0, skipped, why, 1}
 """
 )
 
@@ -728,9 +763,10 @@ return existed
 
 STATUS: Final = r"""
 -- KEYS: meta log dirty   ARGV: ref
--- -> {} when never written, else {c, e, t, a, q, qe, applied, added, messages, dirty_since}
+-- -> {} when never written, else {c, e, t, a, q, qe, applied, added, messages, dirty_since,
+--     skipped (JSON)}
 if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
-local m = redis.call('HMGET', KEYS[1], 'c', 'e', 't', 'a', 'q', 'qe', 'k', 'm')
+local m = redis.call('HMGET', KEYS[1], 'c', 'e', 't', 'a', 'q', 'qe', 'k', 'm', 'sk')
 local added = 0
 if redis.call('EXISTS', KEYS[2]) == 1 then
   local info = redis.call('XINFO', 'STREAM', KEYS[2])
@@ -739,7 +775,49 @@ if redis.call('EXISTS', KEYS[2]) == 1 then
   end
 end
 return {m[1] or '0-0', m[2] or '0-0', m[3] or '', m[4] or '0', m[5] or '', m[6] or '',
-        m[7] or '0', added, m[8] or '0', redis.call('ZSCORE', KEYS[3], ARGV[1]) or ''}
+        m[7] or '0', added, m[8] or '0', redis.call('ZSCORE', KEYS[3], ARGV[1]) or '',
+        m[9] or '[]'}
+"""
+
+BACKLOG: Final = r"""
+-- The status listing of one bucket: its threads with a backlog and its quarantined
+-- threads, each listed with its backlog and version as this same call reads them (a
+-- list read first and statuses read after it showed threads drained in between with a
+-- backlog of 0). Read-only.
+-- KEYS: dirty quarantine (the bucket's)
+-- ARGV: limit, then the text before and after the ref in a thread's meta key and log key
+-- The listed threads' keys are not in KEYS (which threads is what the call finds out);
+-- they carry the bucket's tag, so they live in the slot KEYS named, which is what
+-- Redis Cluster requires of a script.
+-- -> {n_dirty, {ref, since_ms, backlog, version}* (the `limit` oldest),
+--     n_quarantined, {ref, since_ms, backlog, version, reason, entry}* (the `limit` oldest)}
+local limit = tonumber(ARGV[1])
+local function thread(ref, since, extra)
+  local meta, log = ARGV[2] .. ref .. ARGV[3], ARGV[4] .. ref .. ARGV[5]
+  local m = redis.call('HMGET', meta, 'c', 'k', 'q', 'qe')
+  local added = 0
+  if redis.call('EXISTS', log) == 1 then
+    local info = redis.call('XINFO', 'STREAM', log)
+    for i = 1, #info, 2 do
+      if info[i] == 'entries-added' then added = info[i + 1] end
+    end
+  end
+  local row = {ref, since, added - tonumber(m[2] or '0'), m[1] or '0-0'}
+  if extra then
+    row[5] = m[3] or ''
+    row[6] = m[4] or ''
+  end
+  return row
+end
+local out = {}
+for n, set in ipairs({KEYS[1], KEYS[2]}) do
+  local rows = {}
+  local found = redis.call('ZRANGE', set, 0, limit - 1, 'WITHSCORES')
+  for i = 1, #found, 2 do rows[#rows + 1] = thread(found[i], found[i + 1], n == 2) end
+  out[#out + 1] = redis.call('ZCARD', set)
+  out[#out + 1] = rows
+end
+return out
 """
 
 REBUILD: Final = (

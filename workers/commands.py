@@ -133,38 +133,56 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.thread:
         found = store.status(f"{args.tenant}/{args.thread}")
         if found is None:
-            raise CommandError(f"thread {args.thread!r} has never been written")
+            raise CommandError(f"no such thread: {args.thread!r} (never written, or deleted)")
         for name in found.__slots__:
-            print(f"{name:<18} {getattr(found, name)}")
+            if name != "skipped":
+                print(f"{name:<18} {getattr(found, name)}")
+        print(f"{'skipped':<18} {len(found.skipped)}")
+        for skipped in found.skipped:
+            print(f"  entry {skipped.entry}: {skipped.reason}")
         return 0
-    buckets = range(settings.buckets)
-    dirty, quarantined = store.dirty(buckets), store.quarantined(buckets)
-    print(f"threads with a backlog: {len(dirty)}")
-    for ref in dirty[:20]:
-        status = store.status(ref)
-        if status is not None:
-            print(f"  {ref:<40} backlog {status.backlog:>7}  version {status.version}")
-    print(f"quarantined threads:    {len(quarantined)}")
-    for ref in quarantined:
-        status = store.status(ref)
-        print(f"  {ref:<40} {status.quarantined if status else ''}")
-    return 1 if quarantined else 0
+    # One read per bucket lists each thread with the backlog it had as it was listed.
+    listing = store.listing(range(settings.buckets), limit=_LISTED)
+    print(f"threads with a backlog: {listing.with_backlog}")
+    for t in listing.backlog:
+        print(f"  {t.ref:<40} backlog {t.backlog:>7}  version {t.version}")
+    _more(listing.with_backlog, len(listing.backlog))
+    print(f"quarantined threads:    {listing.quarantined}")
+    for t in listing.quarantine:
+        print(f"  {t.ref:<40} backlog {t.backlog:>7}  entry {t.entry}: {t.reason}")
+    _more(listing.quarantined, len(listing.quarantine))
+    return 1 if listing.quarantined else 0
+
+
+_LISTED = 20  # threads of each kind the listing names (the oldest first)
+
+
+def _more(total: int, shown: int) -> None:
+    if total > shown:
+        print(f"  ... and {total - shown} more")
 
 
 def cmd_retry(args: argparse.Namespace) -> int:
     settings = _settings()
-    woke, skipped = _store(settings).retry(
-        f"{args.tenant}/{args.thread}", settings.wake_ttl_ms, skip=args.skip
-    )
-    if woke:
+    ref = f"{args.tenant}/{args.thread}"
+    done = _store(settings).retry(ref, settings.wake_ttl_ms, skip=args.skip)
+    if done is None:
+        raise CommandError(f"no such thread: {args.thread!r} (never written, or deleted)")
+    if done.woke:
         app = make_celery(settings)
-        CeleryWaker(app, settings.queue).wake([f"{args.tenant}/{args.thread}"])
+        CeleryWaker(app, settings.queue).wake([ref])
         app.close()
-    print(
-        f"quarantine lifted{f'; skipped entry {skipped}' if skipped else ''}; "
-        f"{'drain scheduled' if woke else 'no backlog'}"
-    )
-    return 0
+    said = ["quarantine lifted" if done.was_quarantined else "the thread was not quarantined"]
+    if done.skipped:
+        said.append(f"skipped entry {done.skipped}")
+    elif args.skip:
+        said.append(f"nothing skipped ({done.not_skipped})")
+    if done.backlog:
+        said.append("drain scheduled" if done.woke else "a drain was already scheduled")
+    else:
+        said.append("no backlog")
+    print("; ".join(said))
+    return 0 if done.skipped or not args.skip else 1
 
 
 def cmd_recompute(args: argparse.Namespace) -> int:

@@ -151,11 +151,12 @@ class Drainer:
                 Found(found, batch.pages, batch.per) if found is not None else next(looked_up)
             )
             try:
-                calls.append(self._commit_call(ref, batch, decoded, stored))
+                call, committed = self._commit_or_prefix(ref, batch, decoded, stored)
             except PoisonEntry as exc:
                 self._failed(ref, exc, reports[ref])
                 continue
-            kept.append((ref, decoded))
+            calls.append(call)
+            kept.append((ref, committed))
         for (ref, decoded), done in zip(kept, self.store.commit_many(calls), strict=True):
             if done.ok and retained:
                 self._hint(ref, decoded[-1][0])
@@ -168,6 +169,23 @@ class Drainer:
         if len(hints) >= 100_000 and ref not in hints:  # a bound: a thread without a
             hints.clear()  # hint reads from its log's start once, then has one again
         hints[ref] = cursor
+
+    def _commit_or_prefix(
+        self, ref: str, batch: Batch, decoded: Decoded, stored: Found
+    ) -> tuple[Call, Decoded]:
+        """The batch's commit; when an entry fails to fold, the commit of the entries
+        before it (as a bad payload ends a batch before it): the thread gets past the
+        good entries, and the failing one is first after the cursor, where the next
+        round fails on it alone, counts it, names it, and `retry --skip` finds it.
+        Raises :class:`PoisonEntry` when the first entry fails."""
+        try:
+            return self._commit_call(ref, batch, decoded, stored), decoded
+        except PoisonEntry as exc:
+            failed = next(i for i, (entry, _) in enumerate(decoded) if entry == exc.entry)
+            if failed == 0:
+                raise
+            prefix = decoded[:failed]  # a fresh fold: the failed one was left half-applied
+            return self._commit_call(ref, batch, prefix, stored), prefix
 
     def _commit_call(self, ref: str, batch: Batch, decoded: Decoded, stored: Found) -> Call:
         """Fold the batch over the stored positions it mentions; the commit of its net

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Final
 
+import msgspec
+
 from core import scripts
 from core.codec import decode_stored
 from core.fold import Effect
@@ -40,6 +42,7 @@ READ_STATE: Final = Script("read_state", scripts.READ_STATE)
 DELETE: Final = Script("delete", scripts.DELETE)
 STATUS: Final = Script("status", scripts.STATUS)
 REBUILD: Final = Script("rebuild", scripts.REBUILD)
+BACKLOG: Final = Script("backlog", scripts.BACKLOG)
 LOOKUP: Final = Script("lookup", scripts.LOOKUP)
 ALL_SCRIPTS: Final = (
     INGEST,
@@ -54,6 +57,7 @@ ALL_SCRIPTS: Final = (
     STATUS,
     REBUILD,
     LOOKUP,
+    BACKLOG,
 )
 
 
@@ -516,8 +520,31 @@ def fail_call(
 def retry_call(ks: Keyspace, ref: str, wake_ms: int, skip: bool) -> Call:
     k = ks.thread(ref)
     return Call(
-        RETRY, [k.meta, k.sched, k.dirty, k.quarantine, k.log], [ref, wake_ms, "1" if skip else "0"]
+        RETRY,
+        [k.meta, k.sched, k.dirty, k.quarantine, k.log],
+        [ref, wake_ms, "1" if skip else "0", scripts.SKIPPED_KEPT],
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Retried:
+    """What a retry did: whether the thread was quarantined, whether this call set its
+    wake-up flag (the caller sends the wake-up), the entry it skipped ('' for none),
+    when a skip was asked for and none happened, why, and whether a backlog is left."""
+
+    was_quarantined: bool
+    woke: bool
+    skipped: str
+    not_skipped: str
+    backlog: bool
+
+
+def parse_retry(raw: list[Any]) -> Retried | None:
+    """None when the thread does not exist (the script then wrote nothing)."""
+    if int(raw[0]) < 0:
+        return None
+    was, woke, skipped, why, backlog = raw
+    return Retried(bool(int(was)), bool(int(woke)), text(skipped), text(why), bool(int(backlog)))
 
 
 def wake_call(ks: Keyspace, ref: str, wake_ms: int) -> Call:
@@ -623,6 +650,22 @@ class ThreadStatus:
     quarantined_entry: str
     dirty_since_ms: int | None
     applied: int
+    #: Entries an operator skipped (``retry --skip``), oldest first: the latest
+    #: :data:`core.scripts.SKIPPED_KEPT` of them.
+    skipped: list[SkippedEntry] = field(default_factory=list)
+
+
+class SkippedEntry(msgspec.Struct, frozen=True):
+    """A log entry ``retry --skip`` removed: its id, why the drain failed on it, when."""
+
+    entry: str
+    reason: str
+    at_ms: int
+
+
+# The retry script writes the list with Lua's cjson (numbers as %.14g: a ms time is 13
+# digits, so it stays an integer).
+_SKIPPED: Final = msgspec.json.Decoder(list[SkippedEntry])
 
 
 def status_call(ks: Keyspace, ref: str) -> Call:
@@ -633,7 +676,7 @@ def status_call(ks: Keyspace, ref: str) -> Call:
 def parse_status(raw: list[Any]) -> ThreadStatus | None:
     if not raw:
         return None
-    c, e, t, a, q, qe, applied, added, count, dirty = (text(x) for x in raw)
+    c, e, t, a, q, qe, applied, added, count, dirty, skipped = (text(x) for x in raw)
     return ThreadStatus(
         version=c,
         last_enqueued=e,
@@ -645,7 +688,67 @@ def parse_status(raw: list[Any]) -> ThreadStatus | None:
         quarantined_entry=qe,
         dirty_since_ms=int(float(dirty)) if dirty else None,
         applied=int(applied),
+        skipped=_SKIPPED.decode(skipped),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """A thread in the status listing, with its backlog and version as one read saw
+    them together with its listing (``reason`` and ``entry`` for a quarantined one)."""
+
+    ref: str
+    since_ms: int
+    backlog: int
+    version: str
+    reason: str = ""
+    entry: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """Threads with a backlog and quarantined threads: how many, and the oldest of each."""
+
+    with_backlog: int
+    backlog: list[Listed]
+    quarantined: int
+    quarantine: list[Listed]
+
+
+def backlog_call(ks: Keyspace, bucket: int, limit: int) -> Call:
+    """One bucket's part of the status listing (its threads' keys are built in the
+    script from what surrounds the ref in their names here)."""
+    b = ks.bucket_keys(bucket)
+    probe = ThreadKeys("\0", b.tag)
+    meta_before, meta_after = probe.meta.split("\0")
+    log_before, log_after = probe.log.split("\0")
+    return Call(
+        BACKLOG, [b.dirty, b.quarantine], [limit, meta_before, meta_after, log_before, log_after]
+    )
+
+
+def parse_listing(raws: Sequence[list[Any]], limit: int) -> Listing:
+    """The buckets' answers to :func:`backlog_call` as one listing, oldest first."""
+    with_backlog, quarantined = 0, 0
+    backlog: list[Listed] = []
+    quarantine: list[Listed] = []
+    for n_dirty, dirty, n_quarantined, held in raws:
+        with_backlog += int(n_dirty)
+        quarantined += int(n_quarantined)
+        backlog += (_listed(row) for row in dirty)
+        quarantine += (_listed(row) for row in held)
+    backlog.sort(key=_since)
+    quarantine.sort(key=_since)
+    return Listing(with_backlog, backlog[:limit], quarantined, quarantine[:limit])
+
+
+def _listed(row: list[Any]) -> Listed:
+    ref, since, backlog, version, *extra = (text(x) for x in row)
+    return Listed(ref, int(float(since)), int(backlog), version, *extra)
+
+
+def _since(listed: Listed) -> int:
+    return listed.since_ms
 
 
 def log_payload(fields: Any) -> bytes:

@@ -101,10 +101,10 @@ class Store:
         )
         return bool(int(run(self.client, call)))
 
-    def retry(self, ref: str, wake_ms: int, *, skip: bool = False) -> tuple[bool, str]:
-        """Lift a quarantine (optionally skipping the poison entry); ``(woke, skipped)``."""
-        raw = run(self.client, ops.retry_call(self.keyspace, ref, wake_ms, skip))
-        return bool(int(raw[0])), ops.text(raw[1])
+    def retry(self, ref: str, wake_ms: int, *, skip: bool = False) -> ops.Retried | None:
+        """Lift a quarantine, optionally skipping the entry the drain failed on; None
+        (and nothing written) when the thread does not exist."""
+        return ops.parse_retry(run(self.client, ops.retry_call(self.keyspace, ref, wake_ms, skip)))
 
     def wake_if_stalled(self, refs: Sequence[str], wake_ms: int) -> list[str]:
         """The refs whose flag this call set: the caller must send their wake-ups."""
@@ -143,6 +143,12 @@ class Store:
                 self.keyspace.bucket_keys(bucket).dirty, "-inf", top, start=0, num=limit
             )
         return [ops.text(ref) for refs in pipe.execute() for ref in refs]
+
+    def listing(self, buckets: Sequence[int], limit: int = 20) -> ops.Listing:
+        """Threads with a backlog and quarantined threads, the ``limit`` oldest of each
+        with the backlog the same read saw (one read per bucket, pipelined)."""
+        calls = [ops.backlog_call(self.keyspace, bucket, limit) for bucket in buckets]
+        return ops.parse_listing(run_many(self.client, calls), limit)
 
     def quarantined(self, buckets: Sequence[int]) -> list[str]:
         pipe = self.client.pipeline(transaction=False)

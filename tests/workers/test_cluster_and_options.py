@@ -109,8 +109,8 @@ def test_a_poison_entry_quarantines_its_thread_only_and_an_operator_can_skip_it(
     assert [m["content"] for m in state_dump(store, "_/well")] == ["fine"]
 
     producer.enqueue("sick", [{"role": "user", "content": "later", "id": "3"}])  # accepted, kept
-    woke, skipped = store.retry("_/sick", settings.wake_ttl_ms, skip=True)
-    assert (woke, skipped) == (True, bad)
+    retried = store.retry("_/sick", settings.wake_ttl_ms, skip=True)
+    assert retried is not None and (retried.woke, retried.skipped) == (True, bad)
     drainer.drain("_/sick")
     assert [m["content"] for m in state_dump(store, "_/sick")] == ["before", "after", "later"]
     assert store.quarantined(range(settings.buckets)) == []
