@@ -186,7 +186,7 @@ async def get_metrics(request: Request) -> Response:
     keyspace = res.settings.keyspace
     totals = await prom.collect(res.client, keyspace)
     body = prom.render(totals, await prom.gauges(res.client, keyspace))
-    return Response(body, media_type="text/plain; version=0.0.4")
+    return Response(body, media_type=prom.CONTENT_TYPE)
 
 
 async def get_openapi(request: Request) -> Response:

@@ -1,15 +1,33 @@
 """``GET /metrics``: Prometheus text from every process's counters (see workers.metrics).
 
-Hash fields are ``name`` or ``name|label=value|...``; histograms are stored as
-per-bucket counts plus ``_sum`` and ``_count`` and exposed cumulatively, as Prometheus
-expects. Gauges (threads with a backlog, quarantined threads) are read at scrape time.
+prometheus_client renders them (escaping, cumulative buckets, ``_sum`` and ``_count``)
+through a collector over one snapshot read from Redis: the counters, plus gauges read
+at scrape time (threads with a backlog, quarantined threads).
+
+Hash fields are ``name`` or ``name|label=value|...``; a histogram is stored as
+per-bucket counts (``name_bucket:<le>``), ``name_sum`` and ``name_count``: its count
+shown is the ``+Inf`` bucket's cumulative count, as the format requires. A field that
+is not a valid Prometheus name is left out rather than failing the scrape.
 """
 
 from __future__ import annotations
 
+import math
+import re
 import time
+from bisect import bisect_left
 from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Final
+
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
+from prometheus_client.registry import Collector, CollectorRegistry
 
 from core.keys import Keyspace
 from workers.metrics import BATCH_BUCKETS, LAG_BUCKETS_MS, LATENCY_BUCKETS_MS
@@ -17,6 +35,9 @@ from workers.ops import text
 from workers.redis_io import AsyncClient
 
 PREFIX: Final = "threadfold_"
+#: The exposition format: the classic text format, as before prometheus_client (every
+#: name here is a legacy one, so its 1.0.0 format would be byte for byte the same).
+CONTENT_TYPE: Final = CONTENT_TYPE_PLAIN_0_0_4
 HELP: Final = {
     "commits": ("counter", "Batches committed by workers."),
     "entries_applied": ("counter", "Log entries (deltas) applied by workers."),
@@ -29,14 +50,17 @@ HELP: Final = {
     "batch_entries": ("histogram", "Entries per committed batch."),
     "visible_lag_ms": ("histogram", "Enqueue-to-visible lag of each applied delta (ms)."),
     "http_request_ms": ("histogram", "HTTP request duration (ms)."),
+    "threads_with_backlog": ("gauge", "Threads with deltas not applied yet."),
+    "threads_quarantined": ("gauge", "Threads in quarantine."),
 }
-
-
 BOUNDS: Final = {
     "batch_entries": BATCH_BUCKETS,
     "visible_lag_ms": LAG_BUCKETS_MS,
     "http_request_ms": LATENCY_BUCKETS_MS,
 }
+_NAME: Final = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+
+Labels = tuple[tuple[str, str], ...]
 
 
 async def collect(client: AsyncClient, keyspace: Keyspace) -> dict[str, float]:
@@ -66,69 +90,114 @@ async def gauges(client: AsyncClient, keyspace: Keyspace) -> dict[str, float]:
     }
 
 
-def _split(field: str) -> tuple[str, dict[str, str]]:
-    name, *labels = field.split("|")
-    return name, dict(label.split("=", 1) for label in labels if "=" in label)
+def render(totals: Mapping[str, float], gauge_values: Mapping[str, float]) -> str:
+    """The Prometheus text exposition (version 0.0.4) of a snapshot."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(FleetCollector(totals, gauge_values))
+    return generate_latest(registry).decode()
 
 
-def _labels(labels: dict[str, str]) -> str:
-    if not labels:
-        return ""
-    inner = ",".join(
-        f'{k}="{v.replace(chr(92), chr(92) * 2).replace(chr(34), chr(92) + chr(34))}"'
-        for k, v in sorted(labels.items())
-    )
-    return "{" + inner + "}"
+class FleetCollector(Collector):
+    """The metric families of one snapshot (fleet-wide totals and scrape-time gauges)."""
 
+    def __init__(self, totals: Mapping[str, float], gauge_values: Mapping[str, float]) -> None:
+        self.totals = totals
+        self.gauge_values = gauge_values
 
-def render(totals: dict[str, float], gauge_values: dict[str, float]) -> str:
-    """The Prometheus text exposition (version 0.0.4)."""
-    series: dict[str, list[tuple[dict[str, str], str, float]]] = defaultdict(list)
-    for field, value in totals.items():
-        name, labels = _split(field)
-        base, _, part = name.partition("_bucket:")
-        if part:
-            series[base].append(({**labels, "le": part}, "_bucket", value))
-        elif name.endswith(("_sum", "_count")) and name.rsplit("_", 1)[0] in HELP:
-            root, suffix = name.rsplit("_", 1)
-            series[root].append((labels, f"_{suffix}", value))
-        else:
-            series[name].append((labels, "_total", value))
-    lines: list[str] = []
-    for name in sorted(series):
-        kind, doc = HELP.get(name, ("counter", name.replace("_", " ")))
-        lines += [f"# HELP {PREFIX}{name} {doc}", f"# TYPE {PREFIX}{name} {kind}"]
-        lines += _samples(name, kind, series[name])
-    for name, value in sorted(gauge_values.items()):
-        lines += [
-            f"# HELP {PREFIX}{name} {name.replace('_', ' ')}.",
-            f"# TYPE {PREFIX}{name} gauge",
-            f"{PREFIX}{name} {value:g}",
+    def collect(self) -> Iterator[Metric]:
+        counters: dict[str, dict[Labels, float]] = defaultdict(dict)
+        histograms: dict[str, dict[Labels, dict[str, float]]] = defaultdict(
+            lambda: defaultdict(dict)
+        )
+        for field, value in _parsed(self.totals):
+            name, labels = field
+            base, _, le = name.partition("_bucket:")
+            if le and base in BOUNDS:
+                slot = histograms[base][labels]
+                slot[le] = slot.get(le, 0.0) + value
+            elif name.endswith("_sum") and name[: -len("_sum")] in BOUNDS:
+                histograms[name[: -len("_sum")]][labels]["_sum"] = value
+            elif name.endswith("_count") and name[: -len("_count")] in BOUNDS:
+                continue  # the format takes the count from the +Inf bucket
+            elif not le:
+                counters[name][labels] = value
+        families: list[Metric] = [
+            *(_counter(name, rows) for name, rows in counters.items()),
+            *(_histogram(name, rows) for name, rows in histograms.items()),
+            *_gauges(self.gauge_values),
         ]
-    return "\n".join(lines) + "\n"
+        yield from sorted(families, key=lambda family: family.name)
 
 
-def _samples(name: str, kind: str, rows: list[tuple[dict[str, str], str, float]]) -> list[str]:
-    if kind != "histogram":
-        return [
-            f"{PREFIX}{name}{suffix}{_labels(labels)} {value:g}" for labels, suffix, value in rows
-        ]
-    by_labels: dict[str, dict[str, float]] = defaultdict(dict)
-    label_sets: dict[str, dict[str, str]] = {}
-    for labels, suffix, value in rows:
-        rest = {k: v for k, v in labels.items() if k != "le"}
-        key = _labels(rest)
-        label_sets[key] = rest
-        slot = labels["le"] if suffix == "_bucket" else suffix
-        by_labels[key][slot] = by_labels[key].get(slot, 0.0) + value
-    out: list[str] = []
-    for key, values in sorted(by_labels.items()):
-        running = 0.0
-        for bound in [*map(str, BOUNDS[name]), "+Inf"]:
-            running += values.get(bound, 0.0)
-            labels = {**label_sets[key], "le": bound}
-            shown = values.get("_count", running) if bound == "+Inf" else running
-            out.append(f"{PREFIX}{name}_bucket{_labels(labels)} {shown:g}")
-        out.append(f"{PREFIX}{name}_sum{key} {values.get('_sum', 0.0):g}")
-        out.append(f"{PREFIX}{name}_count{key} {values.get('_count', running):g}")
-    return out
+def _parsed(values: Mapping[str, float]) -> Iterator[tuple[tuple[str, Labels], float]]:
+    """``((name, labels), value)`` of each field whose names Prometheus accepts."""
+    for field, value in values.items():
+        name, *pairs = field.split("|")
+        split = [pair.partition("=") for pair in pairs]
+        labels = tuple(sorted((key, v) for key, sep, v in split if sep))
+        names_ok = _NAME.fullmatch(name.partition("_bucket:")[0]) and all(
+            _NAME.fullmatch(key) and key != "le" for key, _ in labels
+        )
+        if names_ok and math.isfinite(value):
+            yield (name, labels), value
+
+
+def _label_names(rows: Iterable[Labels]) -> list[str]:
+    return sorted({key for labels in rows for key, _ in labels})
+
+
+def _label_values(names: list[str], labels: Labels) -> list[str]:
+    # Missing labels are empty, which Prometheus reads as absent.
+    given = dict(labels)
+    return [given.get(name, "") for name in names]
+
+
+def _doc(name: str) -> str:
+    return HELP.get(name, ("", f"{name.replace('_', ' ').capitalize()}."))[1]
+
+
+def _counter(name: str, rows: dict[Labels, float]) -> Metric:
+    names = _label_names(rows)
+    family = CounterMetricFamily(PREFIX + name, _doc(name), labels=names)
+    for labels, value in sorted(rows.items()):
+        family.add_metric(_label_values(names, labels), value)
+    return family
+
+
+def _histogram(name: str, rows: dict[Labels, dict[str, float]]) -> Metric:
+    bounds = BOUNDS[name]
+    names = _label_names(rows)
+    family = HistogramMetricFamily(PREFIX + name, _doc(name), labels=names)
+    for labels, values in sorted(rows.items()):
+        # Per-bucket counts made cumulative. A bound no longer in the list (changed
+        # between deploys) counts in the first bound above it, as an observation of
+        # that value would now.
+        per_bucket = [0.0] * (len(bounds) + 1)
+        for le, count in values.items():
+            if le != "_sum":
+                per_bucket[bisect_left(bounds, _bound(le))] += count
+        running, buckets = 0.0, []
+        for bound, count in zip([*map(str, bounds), "+Inf"], per_bucket, strict=True):
+            running += count
+            buckets.append((bound, running))
+        family.add_metric(_label_values(names, labels), buckets, values.get("_sum", 0.0))
+    return family
+
+
+def _bound(le: str) -> float:
+    try:
+        return float(le)
+    except ValueError:
+        return math.inf
+
+
+def _gauges(values: Mapping[str, float]) -> Iterator[Metric]:
+    by_name: dict[str, dict[Labels, float]] = defaultdict(dict)
+    for (name, labels), value in _parsed(values):
+        by_name[name][labels] = value
+    for name, rows in by_name.items():
+        names = _label_names(rows)
+        family = GaugeMetricFamily(PREFIX + name, _doc(name), labels=names)
+        for labels, value in sorted(rows.items()):
+            family.add_metric(_label_values(names, labels), value)
+        yield family
