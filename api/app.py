@@ -185,8 +185,8 @@ async def get_metrics(request: Request) -> Response:
     await res.metrics.aflush(res.client)
     keyspace = res.settings.keyspace
     totals = await prom.collect(res.client, keyspace)
-    body = prom.render(totals, await prom.gauges(res.client, keyspace))
-    return Response(body, media_type=prom.CONTENT_TYPE)
+    live = await prom.gauges(res.client, keyspace, res.settings.metrics_liveness_seconds)
+    return Response(prom.render(totals, live), media_type=prom.CONTENT_TYPE)
 
 
 async def get_openapi(request: Request) -> Response:
@@ -254,7 +254,7 @@ def build_resources(settings: ApiSettings, waker: AsyncWaker | None = None) -> R
         client,
         service,
         Authenticator(settings.key_map()),
-        Metrics(settings.keyspace, "api"),
+        Metrics(settings.keyspace, "api", settings.metrics_flush_seconds),
         waker,
         _broker_check(celery),
     )
@@ -290,7 +290,7 @@ def create_app(settings: ApiSettings, resources: Resources | None = None) -> Sta
             if isinstance(res.waker, CoalescingWaker):
                 await res.waker.close()
             with contextlib.suppress(Exception):
-                await res.metrics.aflush(res.client)
+                await res.metrics.aclose(res.client)
             await res.client.aclose()
 
     routes = [Route(path, _route(name, fn), methods=methods) for path, name, fn, methods in ROUTES]

@@ -1,13 +1,13 @@
-"""``GET /metrics``: Prometheus text from every process's counters (see workers.metrics).
+"""``GET /metrics``: the fleet-wide counters (see workers.metrics) as Prometheus text.
 
 prometheus_client renders them (escaping, cumulative buckets, ``_sum`` and ``_count``)
-through a collector over one snapshot read from Redis: the counters, plus gauges read
-at scrape time (threads with a backlog, quarantined threads).
+through a collector over one snapshot read from Redis: the totals hash, plus gauges
+read at scrape time (threads with a backlog, quarantined threads, live processes).
 
 Hash fields are ``name`` or ``name|label=value|...``; a histogram is stored as
-per-bucket counts (``name_bucket:<le>``), ``name_sum`` and ``name_count``: its count
-shown is the ``+Inf`` bucket's cumulative count, as the format requires. A field that
-is not a valid Prometheus name is left out rather than failing the scrape.
+per-bucket counts (``name_bucket:<le>``) and ``name_sum``: its count is the ``+Inf``
+bucket's cumulative count. A field that is not a valid Prometheus name is left out
+rather than failing the scrape.
 """
 
 from __future__ import annotations
@@ -52,42 +52,56 @@ HELP: Final = {
     "http_request_ms": ("histogram", "HTTP request duration (ms)."),
     "threads_with_backlog": ("gauge", "Threads with deltas not applied yet."),
     "threads_quarantined": ("gauge", "Threads in quarantine."),
+    "processes": (
+        "gauge",
+        "Processes (API, worker pool children) that flushed metrics within "
+        "METRICS_LIVENESS_SECONDS; a worker child counts from its first task.",
+    ),
 }
 BOUNDS: Final = {
     "batch_entries": BATCH_BUCKETS,
     "visible_lag_ms": LAG_BUCKETS_MS,
     "http_request_ms": LATENCY_BUCKETS_MS,
 }
+#: Roles always shown in the processes gauge, at 0 when none is alive.
+ROLES: Final = ("api", "worker")
 _NAME: Final = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 
 Labels = tuple[tuple[str, str], ...]
 
 
 async def collect(client: AsyncClient, keyspace: Keyspace) -> dict[str, float]:
-    """Every live process's counters, summed by field."""
-    alive_since = int(time.time() * 1000) - 60_000
-    procs = await client.zrangebyscore(keyspace.metrics_procs, alive_since, "+inf")
-    pipe = client.pipeline(transaction=False)
-    for proc in procs:
-        pipe.hgetall(keyspace.metrics_of(text(proc)))
-    totals: dict[str, float] = defaultdict(float)
-    for fields in await pipe.execute():
-        for name, value in fields.items():
-            totals[text(name)] += float(value)
-    return totals
+    """The fleet-wide totals, by field."""
+    fields = await client.hgetall(keyspace.metrics_totals)
+    return {text(name): float(value) for name, value in fields.items()}
 
 
-async def gauges(client: AsyncClient, keyspace: Keyspace) -> dict[str, float]:
+async def gauges(
+    client: AsyncClient, keyspace: Keyspace, liveness_seconds: float = 60.0
+) -> dict[str, float]:
+    """Values read now: threads with a backlog and in quarantine (summed over the
+    buckets) and processes heard from within ``liveness_seconds``, by role."""
+    alive_since = int((time.time() - liveness_seconds) * 1000)
     pipe = client.pipeline(transaction=False)
     for bucket in range(keyspace.buckets):
         keys = keyspace.bucket_keys(bucket)
         pipe.zcard(keys.dirty)
         pipe.zcard(keys.quarantine)
-    counts = await pipe.execute()
-    return {
+    # Processes not heard from within the window are gone: their stamps would only
+    # pile up (a process leaving gracefully removes its own).
+    pipe.zremrangebyscore(keyspace.metrics_procs, "-inf", f"({alive_since}")
+    pipe.zrange(keyspace.metrics_procs, 0, -1)
+    *counts, _, procs = await pipe.execute()
+    values = {
         "threads_with_backlog": float(sum(counts[0::2])),
         "threads_quarantined": float(sum(counts[1::2])),
     }
+    roles = dict.fromkeys(ROLES, 0.0)
+    for proc in procs:
+        role = text(proc).partition(":")[0]
+        roles[role] = roles.get(role, 0.0) + 1
+    values |= {f"processes|role={role}": n for role, n in roles.items()}
+    return values
 
 
 def render(totals: Mapping[str, float], gauge_values: Mapping[str, float]) -> str:
@@ -117,8 +131,6 @@ class FleetCollector(Collector):
                 slot[le] = slot.get(le, 0.0) + value
             elif name.endswith("_sum") and name[: -len("_sum")] in BOUNDS:
                 histograms[name[: -len("_sum")]][labels]["_sum"] = value
-            elif name.endswith("_count") and name[: -len("_count")] in BOUNDS:
-                continue  # the format takes the count from the +Inf bucket
             elif not le:
                 counters[name][labels] = value
         families: list[Metric] = [

@@ -146,10 +146,11 @@ class Keyspace:
         """ZSET: process id -> ms of its last metrics flush (one slot for all metrics)."""
         return f"{{{self.prefix}:metrics}}:procs"
 
+    @property
+    def metrics_totals(self) -> str:
+        """HASH: the fleet-wide counters, only ever incremented (see workers.metrics)."""
+        return f"{{{self.prefix}:metrics}}:totals"
+
     def job(self, job_id: str) -> str:
         """HASH: a recompute job's results, ref -> JSON (one slot for all jobs)."""
         return f"{{{self.prefix}:jobs}}:{job_id}"
-
-    def metrics_of(self, process: str) -> str:
-        """HASH: one process's counters (flushed about once a second, expiring when it dies)."""
-        return f"{{{self.prefix}:metrics}}:p:{process}"

@@ -85,7 +85,9 @@ class Drainer:
         self.store = store
         self.settings = settings
         self.clock = clock
-        self.metrics = metrics or Metrics(settings.keyspace, "worker")
+        self.metrics = metrics or Metrics(
+            settings.keyspace, "worker", settings.metrics_flush_seconds
+        )
         #: Where to read a thread's log from when applied entries are kept for replay
         #: (retention): the cursor its last commit here left. Without retention the log
         #: starts at the cursor and is read from its start.

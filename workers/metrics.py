@@ -1,13 +1,26 @@
-"""Counters every process keeps and flushes to Redis, so one scrape sees them all.
+"""Counters every process keeps and adds to fleet-wide totals in Redis, so one scrape sees them all.
 
 Workers and API processes add to in-memory counters on their hot paths (a dict
-increment) and flush them with one pipelined round trip at most once a second. Each
-process has its own hash, expiring a minute after its last flush, so a dead process's
-numbers fade out instead of freezing.
+increment) and flush them at most once a second (``metrics_flush_seconds``) with one
+script call that adds them (HINCRBYFLOAT) to one fleet-wide hash. The totals are never
+summed from per-process numbers, so they only grow: a process that exits or restarts
+takes nothing with it but what it had not flushed yet (kill -9: at most its last
+interval; a graceful exit flushes, see :meth:`Metrics.close`). Prometheus reads any
+decrease of a counter as a reset, so this is what makes its ``rate()`` right.
+
+The same call stamps the process in a ZSET of last flushes (removed when it closes):
+the ``threadfold_processes`` gauge counts the ones heard from recently. It is only a
+liveness signal; no total depends on it.
+
+Both keys share the ``{<prefix>:metrics}`` hash tag, so the script runs on one node of a
+cluster; a script rather than a MULTI pipeline because redis-py's asyncio cluster
+client has no transactions, and a flush must add all of its fields or none (a
+histogram's buckets and sum would disagree otherwise).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import threading
@@ -16,10 +29,14 @@ from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any, Final, Protocol
+from typing import Final
+
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import OutOfMemoryError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from core.keys import Keyspace
-from workers.redis_io import AsyncClient, SyncClient
+from workers.redis_io import AsyncClient, Call, Script, SyncClient, arun, run
 
 #: Upper bounds (ms) of the enqueue-to-visible lag histogram.
 LAG_BUCKETS_MS: Final = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
@@ -27,20 +44,36 @@ LAG_BUCKETS_MS: Final = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 1
 BATCH_BUCKETS: Final = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
 #: Upper bounds (ms) of the HTTP request duration histogram.
 LATENCY_BUCKETS_MS: Final = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 5000)
-TTL_SECONDS: Final = 60
+
+# HINCRBYFLOAT for every field, counts included: HINCRBY refuses a field once it holds a
+# fraction ("hash value is not an integer"), which a histogram's sum does, and Redis
+# keeps 17 significant digits, so counts stay exact. A flush adds all its fields or
+# none: a script runs whole (its amounts are numbers, the only way one could fail).
+FLUSH: Final = Script(
+    "metrics_flush",
+    """
+for i = 3, #ARGV, 2 do
+  redis.call('HINCRBYFLOAT', KEYS[1], ARGV[i], ARGV[i + 1])
+end
+if ARGV[2] == '' then
+  redis.call('ZREM', KEYS[2], ARGV[1])
+else
+  redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+end
+return 0
+""",
+)
+
+#: Failures after which a flush's counts are kept for the next one: the script did
+#: not run (Redis unreachable, or full: a script refused for memory is refused at its
+#: first write, by the state Redis was in when it started), or its reply was lost (then
+#: that flush is counted twice: a counter that runs ahead by one interval, never one
+#: that goes down).
+RETRYABLE: Final = (RedisConnectionError, RedisTimeoutError, OutOfMemoryError)
 
 
 def process_name(role: str) -> str:
     return f"{role}:{socket.gethostname()}:{os.getpid()}"
-
-
-class _Pipeline(Protocol):
-    """The pipeline commands a flush uses (sync, asyncio and cluster pipelines alike)."""
-
-    def hincrby(self, name: str, key: str, amount: int) -> Any: ...
-    def hincrbyfloat(self, name: str, key: str, amount: float) -> Any: ...
-    def expire(self, name: str, time: int) -> Any: ...
-    def zadd(self, name: str, mapping: dict[str, int]) -> Any: ...
 
 
 class Metrics:
@@ -53,40 +86,39 @@ class Metrics:
         self._counts: defaultdict[str, float] = defaultdict(float)
         self._lock = threading.Lock()
         self._last_flush = time.monotonic()
+        self._closed = False
 
     def add(self, name: str, amount: float = 1) -> None:
         with self._lock:
             self._counts[name] += amount
 
     def observe(self, name: str, value: float, bounds: tuple[int, ...]) -> None:
-        """One observation of a histogram: its bucket, its sum and its count.
+        """One observation of a histogram: its bucket and its sum (the count is the
+        ``+Inf`` bucket's cumulative count, so it is not stored twice).
 
         ``name`` may carry labels (``name|label=value``); the suffixes go on the name.
         """
-        buckets, sum_key, count_key = _histogram_keys(name, bounds)
+        buckets, sum_key = _histogram_keys(name, bounds)
         with self._lock:
             self._counts[buckets[bisect_left(bounds, value)]] += 1
             self._counts[sum_key] += value
-            self._counts[count_key] += 1
 
     def observe_many(self, name: str, values: Iterable[float], bounds: tuple[int, ...]) -> None:
         """Many observations at once: counted locally, then added under one lock (a commit
         observes the lag of every entry it applied)."""
-        buckets, sum_key, count_key = _histogram_keys(name, bounds)
+        buckets, sum_key = _histogram_keys(name, bounds)
         counts = [0] * len(buckets)
         total = 0.0
         for value in values:
             counts[bisect_left(bounds, value)] += 1
             total += value
-        n = sum(counts)
-        if not n:
+        if not any(counts):
             return
         with self._lock:
             for key, count in zip(buckets, counts, strict=True):
                 if count:
                     self._counts[key] += count
             self._counts[sum_key] += total
-            self._counts[count_key] += n
 
     def due(self) -> bool:
         return time.monotonic() - self._last_flush >= self.every
@@ -97,41 +129,59 @@ class Metrics:
             self._last_flush = time.monotonic()
         return counts
 
+    def _give_back(self, counts: dict[str, float]) -> None:
+        """Counts of a flush that failed, added back for the next one."""
+        with self._lock:
+            for field, amount in counts.items():
+                self._counts[field] += amount
+
     def flush(self, client: SyncClient) -> None:
+        """Add the counts since the last flush to the totals (and stamp this process
+        as alive, even with nothing to add)."""
         counts = self._take()
-        if counts:
-            pipe = client.pipeline(transaction=False)
-            self._queue(pipe, counts)
-            pipe.execute()
+        try:
+            run(client, self._call(counts))
+        except RETRYABLE:
+            self._give_back(counts)
+            raise
 
     async def aflush(self, client: AsyncClient) -> None:
         counts = self._take()
-        if counts:
-            pipe = client.pipeline(transaction=False)
-            self._queue(pipe, counts)
-            await pipe.execute()
+        try:
+            await arun(client, self._call(counts))
+        except RETRYABLE:
+            self._give_back(counts)
+            raise
 
-    def _queue(self, pipe: _Pipeline, counts: dict[str, float]) -> None:
-        name = process_name(self.role)
-        key = self.keyspace.metrics_of(name)
+    def close(self, client: SyncClient) -> None:
+        """The last flush of a process that is leaving: its counts, and its name taken
+        off the live processes (later flushes, if any, add counts only)."""
+        self._closed = True
+        self.flush(client)
+
+    async def aclose(self, client: AsyncClient) -> None:
+        self._closed = True
+        await self.aflush(client)
+
+    def _call(self, counts: dict[str, float]) -> Call:
+        stamp = "" if self._closed else str(int(time.time() * 1000))
+        args: list[str | int | float] = [process_name(self.role), stamp]
         for field, amount in counts.items():
-            if float(amount).is_integer():
-                pipe.hincrby(key, field, int(amount))
-            else:
-                pipe.hincrbyfloat(key, field, amount)
-        pipe.expire(key, TTL_SECONDS)
-        pipe.zadd(self.keyspace.metrics_procs, {name: int(time.time() * 1000)})
+            # Redis refuses inf and nan, which would fail the whole flush; a sum that
+            # overflowed is dropped (its buckets still count the observations).
+            if amount and math.isfinite(amount):
+                args += [field, int(amount) if amount.is_integer() else amount]
+        return Call(FLUSH, (self.keyspace.metrics_totals, self.keyspace.metrics_procs), args)
 
 
 @lru_cache(maxsize=256)
-def _histogram_keys(name: str, bounds: tuple[int, ...]) -> tuple[tuple[str, ...], str, str]:
-    """A histogram's counter names: per bucket (index ``bisect_left(bounds, value)``),
-    its sum and its count; ``name`` may carry labels (``name|label=value``), which go
-    after each suffix. Built once: a commit observes two histograms."""
+def _histogram_keys(name: str, bounds: tuple[int, ...]) -> tuple[tuple[str, ...], str]:
+    """A histogram's counter names: per bucket (index ``bisect_left(bounds, value)``)
+    and its sum; ``name`` may carry labels (``name|label=value``), which go after each
+    suffix. Built once: a commit observes two histograms."""
     base, bar, labels = name.partition("|")
     tail = bar + labels
     return (
         tuple(f"{base}_bucket:{b}{tail}" for b in (*(str(b) for b in bounds), "+Inf")),
         f"{base}_sum{tail}",
-        f"{base}_count{tail}",
     )

@@ -82,6 +82,25 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "INFO", description="Log level of every process."
     )
+    metrics_flush_seconds: float = Field(
+        1.0,
+        gt=0,
+        description="Each process adds its counters to the fleet-wide totals this often "
+        "(and when it exits gracefully).",
+    )
+    metrics_liveness_seconds: float = Field(
+        60.0,
+        gt=0,
+        description="A process counts in threadfold_processes this long after its last "
+        "metrics flush; above metrics_flush_seconds. No total depends on it.",
+    )
+
+    @model_validator(mode="after")
+    def _metrics_liveness_outlasts_a_flush(self) -> Settings:
+        # A live process must flush again before it is taken for gone.
+        if self.metrics_liveness_seconds <= self.metrics_flush_seconds:
+            raise ValueError("need metrics_flush_seconds < metrics_liveness_seconds")
+        return self
 
     @model_validator(mode="after")
     def _limits_are_ordered(self) -> Settings:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
 import time
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from celery import Celery
+from celery.signals import worker_process_shutdown
 
 from core.keys import Keyspace
 from workers.app import DRAIN_TASK, SWEEP_TASK, CeleryWaker
@@ -40,6 +42,7 @@ class Runtime:
         drainer = Drainer(self.store, self.settings)
         # Counters reach Redis even when the worker goes idle after a burst.
         threading.Thread(target=_flush_forever, args=(drainer,), daemon=True).start()
+        _flush_at_exit(drainer)
         return drainer
 
     @cached_property
@@ -51,6 +54,21 @@ def _flush_forever(drainer: Drainer) -> None:
     while True:
         time.sleep(drainer.metrics.every)
         drainer.flush_metrics()
+
+
+def _flush_at_exit(drainer: Drainer) -> None:
+    """A graceful exit adds what its last interval counted to the totals. A prefork pool
+    child leaves through os._exit, which skips atexit: Celery's worker_process_shutdown,
+    sent in the child, is its last word; atexit covers the solo and threads pools."""
+
+    def close(**_: object) -> None:
+        try:
+            drainer.metrics.close(drainer.store.client)
+        except Exception:  # an exit goes on without its last counts
+            log.warning("could not flush metrics at exit", exc_info=True)
+
+    worker_process_shutdown.connect(close, weak=False)
+    atexit.register(close)
 
 
 def drain_once(runtime: Runtime, refs: list[str] | str) -> list[DrainReport]:
