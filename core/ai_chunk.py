@@ -160,6 +160,10 @@ def _server_call_args(block: Any) -> JsonDict | None:
         args = json.loads(args_text)  # strict JSON here, unlike the tool-call chunks
     except json.JSONDecodeError:
         return None
+    except RecursionError:
+        # LangChain's json.loads raises here; the block is kept as given, like args that
+        # do not parse (a worker's chunk merge runs this too: raising would poison it).
+        return None
     return args if isinstance(args, dict) else None
 
 

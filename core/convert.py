@@ -277,6 +277,9 @@ def _openai_call(call: Any, path: str) -> dict[str, Any]:
         except json.JSONDecodeError as exc:
             reason = f"arguments are not valid JSON ({exc})"
             raise InvalidMessage(f"{path}.function.arguments", reason, "JSONDecodeError") from exc
+        except RecursionError as exc:  # LangChain's json.loads raises it too
+            reason = "arguments are nested too deeply to parse"
+            raise InvalidMessage(f"{path}.function.arguments", reason, "RecursionError") from exc
     if "name" not in function:
         raise InvalidMessage(f"{path}.function.name", "required key is missing", "KeyError")
     if "id" not in call:

@@ -243,4 +243,6 @@ def _json_args(text: str) -> dict[str, Any] | None:
         args: dict[str, Any] = _json_object.decode(text)
     except msgspec.DecodeError:  # ValidationError (not an object, 1e400) is a subclass
         return None
+    except RecursionError:  # nested too deeply: the general path says where
+        return None
     return args

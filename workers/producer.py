@@ -22,6 +22,7 @@ from typing import Any, cast
 import msgspec
 
 from core.codec import encode_messages
+from core.depth import DEFAULT_MAX_DEPTH, check_depth, containers_at_most
 from core.errors import InvalidMessage
 from core.ids import IdSource, derived_ids, ensure_ids, uuid4_str
 from core.keys import DEFAULT_TENANT, InvalidName, make_ref
@@ -71,8 +72,13 @@ class _Prepared(msgspec.Struct, gc=False):
     mentioned: bytes
 
 
-def prepare(delta: Delta, where: str, new_id: IdSource) -> _Prepared:
-    """Validate and encode one delta; errors are located under ``where`` ('' for none)."""
+def prepare(
+    delta: Delta, where: str, new_id: IdSource, max_depth: int = DEFAULT_MAX_DEPTH
+) -> _Prepared:
+    """Validate and encode one delta; errors are located under ``where`` ('' for none).
+
+    A message nested deeper than ``max_depth`` levels is refused (see core.depth).
+    """
 
     def at(field: str) -> str:
         return f"{where}.{field}" if where else field
@@ -94,6 +100,14 @@ def prepare(delta: Delta, where: str, new_id: IdSource) -> _Prepared:
         payload = encode_messages(messages)
     except InvalidMessage as exc:
         raise exc.under(f"{where}.") if where else exc from None
+    except RecursionError:
+        payload = b""  # nested past what the encoder takes: the walk below says where
+    # Nothing nested deeper than max_depth is stored, where a process with a deeper stack
+    # (a worker) could fail to decode it. Only a delta whose bound passes the limit is walked.
+    if not payload or containers_at_most(payload) > max_depth:
+        check_depth(messages, max_depth, at("messages"))
+        if not payload:  # shallow enough, but the caller's own stack was near the limit
+            raise InvalidMessage(at("messages"), "nested too deeply to encode here")
     ids = tuple([m.id for m in messages])
     for i, ident in enumerate(ids):  # a message object is taken as built: check its id
         if type(ident) is not str:
@@ -102,7 +116,9 @@ def prepare(delta: Delta, where: str, new_id: IdSource) -> _Prepared:
     return _Prepared(ref, delta.delta_id or "", payload, ids, fingerprints(ids))
 
 
-def _prepare_all(deltas: Sequence[Delta], path: str, new_id: IdSource) -> list[_Prepared]:
+def _prepare_all(
+    deltas: Sequence[Delta], path: str, new_id: IdSource, max_depth: int
+) -> list[_Prepared]:
     """``path`` 'deltas' locates errors as deltas[i].<field>; any other is used as is."""
     if not isinstance(deltas, Sequence):
         raise InvalidMessage(path, f"expected a sequence of Delta, got {type(deltas).__name__}")
@@ -111,7 +127,7 @@ def _prepare_all(deltas: Sequence[Delta], path: str, new_id: IdSource) -> list[_
         where = f"{path}[{i}]" if path == "deltas" else path
         if not isinstance(d, Delta):
             raise InvalidMessage(where, f"expected a Delta, got {type(d).__name__}")
-        prepared.append(prepare(d, where, new_id))
+        prepared.append(prepare(d, where, new_id, max_depth))
     return prepared
 
 
@@ -278,7 +294,7 @@ class Producer:
         return self._finish(staged, answers)
 
     def _stage(self, deltas: Sequence[Delta], path: str) -> _Staged:
-        prepared = _prepare_all(deltas, path, self.new_id)
+        prepared = _prepare_all(deltas, path, self.new_id, self.settings.max_json_depth)
         groups = _group(prepared)
         calls, shares = _calls(self.settings, prepared, groups)
         return _Staged(deltas, prepared, groups, calls, shares)
@@ -343,7 +359,7 @@ class AsyncProducer:
         return (await self.enqueue_many([delta], path="delta"))[0]
 
     async def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Enqueued]:
-        prepared = _prepare_all(deltas, path, self.new_id)
+        prepared = _prepare_all(deltas, path, self.new_id, self.settings.max_json_depth)
         loop = asyncio.get_running_loop()
         waiting = _Waiting(deltas, prepared, loop.create_future())
         if not self._waiting:

@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from core.depth import DEFAULT_MAX_DEPTH, HIGHEST_MAX_DEPTH
 from core.keys import Keyspace
 
 
@@ -73,6 +74,13 @@ class Settings(BaseSettings):
     )
     failure_limit: int = Field(
         5, ge=1, description="Failed drains in a row before a thread is quarantined."
+    )
+    max_json_depth: int = Field(
+        DEFAULT_MAX_DEPTH,
+        ge=8,
+        le=HIGHEST_MAX_DEPTH,
+        description="Deepest nesting of objects and arrays in a message (the message is "
+        "level 1); a deeper one is refused (422), as a worker could fail to decode it.",
     )
     task_soft_time_limit: float = Field(60.0, gt=0, description="Celery soft time limit per task.")
     task_time_limit: float = Field(90.0, gt=0, description="Celery hard time limit per task.")
