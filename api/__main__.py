@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from api.server import serve
-from api.settings import ApiSettings
+from api.server import serve, settings_from_env
 
 if __name__ == "__main__":
-    serve(ApiSettings())
+    serve(settings_from_env())

@@ -7,27 +7,37 @@ reads the same ``THREADFOLD_*`` settings.
 
 from __future__ import annotations
 
-import logging
 import os
 from typing import Any
 
 import uvicorn
+from pydantic import ValidationError
 from starlette.applications import Starlette
 
 from api.app import create_app
 from api.settings import ApiSettings
+from workers import logs
+from workers.redact import settings_error
+
+
+def settings_from_env() -> ApiSettings:
+    """The settings of this process; bad ones end it with a message naming the variable."""
+    try:
+        return ApiSettings()
+    except ValidationError as exc:
+        # pydantic's own message quotes the values given: the API keys, a URL's password.
+        message = f"threadfold api: bad THREADFOLD_* setting: {settings_error(exc)}"
+        raise SystemExit(message) from None
 
 
 def app_from_env() -> Starlette:
     """The app factory uvicorn's worker processes call (the process edge reads env)."""
-    return create_app(ApiSettings())
+    return create_app(settings_from_env())
 
 
 def serve(settings: ApiSettings) -> None:
     """Serve until interrupted (SIGINT/SIGTERM stop it cleanly)."""
-    logging.basicConfig(
-        level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s"
-    )
+    logs.configure(settings.log_level, settings.secrets)
     workers = settings.api_workers
     common: dict[str, Any] = {
         "host": settings.host,
@@ -36,6 +46,9 @@ def serve(settings: ApiSettings) -> None:
         "http": "httptools",
         "access_log": False,
         "log_level": settings.log_level.lower(),
+        # uvicorn's lines go through the redacting root handler, in each process it
+        # spawns too (it applies log_config in every worker process).
+        "log_config": logs.config(settings.log_level, settings.secrets),
         "lifespan": "on",
     }
     if workers > 1:

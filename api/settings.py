@@ -50,6 +50,11 @@ class ApiSettings(Settings):
             return None
         return parse_keys(self.api_keys.get_secret_value())
 
+    @property
+    def secrets(self) -> list[str]:
+        """The URLs' passwords and the API keys: no output may show them."""
+        return [*super().secrets, *(self.key_map() or {})]
+
 
 def parse_keys(text: str) -> dict[str, str]:
     raw = json.loads(text)

@@ -13,6 +13,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from core.depth import DEFAULT_MAX_DEPTH, HIGHEST_MAX_DEPTH
 from core.keys import Keyspace
+from workers.redact import url_secrets
 
 
 class Settings(BaseSettings):
@@ -133,6 +134,12 @@ class Settings(BaseSettings):
     def broker(self) -> str:
         """The broker URL (a secret: do not log it)."""
         return (self.broker_url or self.redis_url).get_secret_value()
+
+    @property
+    def secrets(self) -> list[str]:
+        """What no output may show: the passwords in the URLs (masked by workers.redact)."""
+        urls = [u.get_secret_value() for u in (self.redis_url, self.broker_url) if u is not None]
+        return [secret for url in urls for secret in url_secrets(url)]
 
     @property
     def dedupe_ms(self) -> int:

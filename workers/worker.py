@@ -6,18 +6,22 @@ The environment is read here, once; everything below gets the settings passed in
 from __future__ import annotations
 
 import gc
-import logging
 
 from celery.signals import worker_process_init
+from pydantic import ValidationError
 
+from workers import logs
 from workers.app import make_celery
+from workers.redact import settings_error
 from workers.settings import Settings
 from workers.tasks import register
 
-settings = Settings()
-logging.basicConfig(
-    level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s"
-)
+try:
+    settings = Settings()
+except ValidationError as exc:
+    # pydantic's own message quotes the values given: a URL with its password.
+    raise SystemExit(f"threadfold: bad THREADFOLD_* setting: {settings_error(exc)}") from None
+logs.configure(settings.log_level, settings.secrets)
 app = make_celery(settings)
 runtime = register(app, settings)
 
