@@ -20,7 +20,7 @@ import msgspec
 import redis
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
@@ -29,6 +29,7 @@ from api.auth import Authenticator
 from api.errors import (
     ApiError,
     BadRequest,
+    Invalid,
     NotFound,
     PayloadTooLarge,
     Unavailable,
@@ -39,6 +40,7 @@ from api.openapi import document
 from api.schemas import BulkAccepted, BulkIn, DeltaIn
 from api.service import Service, parse_page
 from api.settings import ApiSettings
+from core.depth import path_text, too_deep_json
 from workers.app import CeleryWaker, make_celery
 from workers.astore import AsyncStore
 from workers.metrics import LATENCY_BUCKETS_MS, Metrics
@@ -73,8 +75,12 @@ def error_response(exc: ApiError) -> Response:
     return json_response(exc.body(), exc.status, exc.headers or None)
 
 
-async def read_body(request: Request, settings: ApiSettings, kind: type[T]) -> T:
-    """The JSON body as ``kind``: 415, 413, 400 and 422 each say exactly what is wrong."""
+async def read_body(request: Request, settings: ApiSettings, kind: type[T], outer: int) -> T:
+    """The JSON body as ``kind``: 415, 413, 400 and 422 each say exactly what is wrong.
+
+    ``outer`` is how deep ``kind`` holds its messages (levels above a message), for the
+    error of a body nested too deeply to decode.
+    """
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media != "application/json" and not media.endswith("+json"):
         raise UnsupportedMediaType(f"send the body as application/json, not {media or 'nothing'}")
@@ -83,11 +89,16 @@ async def read_body(request: Request, settings: ApiSettings, kind: type[T]) -> T
     if declared.isdigit() and int(declared) > limit:
         raise PayloadTooLarge(f"the body is {declared} bytes; the limit is {limit}")
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise PayloadTooLarge(f"the body is over the limit of {limit} bytes")
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise PayloadTooLarge(f"the body is over the limit of {limit} bytes")
+            chunks.append(chunk)
+    except ClientDisconnect:
+        # The client went away, or the server cut it for sending too slowly (api.guard):
+        # nobody reads this answer, but it is counted, and nothing is appended.
+        raise BadRequest("the connection closed before the whole body arrived") from None
     body = b"".join(chunks)
     try:
         return msgspec.json.decode(body, type=kind)
@@ -95,6 +106,21 @@ async def read_body(request: Request, settings: ApiSettings, kind: type[T]) -> T
         raise from_msgspec(exc) from exc
     except msgspec.DecodeError as exc:
         raise BadRequest(f"the body is not valid JSON: {exc}") from exc
+    except RecursionError:
+        # msgspec recurses per level and gives up near the interpreter's limit (~1,000
+        # levels): far past the depth limit, which the producer applies to what decodes.
+        raise _too_deep(body, settings.max_json_depth, outer) from None
+
+
+def _too_deep(body: bytes, limit: int, outer: int) -> Invalid:
+    """The error of a body too deep to decode, at the first place it is deeper than
+    ``limit`` (the rare, failing path: it reads the body again, in Python)."""
+    steps = too_deep_json(body, limit, outer)
+    reason = f"nested deeper than {limit} levels"
+    if steps is None:
+        return Invalid(f"the body is {reason}")
+    field = path_text("", steps)
+    return Invalid(f"{field}: {reason}", field=field)
 
 
 def _route(name: str, handler: Handler) -> Handler:
@@ -128,7 +154,7 @@ def _resources(request: Request) -> Resources:
 async def post_delta(request: Request) -> Response:
     res = _resources(request)
     tenant = res.auth.tenant(request.headers.get("authorization"))
-    body = await read_body(request, res.settings, DeltaIn)
+    body = await read_body(request, res.settings, DeltaIn, outer=2)  # {"messages": [...]}
     result = await res.service.ingest(tenant, request.path_params["thread_id"], body)
     res.metrics.add("deltas_ingested")
     return json_response(result, 202)
@@ -137,7 +163,8 @@ async def post_delta(request: Request) -> Response:
 async def post_bulk(request: Request) -> Response:
     res = _resources(request)
     tenant = res.auth.tenant(request.headers.get("authorization"))
-    body = await read_body(request, res.settings, BulkIn)
+    # {"deltas": [{"messages": [...]}]}
+    body = await read_body(request, res.settings, BulkIn, outer=4)
     results = await res.service.ingest_bulk(tenant, body)
     res.metrics.add("deltas_ingested", len(results))
     return json_response(BulkAccepted(results), 202)
@@ -146,7 +173,7 @@ async def post_bulk(request: Request) -> Response:
 async def get_state(request: Request) -> Response:
     res = _resources(request)
     tenant = res.auth.tenant(request.headers.get("authorization"))
-    page = parse_page(dict(request.query_params), res.settings)
+    page = parse_page(request.query_params.multi_items(), res.settings)
     return json_response(await res.service.state(tenant, request.path_params["thread_id"], page))
 
 

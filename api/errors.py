@@ -19,10 +19,13 @@ Nothing else reaches a client: an unexpected exception is logged and answered as
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 import msgspec
+
+from core.depth import path_text
 
 
 class ApiError(Exception):
@@ -113,12 +116,14 @@ class Unavailable(ApiError):
         self.headers = {"Retry-After": "1"}
 
 
-_STEP = re.compile(r"\.?([^.\[\]]+)|\[(\d+)\]")
+# A name, an index, or a key that is not a plain name as a JSON string in brackets
+# (core.depth.path_text writes ``additional_kwargs["a.b"]``).
+_STEP = re.compile(r'\[("(?:[^"\\]|\\.)*")\]|\.?([^.\[\]]+)|\[(\d+)\]')
 
 
 def pointer(field: str) -> str:
     """``messages[3].tool_call_id`` -> ``/messages/3/tool_call_id`` (RFC 6901)."""
-    parts = [m[1] if m[1] is not None else m[2] for m in _STEP.finditer(field)]
+    parts = [json.loads(m[1]) if m[1] else m[2] or m[3] for m in _STEP.finditer(field)]
     return "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in parts)
 
 
@@ -135,9 +140,14 @@ def from_msgspec(exc: msgspec.ValidationError) -> Invalid:
     reason = _MSGSPEC_PATH.sub("", text)
     named = _FIELD_NAMED.match(reason)
     if named:
-        field = f"{path}.{named[2]}" if path else named[2]
+        field = path_text(path, [named[2]])
         what = "unknown field" if named[1].startswith("contains") else "required field is missing"
         return Invalid(f"{field}: {what}", field=field)
     reason = reason.replace("`", "'")
     reason = reason[0].lower() + reason[1:]
+    if "[...]" in path:
+        # msgspec writes a key of a free-form object, which it does not name, as [...]:
+        # the field is then the nearest value it does name.
+        path = path[: path.index("[...]")]
+        reason = f"{reason} (in a value nested in it)"
     return Invalid(f"{path}: {reason}" if path else reason, field=path or None)

@@ -138,6 +138,8 @@ def _query(name: str, schema: dict[str, Any], text: str) -> dict[str, Any]:
     return {"name": name, "in": "query", "required": False, "schema": schema, "description": text}
 
 
+# A stream id: ASCII digits (each part is also at most 2**64-1, which a pattern cannot say).
+_VERSION_PATTERN: Final = "^[0-9]{1,20}-[0-9]{1,20}$"
 _STATE_QUERY: Final = [
     _query(
         "format",
@@ -147,18 +149,18 @@ _STATE_QUERY: Final = [
     ),
     _query(
         "min_version",
-        {"type": "string", "pattern": r"^\d{1,20}-\d{1,20}$"},
+        {"type": "string", "pattern": _VERSION_PATTERN},
         "Wait until the thread's version reaches this one (read-your-writes).",
     ),
     _query(
         "at_version",
-        {"type": "string", "pattern": r"^\d{1,20}-\d{1,20}$"},
+        {"type": "string", "pattern": _VERSION_PATTERN},
         "Time travel: the state as of this version, replayed from the retained log.",
     ),
     _query("wait", {"type": "number", "minimum": 0}, "Longest wait for min_version, seconds."),
     _query("limit", {"type": "integer", "minimum": 0}, "Page size (default: all messages)."),
-    _query("before", {"type": "string"}, "Only messages before this message id."),
-    _query("after", {"type": "string"}, "Only messages after this message id."),
+    _query("before", {"type": "string", "minLength": 1}, "Only messages before this message id."),
+    _query("after", {"type": "string", "minLength": 1}, "Only messages after this message id."),
 ]
 
 

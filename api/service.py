@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
 import redis
 
@@ -15,6 +16,7 @@ from api.fragments import JsonFragments
 from api.schemas import Accepted, BulkIn, DeltaIn, SkippedOut, StateOut, StatusOut
 from api.settings import ApiSettings
 from core import dump_messages
+from core.depth import path_text
 from core.errors import InvalidMessage
 from core.keys import InvalidName, check_name
 from core.openai import to_openai
@@ -198,20 +200,27 @@ def _check_found(found: Found | None, thread_id: str, page: Page, anchor: str) -
     return found
 
 
-def parse_page(query: dict[str, str], settings: ApiSettings) -> Page:
-    """The query string of ``GET /threads/{id}/state``, validated field by field."""
-    unknown = set(query) - {
-        "format",
-        "min_version",
-        "at_version",
-        "wait",
-        "limit",
-        "before",
-        "after",
-    }
-    if unknown:
-        name = sorted(unknown)[0]
-        raise BadRequest(f"{name}: unknown query parameter", field=name)
+_QUERY: Final = frozenset(
+    {"format", "min_version", "at_version", "wait", "limit", "before", "after"}
+)
+# Numbers in ASCII digits only: int() and float() also take ' 3', '3_0', '+3', 'nan',
+# 'infinity' and other scripts' digits ('٣' is 3). A leading '-' is let through to the
+# range check, whose message says more.
+_INTEGER: Final = re.compile(r"-?[0-9]{1,20}")
+_NUMBER: Final = re.compile(r"-?(?:[0-9]{1,20}(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,4})?")
+
+
+def parse_page(items: Iterable[tuple[str, str]], settings: ApiSettings) -> Page:
+    """The query string of ``GET /threads/{id}/state`` (its name-value pairs, in order),
+    validated field by field: unknown or repeated names are refused, not guessed at."""
+    query: dict[str, str] = {}
+    for name, value in items:
+        if name not in _QUERY:
+            field = path_text("", [name])
+            raise BadRequest(f"{field}: unknown query parameter", field=field)
+        if name in query:
+            raise BadRequest(f"{name}: given more than once", field=name)
+        query[name] = value
     fmt: Format
     match query.get("format", "langchain"):
         case "langchain":
@@ -223,19 +232,29 @@ def parse_page(query: dict[str, str], settings: ApiSettings) -> Page:
     min_version, at_version = _version(query, "min_version"), _version(query, "at_version")
     wait = _number(query, "wait", 0.0, settings.max_wait_seconds)
     limit = int(_number(query, "limit", -1, settings.max_page, integer=True))
-    before, after = query.get("before"), query.get("after")
-    if before and after:
+    before, after = _anchor(query, "before"), _anchor(query, "after")
+    if before is not None and after is not None:
         raise BadRequest("before: give either before or after, not both", field="before")
     return Page(fmt, min_version, at_version, wait, limit, before, after)
 
 
 def _version(query: dict[str, str], name: str) -> str | None:
+    """A stream id as Redis takes it: ASCII digits, each part within 64 bits."""
     value = query.get(name)
-    if value is not None:
-        try:
-            parse_version(value)
-        except InvalidVersion as exc:
-            raise BadRequest(f"{name}: {exc}", field=name) from exc
+    if value is None:
+        return None
+    try:
+        ms, seq = parse_version(value)
+    except InvalidVersion as exc:
+        raise BadRequest(f"{name}: {exc}", field=name) from exc
+    return f"{ms}-{seq}"  # canonical: no leading zeros reach Redis
+
+
+def _anchor(query: dict[str, str], name: str) -> str | None:
+    """A message id: any non-empty string (ids are the callers' own, or UUIDs)."""
+    value = query.get(name)
+    if value == "":
+        raise BadRequest(f"{name}: expected a message id, got an empty string", field=name)
     return value
 
 
@@ -259,11 +278,10 @@ def _number(
     raw = query.get(name)
     if raw is None:
         return default
-    try:
-        value = int(raw) if integer else float(raw)
-    except ValueError:
+    if (_INTEGER if integer else _NUMBER).fullmatch(raw) is None:
         kind = "an integer" if integer else "a number"
-        raise BadRequest(f"{name}: expected {kind}, got {raw!r}", field=name) from None
+        raise BadRequest(f"{name}: expected {kind} in ASCII digits, got {raw!r}", field=name)
+    value = int(raw) if integer else float(raw)
     if not 0 <= value <= top:
         raise BadRequest(f"{name}: expected a value from 0 to {top:g}, got {raw}", field=name)
     return value

@@ -7,7 +7,11 @@ from typing import Final
 
 from core.errors import ThreadfoldError
 
-_VERSION: Final = re.compile(r"(\d{1,20})-(\d{1,20})")
+# ASCII digits only: ``\d`` would take any Unicode digit (U+0661 ARABIC-INDIC DIGIT ONE),
+# which int() reads but Redis does not.
+_VERSION: Final = re.compile(r"([0-9]{1,20})-([0-9]{1,20})")
+#: Each part of a stream id is an unsigned 64-bit integer in Redis.
+MAX_PART: Final = 2**64 - 1
 ZERO: Final = "0-0"
 
 
@@ -16,12 +20,15 @@ class InvalidVersion(ThreadfoldError, ValueError):
 
 
 def parse_version(text: str) -> tuple[int, int]:
-    """``"1700000000000-3"`` -> ``(1700000000000, 3)``."""
+    """``"1700000000000-3"`` -> ``(1700000000000, 3)``; each part at most 2**64-1."""
     match = _VERSION.fullmatch(text) if isinstance(text, str) else None
     if match is None:
-        wanted = "a version like '1700000000000-0' (<ms>-<seq>)"
+        wanted = "a version like '1700000000000-0' (<ms>-<seq>, ASCII digits)"
         raise InvalidVersion(f"expected {wanted}, got {text!r}")
-    return int(match[1]), int(match[2])
+    ms, seq = int(match[1]), int(match[2])
+    if ms > MAX_PART or seq > MAX_PART:
+        raise InvalidVersion(f"each part of a version is at most {MAX_PART}, got {text!r}")
+    return ms, seq
 
 
 def reached(version: str, wanted: str) -> bool:

@@ -204,7 +204,7 @@ BAD_REQUESTS: list[tuple[str, str, dict[str, Any], int, str, str | None]] = [
         "/threads/t/state",
         {"params": {"wait": "soon"}},
         400,
-        "wait: expected a number, got 'soon'",
+        "wait: expected a number in ASCII digits, got 'soon'",
         "wait",
     ),
     (
