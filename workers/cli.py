@@ -16,12 +16,18 @@ Settings come from ``THREADFOLD_*``; ``up`` starts its own redis-server unless
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
+import redis
+
 from workers import commands
+from workers.redact import Redactor, url_secrets
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -78,16 +84,34 @@ def _loadtest_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     loadtest.add_argument("--workers", type=int, default=2)
 
 
+def _secrets() -> list[str]:
+    """What no message may show, from the environment (read here, at the edge, even when
+    the settings are invalid: their error must not show them either)."""
+    names = ("REDIS_URL", "THREADFOLD_REDIS_URL", "THREADFOLD_BROKER_URL")
+    found = [s for name in names for s in url_secrets(os.environ.get(name, ""))]
+    with contextlib.suppress(ValueError):
+        keys = json.loads(os.environ.get("THREADFOLD_API_KEYS", ""))
+        found += [key for key in keys if isinstance(key, str)] if isinstance(keys, dict) else []
+    return found
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     handler = getattr(commands, f"cmd_{args.command}")
+    redact = Redactor(_secrets())
     try:
         code: int = handler(args)
     except commands.CommandError as exc:
-        print(f"threadfold {args.command}: {exc}", file=sys.stderr)
+        print(f"threadfold {args.command}: {redact(str(exc))}", file=sys.stderr)
+        return 2
+    except redis.RedisError as exc:  # Redis unreachable, refused the password, ...
+        print(f"threadfold {args.command}: Redis error: {redact(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception:  # noqa: BLE001  # its traceback, without the secrets it may hold
+        print(redact(traceback.format_exc()), end="", file=sys.stderr)
+        return 1
     return code
 
 

@@ -16,6 +16,7 @@ from pydantic import SecretStr, ValidationError
 from workers import demo, recompute
 from workers.app import CeleryWaker, make_celery
 from workers.producer import Producer
+from workers.redact import mask, settings_error
 from workers.redis_io import sync_client
 from workers.settings import Settings
 from workers.stack import LocalStack, StackError, celery_argv, start_stack
@@ -30,7 +31,8 @@ def _settings() -> Settings:
     try:
         return Settings()
     except ValidationError as exc:
-        raise CommandError(f"bad THREADFOLD_* setting: {exc}") from exc
+        # Not pydantic's own text: it quotes the values given (a URL with its password).
+        raise CommandError(f"bad THREADFOLD_* setting: {settings_error(exc)}") from None
 
 
 def _store(settings: Settings) -> Store:
@@ -91,7 +93,7 @@ def cmd_up(args: argparse.Namespace) -> int:
                 settings.model_copy(update={"redis_url": SecretStr(stack.redis_url)}), stack.api_url
             )
         if not args.exit:
-            print("\nRunning. Ctrl-C stops every process.")
+            print("\nRunning. Ctrl-C stops every process.", flush=True)
             _wait_for_signal(stack)
     finally:
         print("threadfold: stopping ...")
@@ -102,8 +104,9 @@ def cmd_up(args: argparse.Namespace) -> int:
 def _print_urls(stack: LocalStack) -> None:
     print(f"  API       {stack.api_url}   (OpenAPI: {stack.api_url}/openapi.json)")
     print(f"  metrics   {stack.api_url}/metrics")
-    print(f"  Redis     {stack.redis_url}")
-    print(f"  logs      {stack.data_dir / 'logs'}")
+    print(f"  Redis     {mask(stack.redis_url)}")
+    # Flushed: when stdout is a pipe or a file, the lines are read as the stack runs.
+    print(f"  logs      {stack.data_dir / 'logs'}", flush=True)
 
 
 def _wait_for_signal(stack: LocalStack) -> None:
