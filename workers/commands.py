@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import signal
 import subprocess
@@ -95,6 +96,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         if not args.exit:
             print("\nRunning. Ctrl-C stops every process.", flush=True)
             _wait_for_signal(stack)
+    except StackError as exc:
+        raise CommandError(str(exc)) from exc
     finally:
         print("threadfold: stopping ...")
         stack.stop()
@@ -117,9 +120,10 @@ def _wait_for_signal(stack: LocalStack) -> None:
         stop = True
 
     signal.signal(signal.SIGTERM, handler)
+    say = functools.partial(print, flush=True)
     try:
         while not stop:
-            stack.check_alive()
+            stack.supervise(say)  # a part that exited is started again, and said so
             time.sleep(0.5)
     except KeyboardInterrupt:
         pass

@@ -3,6 +3,11 @@
 Each part runs as its own process group, logging under the data folder; stopping the
 stack (Ctrl-C) sends SIGTERM to each, waits for a clean exit, then kills what is left.
 The redis-server is started only when no Redis URL is given.
+
+While the stack runs, a part that exits is started again with the same command line
+(:meth:`LocalStack.supervise`): a redis-server on the same port and data folder, which
+replays its append-only file; the others reconnect to it by themselves. A part that
+keeps exiting ends the stack instead.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,11 +42,26 @@ def free_port() -> int:
         return port
 
 
+# A part that exits this often within the window is failing, not crashing once:
+# restarting it again would hide the failure behind a loop, so the stack stops.
+MAX_RESTARTS = 5
+RESTART_WINDOW_SECONDS = 60.0
+RESTART_READY_SECONDS = 60.0
+
+
 @dataclass
 class Process:
     name: str
     popen: subprocess.Popen[bytes]
     log: Path
+    argv: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    #: answers True once a restarted process serves (None: started is enough)
+    ready: Callable[[], bool] | None = None
+    #: what a restart keeps, for the message that reports it
+    keeps: str = ""
+    restarts: list[float] = field(default_factory=list)
+
 
 
 @dataclass
@@ -54,21 +74,60 @@ class LocalStack:
     redis_url: str = ""
     api_url: str = ""
 
-    def spawn(self, name: str, argv: list[str], extra: Mapping[str, str] | None = None) -> Process:
+    def spawn(
+        self,
+        name: str,
+        argv: list[str],
+        extra: Mapping[str, str] | None = None,
+        *,
+        ready: Callable[[], bool] | None = None,
+        keeps: str = "",
+    ) -> Process:
         logs = self.data_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         log = logs / f"{name}.log"
-        with log.open("ab") as out:
-            popen = subprocess.Popen(  # noqa: S603  # our own interpreter and redis-server
-                argv,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env={**self.env, **(extra or {})},
-                start_new_session=True,
-            )
-        process = Process(name, popen, log)
+        env = {**self.env, **(extra or {})}
+        process = Process(name, _popen(argv, env, log), log, argv, env, ready, keeps)
         self.processes.append(process)
         return process
+
+    def supervise(self, say: Callable[[str], None]) -> None:
+        """Start again each process that has exited, and ``say`` so.
+
+        Raises StackError when one has exited more than ``MAX_RESTARTS`` times within
+        ``RESTART_WINDOW_SECONDS``, or a restarted one does not become ready."""
+        for process in self.processes:
+            code = process.popen.poll()
+            if code is not None:
+                self._restart(process, code, say)
+
+    def _restart(self, process: Process, code: int, say: Callable[[str], None]) -> None:
+        now = time.monotonic()
+        process.restarts = [t for t in process.restarts if now - t < RESTART_WINDOW_SECONDS]
+        if len(process.restarts) >= MAX_RESTARTS:
+            tail = process.log.read_text(errors="replace")[-2000:]
+            raise StackError(
+                f"{process.name} exited ({_exit(code)}) {len(process.restarts) + 1} times "
+                f"within {RESTART_WINDOW_SECONDS:g} s; log:\n{tail}"
+            )
+        process.restarts.append(now)
+        old = process.popen.pid
+        process.popen = _popen(process.argv, process.env, process.log)
+        deadline = now + RESTART_READY_SECONDS
+        while process.ready is not None and not process.ready():
+            if process.popen.poll() is not None:
+                return  # exited again: the next call counts it
+            if time.monotonic() > deadline:
+                raise StackError(
+                    f"{process.name} did not become ready within {RESTART_READY_SECONDS:g} s "
+                    f"of a restart (log: {process.log})"
+                )
+            time.sleep(0.1)
+        say(
+            f"threadfold: {process.name} (pid {old}) exited ({_exit(code)}); restarted it "
+            f"as pid {process.popen.pid}{process.keeps}"
+        )
+
 
     def check_alive(self) -> None:
         for process in self.processes:
@@ -88,6 +147,20 @@ class LocalStack:
             except subprocess.TimeoutExpired:
                 _signal(process, signal.SIGKILL)
                 process.popen.wait()
+
+
+def _popen(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("ab") as out:
+        return subprocess.Popen(  # noqa: S603  # our own interpreter and redis-server
+            argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+
+
+def _exit(code: int) -> str:
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(-code).name}"
+    return f"exit status {code}"
 
 
 def _signal(process: Process, sig: signal.Signals) -> None:
@@ -157,6 +230,8 @@ def start_redis(stack: LocalStack) -> str:
             "--protected-mode",
             "no",
         ],
+        ready=lambda: _redis_answers(port),
+        keeps=f" on port {port} with its data (append-only file in {data})",
     )
     _wait(lambda: _redis_answers(port), "redis-server", stack)
     return f"redis://{HOST}:{port}/0"
@@ -202,12 +277,16 @@ def start_stack(
         stack.spawn("worker", celery_argv("worker", settings, f"--concurrency={workers}"))
         stack.spawn("beat", celery_argv("beat", settings, "-s", str(data_dir / "beat-schedule")))
         port = port or free_port()
+        api_url = f"http://{HOST}:{port}"
         stack.spawn(
             "api",
             [sys.executable, "-m", "api"],
             {"THREADFOLD_PORT": str(port), "THREADFOLD_HOST": HOST},
+            # /healthz, not /readyz: a restarted API serves (503s) while Redis is down.
+            ready=lambda: _http_ok(f"{api_url}/healthz"),
+            keeps=f" on {api_url}",
         )
-        stack.api_url = f"http://{HOST}:{port}"
+        stack.api_url = api_url
         _wait(lambda: _http_ok(f"{stack.api_url}/readyz"), "the API", stack, timeout=60)
     except BaseException:
         stack.stop()
