@@ -7,11 +7,16 @@
     ├── Unauthorized          401: no or unknown bearer token
     ├── NotFound              404: a thread never written (or deleted)
     ├── VersionNotReached     409: min_version not reached within the wait
+    ├── RequestTimeout        408: the request head or body did not arrive in time
     ├── Gone                  410: at_version needs log entries retention has dropped
     ├── PayloadTooLarge       413: body over the configured size
     ├── UnsupportedMediaType  415: not application/json
     ├── Invalid               422: well-formed JSON that is not a valid request
+    ├── HeadTooLarge          431: too many headers, or a request head over the size
     └── Unavailable           503: Redis or the broker cannot be reached (retry)
+
+RequestTimeout and HeadTooLarge are answered by the server's protocol (api.guard),
+before the application sees the request.
 
 Nothing else reaches a client: an unexpected exception is logged and answered as a
 500 without internals, and the tests (schemathesis included) demand that never happens.
@@ -82,6 +87,12 @@ class VersionNotReached(ApiError):
         self.headers = {"Retry-After": "1"}
 
 
+class RequestTimeout(ApiError):
+    """Answered when a request's head or body does not arrive within its time limit."""
+
+    status, code = 408, "request_timeout"
+
+
 class Gone(ApiError):
     """Raised when time travel needs log entries that retention has already trimmed."""
 
@@ -104,6 +115,12 @@ class Invalid(ApiError):
     """Raised when a well-formed request is not valid (the field says where)."""
 
     status, code = 422, "invalid"
+
+
+class HeadTooLarge(ApiError):
+    """Answered when a request has too many headers or its head is over the size limit."""
+
+    status, code = 431, "request_header_fields_too_large"
 
 
 class Unavailable(ApiError):

@@ -122,9 +122,11 @@ _ERRORS: Final = {
         (400, "Malformed request"),
         (401, "Missing or unknown API key"),
         (404, "Thread never written"),
+        (408, "The request head or body did not arrive in time"),
         (413, "Body too large"),
         (415, "Body is not application/json"),
         (422, "Invalid request"),
+        (431, "Too many headers, or a request head over the size limit"),
         (503, "Redis or the broker is unreachable; retry"),
     ]
 }

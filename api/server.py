@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from starlette.applications import Starlette
 
 from api.app import create_app
+from api.guard import HttpLimits, protocol
 from api.settings import ApiSettings
 from workers import logs
 from workers.redact import settings_error
@@ -43,7 +44,8 @@ def serve(settings: ApiSettings) -> None:
         "host": settings.host,
         "port": settings.port,
         "loop": "uvloop",
-        "http": "httptools",
+        # httptools, with limits on head size, header count and read time (api.guard).
+        "http": protocol(HttpLimits.of(settings)),
         "access_log": False,
         "log_level": settings.log_level.lower(),
         # uvicorn's lines go through the redacting root handler, in each process it

@@ -22,6 +22,27 @@ class ApiSettings(Settings):
         "one default tenant.",
     )
     max_body_bytes: int = Field(1_048_576, ge=1024, description="Largest request body (413 above).")
+    max_header_bytes: int = Field(
+        16_384,
+        ge=1024,
+        le=1_048_576,
+        description="Largest request head: the request line and the headers (431 above).",
+    )
+    max_headers: int = Field(100, ge=8, le=10_000, description="Most headers in a request (431).")
+    header_timeout_seconds: float = Field(
+        10.0,
+        gt=0,
+        le=3600,
+        description="A request's head must arrive within this long of its first byte (of "
+        "the connection, for a connection's first request): 408 and closed otherwise.",
+    )
+    body_timeout_seconds: float = Field(
+        30.0,
+        gt=0,
+        le=3600,
+        description="A request's body must arrive within this long of its head, time the "
+        "server holds it back not counted: 408 and closed otherwise.",
+    )
     max_messages_per_delta: int = Field(1000, ge=1, description="Most messages in one delta.")
     max_deltas_per_request: int = Field(10_000, ge=1, description="Most deltas in one bulk call.")
     max_wait_seconds: float = Field(30.0, ge=0, description="Longest read-your-writes wait.")
