@@ -84,25 +84,34 @@ def _retry(retries: int, retry_class: Any = Retry) -> dict[str, Any]:
     }
 
 
-def sync_client(url: str, *, cluster: bool, retries: int = 20) -> SyncClient:
-    """A client for thread state; ``retries`` reconnects survive a Redis restart."""
+def sync_client(
+    url: str, *, cluster: bool, retries: int = 20, name: str | None = None
+) -> SyncClient:
+    """A client for thread state; ``retries`` reconnects survive a Redis restart;
+    ``name`` is what ``CLIENT LIST`` shows of its connections (who holds them)."""
     options: dict[str, Any] = {
         "socket_keepalive": True,
         "health_check_interval": 30,
         **_retry(retries),
     }
+    if name:
+        options["client_name"] = name
     if cluster:
         return RedisCluster.from_url(url, **options)
     return redis.Redis.from_url(url, **options)
 
 
-def async_client(url: str, *, cluster: bool, retries: int = 20) -> AsyncClient:
+def async_client(
+    url: str, *, cluster: bool, retries: int = 20, name: str | None = None
+) -> AsyncClient:
     """The asyncio twin of :func:`sync_client`."""
     options: dict[str, Any] = {
         "socket_keepalive": True,
         "health_check_interval": 30,
         **_retry(retries, AsyncRetry),
     }
+    if name:
+        options["client_name"] = name
     if cluster:
         return AsyncRedisCluster.from_url(url, **options)
     return aioredis.Redis.from_url(url, **options)
