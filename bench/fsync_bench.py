@@ -1,0 +1,124 @@
+"""What ``appendfsync always`` costs the local stack, against ``everysec``.
+
+Run ``python -m bench.fsync_bench [--rounds N]``. Each round starts, for each policy in
+turn, what ``threadfold up`` starts (a redis-server with ``appendonly yes`` and its data
+on this machine's disk, one Celery worker of concurrency 2, the API), then measures:
+
+* HTTP: single-delta ``POST /threads/{id}/deltas`` from 16 concurrent clients over 100
+  threads, acknowledged per second, then applied (drained) per second;
+* bulk: the Python producer's ``enqueue_many``, 1000 deltas per call over 200 threads,
+  applied per second.
+
+Rounds alternate the policies so that a shared machine's load falls on both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from tests.infra.redis_server import AppendFsync, RedisServer
+from tests.workers.harness import start_api, start_worker, wait_drained
+from workers.app import CeleryWaker, make_celery
+from workers.producer import Delta, Producer
+from workers.redis_io import sync_client
+from workers.settings import Settings
+from workers.store import Store
+
+HTTP_DELTAS, HTTP_CLIENTS, HTTP_THREADS = 2000, 16, 100
+BULK_DELTAS, BULK_SIZE, BULK_THREADS = 20_000, 1000, 200
+
+
+@contextmanager
+def local_stack(policy: AppendFsync, logs: Path) -> Iterator[tuple[Settings, str, Store]]:
+    with RedisServer(appendonly=True, appendfsync=policy) as server:
+        settings = Settings(redis_url=server.url)
+        worker = start_worker(settings, "w", logs, concurrency=2)
+        api, url = start_api(settings, logs)
+        store = Store(sync_client(server.url, cluster=False), settings.keyspace)
+        try:
+            yield settings, url, store
+        finally:
+            store.client.close()
+            api.kill()
+            worker.kill()
+
+
+async def _post_all(url: str, prefix: str) -> float:
+    queue: asyncio.Queue[int] = asyncio.Queue()
+    for i in range(HTTP_DELTAS):
+        queue.put_nowait(i)
+
+    async def client(http: httpx.AsyncClient) -> None:
+        while not queue.empty():
+            i = queue.get_nowait()
+            body = {"messages": [{"role": "user", "content": f"message {i}"}]}
+            answer = await http.post(f"{url}/threads/{prefix}{i % HTTP_THREADS}/deltas", json=body)
+            answer.raise_for_status()
+
+    started = time.perf_counter()
+    async with httpx.AsyncClient(timeout=30) as http:
+        await asyncio.gather(*(client(http) for _ in range(HTTP_CLIENTS)))
+    return time.perf_counter() - started
+
+
+def measure(policy: AppendFsync, logs: Path, round_: int) -> dict[str, float]:
+    with local_stack(policy, logs) as (settings, url, store):
+        prefix = f"h{round_}-"
+        started = time.perf_counter()
+        acked = asyncio.run(_post_all(url, prefix))
+        wait_drained(store, [f"_/{prefix}{t}" for t in range(HTTP_THREADS)], timeout=300)
+        applied = time.perf_counter() - started
+
+        app = make_celery(settings)
+        producer = Producer(store.client, settings, CeleryWaker(app, settings.queue))
+        refs = [f"b{round_}-{t}" for t in range(BULK_THREADS)]
+        started = time.perf_counter()
+        for start in range(0, BULK_DELTAS, BULK_SIZE):
+            producer.enqueue_many(
+                [Delta(refs[i % BULK_THREADS], [f"m{i}"]) for i in range(start, start + BULK_SIZE)]
+            )
+        wait_drained(store, [f"_/{r}" for r in refs], timeout=300)
+        bulk = time.perf_counter() - started
+        app.close()
+    return {
+        "http acked/s": HTTP_DELTAS / acked,
+        "http applied/s": HTTP_DELTAS / applied,
+        "bulk applied/s": BULK_DELTAS / bulk,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    runs: dict[str, list[dict[str, float]]] = {"everysec": [], "always": []}
+    with tempfile.TemporaryDirectory(prefix="threadfold-fsync-") as logs:
+        for round_ in range(args.rounds):
+            order: list[AppendFsync] = ["everysec", "always"] if round_ % 2 == 0 else [
+                "always", "everysec"
+            ]
+            for policy in order:
+                runs[policy].append(measure(policy, Path(logs), round_))
+                print(f"round {round_} {policy}: {runs[policy][-1]}", flush=True)
+    print("\n| appendfsync | " + " | ".join(runs["always"][0]) + " |")
+    print("|---|" + "---|" * len(runs["always"][0]))
+    for policy, rows in runs.items():
+        cells = [
+            f"{statistics.median(r[k] for r in rows):,.0f} ({min(r[k] for r in rows):,.0f}-"
+            f"{max(r[k] for r in rows):,.0f})"
+            for k in rows[0]
+        ]
+        print(f"| `{policy}` | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
