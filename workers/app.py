@@ -32,6 +32,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
     return {
         "broker_url": settings.broker,
         "broker_connection_retry_on_startup": True,
+        "broker_channel_error_retry": True,
         "broker_transport_options": {"visibility_timeout": settings.visibility_timeout},
         "task_default_queue": settings.queue,
         "task_acks_late": True,

@@ -13,13 +13,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import msgspec
+from redis.exceptions import OutOfMemoryError
 
 from core.codec import decode_messages, decode_stored, encode_stored
 from core.fold import ThreadFold
 from core.messages import REMOVE_ALL_MESSAGES, BaseMessage, is_chunk
 from workers.metrics import BATCH_BUCKETS, LAG_BUCKETS_MS, Metrics
 from workers.ops import Batch, Committed, Found, commit_call
-from workers.redis_io import Call
+from workers.redis_io import Call, RedisFull
 from workers.settings import Settings
 from workers.store import Store
 
@@ -37,6 +38,12 @@ class DrainReport:
     quarantined: bool = False
     failed: bool = False
     handed_off: bool = False
+    #: Redis was full (out of memory) until the time budget ran out: handed off.
+    full: bool = False
+
+
+#: The first and longest pause between two tries of a round Redis refused as full.
+FULL_PAUSE_FIRST, FULL_PAUSE_MAX = 0.05, 0.5
 
 
 class PoisonEntry(Exception):
@@ -111,8 +118,23 @@ class Drainer:
             deadline = self.clock() + self.settings.drain_seconds
         reports = {ref: DrainReport(ref) for ref in refs}
         pending = list(reports)
+        pause = FULL_PAUSE_FIRST
         while pending:
-            pending = self._round(pending, reports)
+            try:
+                pending = self._round(pending, reports)
+            except RedisFull:
+                # Nothing of the refused call was written, and a read that counts the
+                # attempt is one script: a refused round counts no attempt toward
+                # quarantine. Wait for memory within the budget, then hand off: letting
+                # the task fail would leave the thread to its flag's lease and the
+                # sweeper (WAKE_TTL_SECONDS after memory is freed, not a pause).
+                if self.clock() >= deadline:
+                    for ref in pending:
+                        reports[ref].handed_off = reports[ref].full = True
+                    break
+                time.sleep(min(pause, max(0.0, deadline - self.clock())))
+                pause = min(2 * pause, FULL_PAUSE_MAX)
+                continue
             if pending and self.clock() >= deadline:
                 for ref in pending:
                     reports[ref].handed_off = True
@@ -244,6 +266,8 @@ class Drainer:
     def flush_metrics(self) -> None:
         try:
             self.metrics.flush(self.store.client)
+        except OutOfMemoryError:  # once a second while Redis is full: no traceback
+            log.warning("could not flush metrics: Redis is full")
         except Exception:  # metrics must never fail a drain
             log.warning("could not flush metrics", exc_info=True)
 

@@ -28,7 +28,7 @@ from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import ExponentialBackoff
 from redis.cluster import RedisCluster
-from redis.exceptions import AskError, MovedError, NoScriptError, ResponseError
+from redis.exceptions import AskError, MovedError, NoScriptError, OutOfMemoryError, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
@@ -71,6 +71,25 @@ class Command:
 
 
 Item: TypeAlias = "Call | Command"
+
+
+class RedisFull(OutOfMemoryError):
+    """Raised when Redis refuses a write because it is over ``maxmemory`` (with the
+    policy ``noeviction``, the only one threadfold runs on: see :mod:`workers.maxmemory`).
+
+    A script call is refused at its first write, or not at all: Redis lets a script
+    that has written go on past the limit, so a call is never half-applied. A batch of
+    pipelined calls may have applied the calls before the refused one. Retry once
+    memory is freed or ``maxmemory`` raised; producers retry with the same
+    ``delta_id``, which makes a retry of an applied delta harmless.
+    """
+
+
+def typed(exc: Exception) -> Exception:
+    """A reply's error as the exception to raise: Redis out of memory is a RedisFull."""
+    if isinstance(exc, OutOfMemoryError) and not isinstance(exc, RedisFull):
+        return RedisFull(f"Redis is full: it refused a write ({exc})")
+    return exc
 
 
 def _retry(retries: int, retry_class: Any = Retry) -> dict[str, Any]:
@@ -121,9 +140,12 @@ def run(client: SyncClient, call: Call) -> Any:
     """Run one script call."""
     n = len(call.keys)
     try:
-        return client.evalsha(call.script.sha, n, *call.keys, *call.args)
-    except NoScriptError:
-        return client.eval(call.script.source, n, *call.keys, *call.args)
+        try:
+            return client.evalsha(call.script.sha, n, *call.keys, *call.args)
+        except NoScriptError:
+            return client.eval(call.script.source, n, *call.keys, *call.args)
+    except OutOfMemoryError as exc:
+        raise typed(exc) from exc
 
 
 def run_many(client: SyncClient, calls: Sequence[Item]) -> list[Any]:
@@ -252,7 +274,7 @@ def _resolved(
             # (its fence is read before its log). Plain commands are reads: safe twice.
             results[n] = _rerun(client, call)
         elif isinstance(result, Exception):
-            raise result
+            raise typed(result)
     return results
 
 
@@ -355,9 +377,12 @@ async def arun(client: AsyncClient, call: Call) -> Any:
     """Run one script call (asyncio)."""
     n = len(call.keys)
     try:
-        return await client.evalsha(call.script.sha, n, *call.keys, *call.args)
-    except NoScriptError:
-        return await client.eval(call.script.source, n, *call.keys, *call.args)
+        try:
+            return await client.evalsha(call.script.sha, n, *call.keys, *call.args)
+        except NoScriptError:
+            return await client.eval(call.script.source, n, *call.keys, *call.args)
+    except OutOfMemoryError as exc:
+        raise typed(exc) from exc
 
 
 async def arun_many(client: AsyncClient, calls: Sequence[Call]) -> list[Any]:
@@ -375,7 +400,7 @@ async def arun_many(client: AsyncClient, calls: Sequence[Call]) -> list[Any]:
         if isinstance(result, NoScriptError):
             results[i] = await arun(client, calls[i])
         elif isinstance(result, Exception):
-            raise result
+            raise typed(result)
     return results
 
 

@@ -16,7 +16,7 @@ from core.keys import Keyspace
 from workers.app import DRAIN_TASK, SWEEP_TASK, CeleryWaker
 from workers.drain import Drainer, DrainReport
 from workers.recompute import RECOMPUTE_TASK, Mode, recompute_slice
-from workers.redis_io import sync_client
+from workers.redis_io import RedisFull, sync_client
 from workers.settings import Settings
 from workers.store import Store
 
@@ -81,7 +81,16 @@ def drain_once(runtime: Runtime, refs: list[str] | str) -> list[DrainReport]:
     later = [report.ref for report in reports if report.handed_off]
     if later:
         drainer.metrics.add("handoffs", len(later))
-        runtime.waker.wake(later)
+        full = sum(report.full for report in reports)
+        if full:
+            log.warning("Redis is full: %d thread(s) wait for memory in a new wake-up", full)
+        try:
+            runtime.waker.wake(later)
+        except Exception:  # the broker refused (full) or is unreachable
+            # Their flags stay set until the lease lapses; then the sweeper wakes them.
+            log.warning(
+                "could not hand off %d thread(s); the sweeper will", len(later), exc_info=True
+            )
     if drainer.metrics.due():
         drainer.flush_metrics()
     return reports
@@ -96,7 +105,13 @@ def sweep_once(runtime: Runtime) -> list[str]:
     # A clock behind Redis's delays a recovery by the difference, never loses one.
     older_than = int(time.time() * 1000) - runtime.settings.wake_ttl_ms
     dirty = runtime.store.dirty(range(ks.buckets), older_than_ms=older_than)
-    woken = runtime.store.wake_if_stalled(dirty, runtime.settings.wake_ttl_ms)
+    try:
+        woken = runtime.store.wake_if_stalled(dirty, runtime.settings.wake_ttl_ms)
+    except RedisFull:
+        # Setting a flag is a write, so no thread can be woken (nor drained) while Redis
+        # is full; the next sweep tries again, a sweep period after memory is freed.
+        log.warning("Redis is full: the sweeper could not wake %d stalled thread(s)", len(dirty))
+        return []
     if woken:
         log.info("sweeper woke %d stalled thread(s)", len(woken))
         runtime.waker.wake(woken)
