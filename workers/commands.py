@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from pydantic import SecretStr, ValidationError
+from pydantic import ValidationError
 
 from workers import demo, recompute
 from workers.app import CeleryWaker, make_celery
@@ -90,9 +90,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     _print_urls(stack)
     try:
         if args.demo:
-            _run_demo(
-                settings.model_copy(update={"redis_url": SecretStr(stack.redis_url)}), stack.api_url
-            )
+            _run_demo(stack.client_settings(settings), stack.api_url)
         if not args.exit:
             print("\nRunning. Ctrl-C stops every process.", flush=True)
             _wait_for_signal(stack)

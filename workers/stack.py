@@ -26,6 +26,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import SecretStr
+
 from workers.settings import Settings
 
 HOST = "127.0.0.1"
@@ -72,7 +74,16 @@ class LocalStack:
     env: dict[str, str]
     processes: list[Process] = field(default_factory=list)
     redis_url: str = ""
+    #: the broker's own redis-server, when the stack started one (see start_broker)
+    broker_url: str = ""
     api_url: str = ""
+
+    def client_settings(self, settings: Settings) -> Settings:
+        """``settings`` for a client of the stack (the demo): its Redis and broker."""
+        urls = {"redis_url": SecretStr(self.redis_url)}
+        if self.broker_url:
+            urls["broker_url"] = SecretStr(self.broker_url)
+        return settings.model_copy(update=urls)
 
     def spawn(
         self,
@@ -243,6 +254,29 @@ def start_redis(stack: LocalStack) -> str:
     return f"redis://{HOST}:{port}/0"
 
 
+def start_broker(stack: LocalStack) -> str:
+    """A private redis-server for the Celery broker, apart from the state's.
+
+    On one Redis, a state that fills memory takes the broker down with it: kombu's
+    bookkeeping of unacknowledged wake-ups is refused too, workers lose the wake-ups
+    they were handed and reconnect in a loop (they exited, before the consumer treated
+    it as a connection error), and no drain can be handed on. The broker holds a few
+    small messages, so it needs no maxmemory of its own, and no persistence: the
+    sweeper re-sends what a restart loses.
+    """
+    binary = shutil.which("redis-server") or "redis-server"  # start_redis looked first
+    port = free_port()
+    stack.spawn(
+        "broker",
+        [
+            *(binary, "--bind", HOST, "--port", str(port), "--save", "", "--appendonly", "no"),
+            *("--maxmemory-policy", "noeviction", "--protected-mode", "no"),
+        ],
+    )
+    _wait(lambda: _redis_answers(port), "the broker's redis-server", stack)
+    return f"redis://{HOST}:{port}/0"
+
+
 def settings_env(settings: Settings) -> dict[str, str]:
     """``THREADFOLD_*`` variables reproducing ``settings`` for child processes."""
     env: dict[str, str] = {}
@@ -277,9 +311,11 @@ def start_stack(
     stack = LocalStack(data_dir, dict(os.environ))
     try:
         url = redis_url or start_redis(stack)
-        settings = settings.model_copy(update={"redis_url": settings.redis_url.__class__(url)})
-        stack.env.update(settings_env(settings))
         stack.redis_url = url
+        if redis_url is None and settings.broker_url is None:  # the default: keep them apart
+            stack.broker_url = start_broker(stack)
+        settings = stack.client_settings(settings)
+        stack.env.update(settings_env(settings))
         stack.spawn("worker", celery_argv("worker", settings, f"--concurrency={workers}"))
         stack.spawn("beat", celery_argv("beat", settings, "-s", str(data_dir / "beat-schedule")))
         port = port or free_port()
