@@ -32,6 +32,7 @@ from api.errors import (
     Invalid,
     NotFound,
     PayloadTooLarge,
+    RedisFull,
     Unavailable,
     UnsupportedMediaType,
     from_msgspec,
@@ -41,6 +42,7 @@ from api.schemas import BulkAccepted, BulkIn, DeltaIn
 from api.service import Service, parse_page
 from api.settings import ApiSettings
 from core.depth import path_text, too_deep_json
+from workers import maxmemory
 from workers.app import CeleryWaker, make_celery
 from workers.astore import AsyncStore
 from workers.metrics import LATENCY_BUCKETS_MS, Metrics
@@ -134,6 +136,8 @@ def _route(name: str, handler: Handler) -> Handler:
             response = error_response(exc)
         except (redis.ConnectionError, redis.TimeoutError):
             response = error_response(Unavailable("thread state is unreachable; retry"))
+        except redis.exceptions.OutOfMemoryError:  # a script's (RedisFull) or a command's
+            response = error_response(RedisFull(FULL))
         except Exception:
             log.exception("unexpected error on %s", name)
             response = error_response(ApiError("internal error; it has been logged"))
@@ -144,6 +148,12 @@ def _route(name: str, handler: Handler) -> Handler:
         return response
 
     return endpoint
+
+
+FULL = (
+    "Redis is full (over maxmemory) and refuses writes until memory is freed or maxmemory "
+    "is raised; retry later with the same delta_id"
+)
 
 
 def _resources(request: Request) -> Resources:
@@ -195,15 +205,23 @@ async def healthz(request: Request) -> Response:
 
 
 async def readyz(request: Request) -> Response:
+    """Ready when Redis and the broker answer, and Redis can keep what it is given: room
+    for the largest request under maxmemory (else writes are refused) and no evicting
+    policy (acknowledged deltas could vanish; a policy set at run time is caught here,
+    the start refuses it)."""
     res = _resources(request)
+    reasons: list[tuple[str, str]] = []
     try:
-        redis_ok = bool(await res.client.ping())
+        await res.client.ping()
+        nodes = await maxmemory.aread(res.client)
+        reasons += maxmemory.problems(nodes, headroom=res.settings.max_body_bytes)
     except (redis.ConnectionError, redis.TimeoutError):
-        redis_ok = False
-    broker_ok = await asyncio.to_thread(res.broker_check)
-    if not (redis_ok and broker_ok):
-        failing = [n for n, ok in (("redis", redis_ok), ("broker", broker_ok)) if not ok]
-        raise Unavailable(f"not ready: {' and '.join(failing)} unreachable")
+        reasons.append(("redis_unreachable", "redis unreachable"))
+    if not await asyncio.to_thread(res.broker_check):
+        reasons.append(("broker_unreachable", "broker unreachable"))
+    if reasons:
+        message = "not ready: " + "; ".join(text for _, text in reasons)
+        raise Unavailable(message, reasons=[code for code, _ in reasons])
     return json_response({"ok": True, "redis": True, "broker": True})
 
 
@@ -296,12 +314,30 @@ async def _flush_metrics(resources: Resources) -> None:
             log.warning("could not flush metrics", exc_info=True)
 
 
+async def _refuse_an_evicting_redis(client: AsyncClient) -> None:
+    """Refuse to start on a state Redis that evicts keys (see workers.maxmemory): the
+    exception fails the lifespan, and uvicorn exits with its message. An unreachable
+    Redis only warns: the API may start before it, and /readyz checks again."""
+    try:
+        nodes = await asyncio.wait_for(maxmemory.aread(client), timeout=5)
+    except (*maxmemory.UNREACHABLE, TimeoutError):
+        log.warning("the state Redis is unreachable; its maxmemory-policy is not checked")
+        return
+    try:
+        maxmemory.refuse_evicting(nodes, "threadfold api")
+    except maxmemory.EvictingPolicy as exc:
+        log.critical("threadfold api: refusing to start: %s", exc)
+        await client.aclose()
+        raise
+
+
 def create_app(settings: ApiSettings, resources: Resources | None = None) -> Starlette:
     """The application; ``resources`` default to ones built from ``settings`` at startup."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         res = resources or build_resources(settings)
+        await _refuse_an_evicting_redis(res.client)
         app.state.resources = res
         # Everything built so far lives as long as the process: keep the collector off
         # it, and collect young objects less often (the collector measured 10-19% of an

@@ -14,6 +14,7 @@
     ├── Invalid               422: well-formed JSON that is not a valid request
     ├── HeadTooLarge          431: too many headers, or a request head over the size
     └── Unavailable           503: Redis or the broker cannot be reached (retry)
+        └── RedisFull         503: Redis is out of memory and refuses writes (retry later)
 
 RequestTimeout and HeadTooLarge are answered by the server's protocol (api.guard),
 before the application sees the request.
@@ -127,10 +128,20 @@ class Unavailable(ApiError):
     """Raised when Redis or the broker cannot be reached; retrying later may succeed."""
 
     status, code = 503, "unavailable"
+    retry_after = 1
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.headers = {"Retry-After": "1"}
+    def __init__(self, message: str, **extra: Any) -> None:
+        super().__init__(message, **extra)
+        self.headers = {"Retry-After": str(self.retry_after)}
+
+
+class RedisFull(Unavailable):
+    """Raised when Redis is over ``maxmemory`` and refuses writes. Retrying later may
+    succeed, once memory is freed or the limit raised: an operator's act, not a blip,
+    so clients are asked to wait longer than after a lost connection."""
+
+    code = "redis_full"
+    retry_after = 5
 
 
 # A name, an index, or a key that is not a plain name as a JSON string in brackets

@@ -127,7 +127,8 @@ _ERRORS: Final = {
         (415, "Body is not application/json"),
         (422, "Invalid request"),
         (431, "Too many headers, or a request head over the size limit"),
-        (503, "Redis or the broker is unreachable; retry"),
+        (503, "Redis or the broker is unreachable, or Redis is full (redis_full); retry "
+         "after Retry-After"),
     ]
 }
 
