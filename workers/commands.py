@@ -14,7 +14,7 @@ from types import FrameType
 
 from pydantic import ValidationError
 
-from workers import demo, recompute
+from workers import demo, maxmemory, recompute
 from workers.app import CeleryWaker, make_celery
 from workers.producer import Producer
 from workers.redact import mask, settings_error
@@ -146,6 +146,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         for skipped in found.skipped:
             print(f"  entry {skipped.entry}: {skipped.reason}")
         return 0
+    memory = maxmemory.read(store.client)
+    for node in memory:
+        print(f"{'redis memory:':<24}{maxmemory.describe(node)}")
     # One read per bucket lists each thread with the backlog it had as it was listed.
     listing = store.listing(range(settings.buckets), limit=_LISTED)
     print(f"threads with a backlog: {listing.with_backlog}")
@@ -156,7 +159,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     for t in listing.quarantine:
         print(f"  {t.ref:<40} backlog {t.backlog:>7}  entry {t.entry}: {t.reason}")
     _more(listing.quarantined, len(listing.quarantine))
-    return 1 if listing.quarantined else 0
+    unfit = any(node.evicting or node.full for node in memory)
+    return 1 if listing.quarantined or unfit else 0
 
 
 _LISTED = 20  # threads of each kind the listing names (the oldest first)

@@ -6,15 +6,17 @@ import atexit
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
 from celery import Celery
-from celery.signals import worker_process_shutdown
+from celery.signals import beat_init, worker_init, worker_process_shutdown
 
 from core.keys import Keyspace
 from workers.app import DRAIN_TASK, SWEEP_TASK, CeleryWaker
 from workers.drain import Drainer, DrainReport
+from workers.maxmemory import EvictingPolicy, check_url
 from workers.recompute import RECOMPUTE_TASK, Mode, recompute_slice
 from workers.redis_io import RedisFull, sync_client
 from workers.settings import Settings
@@ -118,9 +120,28 @@ def sweep_once(runtime: Runtime) -> list[str]:
     return woken
 
 
+def refuse_an_evicting_redis(settings: Settings, who: str) -> Callable[..., None]:
+    """A check for a worker's or beat's start: on a state Redis that evicts keys, they
+    would lose acknowledged deltas silently (see workers.maxmemory), so they exit with
+    the policy and the fix instead. Celery logs and swallows an Exception raised by a
+    signal handler: only SystemExit stops the process."""
+
+    def check(**_: object) -> None:
+        try:
+            url = settings.redis_url.get_secret_value()
+            check_url(url, cluster=settings.cluster, who=f"threadfold {who}")
+        except EvictingPolicy as exc:
+            raise SystemExit(f"threadfold {who}: refusing to start: {exc}") from None
+
+    return check
+
+
 def register(app: Celery, settings: Settings) -> Runtime:
-    """Register the tasks on ``app``; returns the runtime they use."""
+    """Register the tasks on ``app``, and the state Redis's check at a worker's or beat's
+    start; returns the runtime the tasks use."""
     runtime = Runtime(app, settings)
+    worker_init.connect(refuse_an_evicting_redis(settings, "worker"), weak=False)
+    beat_init.connect(refuse_an_evicting_redis(settings, "beat"), weak=False)
 
     def drain(refs: list[str] | str) -> None:
         drain_once(runtime, refs)
