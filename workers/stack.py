@@ -272,6 +272,8 @@ def start_broker(stack: LocalStack) -> str:
             *(binary, "--bind", HOST, "--port", str(port), "--save", "", "--appendonly", "no"),
             *("--maxmemory-policy", "noeviction", "--protected-mode", "no"),
         ],
+        ready=lambda: _redis_answers(port),
+        keeps=f" on port {port}, empty (the sweeper re-sends the wake-ups it held)",
     )
     _wait(lambda: _redis_answers(port), "the broker's redis-server", stack)
     return f"redis://{HOST}:{port}/0"

@@ -3,8 +3,8 @@
 Its redis-server, killed with SIGKILL, is started again on its port with its data (the
 append-only file): every delta acknowledged before the kill is in the state afterwards,
 and new writes work, while the API, worker and beat processes run on unrestarted and
-reconnect. A killed worker is started again too. A part that keeps exiting ends the
-stack instead of looping.
+reconnect. A killed worker, and the broker's redis-server, are started again too. A
+part that keeps exiting ends the stack instead of looping.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def _restart_of(up: ManagedProcess, name: str, old: int) -> int:
     return int(found[2])
 
 
-def test_up_restarts_a_killed_redis_server_with_its_data_and_a_killed_worker(
+def test_up_restarts_a_killed_redis_server_with_its_data_a_killed_worker_and_broker(
     tmp_path: Path,
 ) -> None:
     up = ManagedProcess(
@@ -141,6 +141,12 @@ def test_up_restarts_a_killed_redis_server_with_its_data_and_a_killed_worker(
             _write(http, sent, "after-worker", 15)
             _all_applied(url, sent)
             assert new_worker in _children(up.pid)
+
+            broker = next(p for p, cmd in others.items() if "redis-server" in cmd)
+            os.kill(broker, signal.SIGKILL)  # the wake-ups it held are lost with it
+            _restart_of(up, "broker", broker)
+            _write(http, sent, "after-broker", 15)
+            _all_applied(url, sent)
         admin.close()
     finally:
         up.send_signal(signal.SIGTERM)
