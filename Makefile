@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 lint: install
-	$(BIN)/ruff check core workers api loadtests bench tests
+	$(BIN)/ruff check core workers api threadfold loadtests bench tests
 	$(BIN)/mypy
 
 # The README's test command: installs, lints, then runs every test.

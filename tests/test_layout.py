@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ["core", "workers", "api", "loadtests", "bench"]
+PACKAGES = ["core", "workers", "api", "threadfold", "loadtests", "bench"]
 
 
 def _imports(path: Path) -> set[str]:
@@ -51,5 +51,5 @@ def test_core_does_no_io() -> None:
 
 
 def test_the_reference_implementation_is_a_test_only_dependency() -> None:
-    for package in ["core", "workers", "api"]:
+    for package in ["core", "workers", "api", "threadfold"]:
         assert not _package_imports(package) & {"langgraph", "langchain_core"}, package

@@ -1,0 +1,128 @@
+"""The four kinds of client, each opened against the test stack, and an adapter that
+drives an asyncio client from the contract tests' synchronous code."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterable, Sequence
+from types import TracebackType
+from typing import Any, Self
+
+from threadfold import (
+    Appended,
+    AsyncClient,
+    AsyncClientProtocol,
+    AsyncHttpClient,
+    Client,
+    ClientProtocol,
+    DeltaLike,
+    Format,
+    HttpClient,
+    State,
+    Status,
+)
+from workers.settings import Settings
+
+KINDS = ["Client", "AsyncClient", "HttpClient", "AsyncHttpClient"]
+DIRECT = ["Client", "AsyncClient"]
+HTTP = ["HttpClient", "AsyncHttpClient"]
+
+#: The API key of the test stack's API (bound to the default tenant, which the direct
+#: clients use): HTTP clients given it see the same threads as the direct ones.
+TOKEN = "client-tests-key-0123456789"  # noqa: S105  # a test stack's key
+
+
+def new_thread() -> str:
+    """A thread id of the test's own (the stack is shared by the session)."""
+    return f"t-{uuid.uuid4().hex[:16]}"
+
+
+class Synced:
+    """An asyncio client called from synchronous code: each call runs to its end on the
+    runner's one event loop (the client's connections belong to that loop)."""
+
+    def __init__(self, runner: asyncio.Runner, inner: AsyncClientProtocol) -> None:
+        self.runner = runner
+        self.inner = inner
+
+    def append(
+        self, thread_id: str, messages: Sequence[Any], *, delta_id: str | None = None
+    ) -> Appended:
+        return self.runner.run(self.inner.append(thread_id, messages, delta_id=delta_id))
+
+    def append_many(self, deltas: Iterable[DeltaLike]) -> list[Appended]:
+        return self.runner.run(self.inner.append_many(deltas))
+
+    def state(
+        self,
+        thread_id: str,
+        *,
+        min_version: str | None = None,
+        wait: float | None = None,
+        format: Format = "langchain",
+        limit: int | None = None,
+        after: str | None = None,
+        before: str | None = None,
+        at_version: str | None = None,
+    ) -> State:
+        return self.runner.run(
+            self.inner.state(
+                thread_id,
+                min_version=min_version,
+                wait=wait,
+                format=format,
+                limit=limit,
+                after=after,
+                before=before,
+                at_version=at_version,
+            )
+        )
+
+    def status(self, thread_id: str) -> Status:
+        return self.runner.run(self.inner.status(thread_id))
+
+    def delete(self, thread_id: str) -> None:
+        self.runner.run(self.inner.delete(thread_id))
+
+    def wait_for(self, thread_id: str, version: str, timeout: float) -> str:
+        return self.runner.run(self.inner.wait_for(thread_id, version, timeout))
+
+    def close(self) -> None:
+        self.runner.run(self.inner.close())
+
+    def __repr__(self) -> str:
+        return repr(self.inner)
+
+    def __enter__(self) -> Self:
+        self.runner.run(self.inner.__aenter__())
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.runner.run(self.inner.__aexit__(kind, exc, tb))
+
+
+def open_client(
+    kind: str,
+    settings: Settings,
+    api_url: str,
+    runner: asyncio.Runner,
+    *,
+    api_key: str | None = TOKEN,
+    **options: Any,
+) -> ClientProtocol:
+    """A client of ``kind``: direct ones on ``settings``, HTTP ones on ``api_url``."""
+    if kind == "Client":
+        return Client(settings=settings, **options)
+    if kind == "AsyncClient":
+        return Synced(runner, AsyncClient(settings=settings, **options))
+    if kind == "HttpClient":
+        return HttpClient(api_url, api_key, **options)
+    if kind == "AsyncHttpClient":
+        return Synced(runner, AsyncHttpClient(api_url, api_key, **options))
+    raise ValueError(f"unknown kind of client {kind!r}")

@@ -1,0 +1,133 @@
+"""The direct clients: settings from the environment or given, wake-ups batched without
+the caller choosing a waker, and Redis out of reach raised as Unavailable, no secret in
+sight."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from tests.client.conftest import Stack
+from tests.client.kinds import new_thread
+from tests.infra.ports import free_port
+from tests.workers.harness import CountingWaker
+from threadfold import AsyncClient, Client, InvalidInput, Unavailable
+from workers.app import CeleryWaker, make_celery
+from workers.stack import settings_env
+
+WAIT = 20.0
+CALLERS, CALLS = 4, 50  # one-delta appends from each of several callers
+
+
+def test_one_delta_per_call_from_several_threads_takes_few_celery_tasks(stack: Stack) -> None:
+    """The shape the client is made for (request threads, agent loops): every call's
+    thread is woken, by far fewer publishes than calls, and every state arrives."""
+    app = make_celery(stack.settings)
+    counting = CountingWaker(CeleryWaker(app, stack.settings.queue))
+    # A wider window than the default 5 ms, only so that a loaded machine's slow calls
+    # still share publishes: the point is that the client batches without being asked.
+    client = Client(settings=stack.settings, waker=counting, wake_window=0.05)
+    threads = [[new_thread() for _ in range(CALLS)] for _ in range(CALLERS)]
+    versions: dict[str, str] = {}
+
+    def caller(mine: list[str]) -> None:
+        for thread in mine:  # a thread of its own per call: each call sets a wake-up flag
+            versions[thread] = client.append(thread, [f"hello {thread}"]).version
+
+    try:
+        running = [threading.Thread(target=caller, args=(mine,)) for mine in threads]
+        for t in running:
+            t.start()
+        for t in running:
+            t.join()
+        for thread, version in versions.items():
+            state = client.state(thread, min_version=version, wait=WAIT)
+            assert [m["content"] for m in state.messages] == [f"hello {thread}"]
+    finally:
+        client.close()
+        app.close()
+    assert counting.sent == CALLERS * CALLS  # every thread woken, once
+    assert counting.publishes <= CALLERS * CALLS // 4, counting.publishes  # one per call: all
+
+
+def test_asyncio_callers_share_publishes_too(stack: Stack) -> None:
+    """Concurrent callers' appends share round trips (one per loop turn: CALLS of them
+    here, each waking CALLERS threads); their wake-ups share publishes besides."""
+    app = make_celery(stack.settings)
+    counting = CountingWaker(CeleryWaker(app, stack.settings.queue))
+
+    async def run() -> None:
+        async with AsyncClient(settings=stack.settings, waker=counting, wake_window=0.2) as c:
+
+            async def caller() -> list[tuple[str, str]]:
+                done = []
+                for _ in range(CALLS):  # one call after another, as an agent loop makes
+                    thread = new_thread()
+                    done.append((thread, (await c.append(thread, ["hi"])).version))
+                return done
+
+            results = await asyncio.gather(*(caller() for _ in range(CALLERS)))
+            for thread, version in (pair for done in results for pair in done):
+                state = await c.state(thread, min_version=version, wait=WAIT)
+                assert [m["content"] for m in state.messages] == ["hi"]
+
+    try:
+        asyncio.run(run())
+    finally:
+        app.close()
+    assert counting.sent == CALLERS * CALLS
+    assert counting.publishes <= CALLS // 2, counting.publishes  # one per round trip: CALLS
+
+
+def test_settings_come_from_the_environment_or_the_arguments(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in settings_env(stack.settings).items():
+        monkeypatch.setenv(name, value)
+    thread = new_thread()
+    with Client() as client:  # THREADFOLD_* as the rest of the stack reads them
+        done = client.append(thread, ["from the environment"])
+    nowhere = f"redis://127.0.0.1:{free_port()}/0"
+    monkeypatch.setenv("THREADFOLD_REDIS_URL", nowhere)
+    monkeypatch.setenv("THREADFOLD_BROKER_URL", nowhere)
+    with Client(redis_url=stack.redis.url, broker_url=stack.redis.url) as client:
+        state = client.state(thread, min_version=done.version, wait=WAIT)  # woken and read
+    assert [m["content"] for m in state.messages] == ["from the environment"]
+    with Client() as client, pytest.raises(Unavailable):
+        client.status(thread)  # the environment's URL now: nothing there
+
+
+@pytest.mark.parametrize("kind", ["Client", "AsyncClient"])
+def test_redis_out_of_reach_is_unavailable_and_no_password_shows(kind: str, stack: Stack) -> None:
+    url = f"redis://:hunter2-secret@127.0.0.1:{free_port()}/0"
+    settings = stack.settings
+    if kind == "Client":
+        client = Client(url, url, settings=settings)
+        shown = repr(client)
+        with pytest.raises(Unavailable) as caught:
+            client.append(new_thread(), ["x"])
+        client.close()
+    else:
+
+        async def attempt() -> tuple[str, pytest.ExceptionInfo[Unavailable]]:
+            async with AsyncClient(url, url, settings=settings) as aclient:
+                with pytest.raises(Unavailable) as raised:
+                    await aclient.append(new_thread(), ["x"])
+                return repr(aclient), raised
+
+        shown, caught = asyncio.run(attempt())
+    error = caught.value
+    assert (error.status, error.code, error.retry_after) == (503, "unavailable", 1.0)
+    text = f"{shown} {error!s} {error!r} {error.__cause__!s}"
+    assert "hunter2" not in text
+
+
+def test_a_bad_tenant_or_window_is_refused_by_name(stack: Stack) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        Client(settings=stack.settings, tenant="no spaces")
+    assert caught.value.field == "tenant"
+    with pytest.raises(InvalidInput) as caught:
+        AsyncClient(settings=stack.settings, wake_window=-1)
+    assert caught.value.field == "wake_window"

@@ -1,0 +1,120 @@
+"""threadfold's clients: append message deltas to conversation threads and read them back.
+
+``Client`` / ``AsyncClient`` talk to Redis and the broker directly; ``HttpClient`` /
+``AsyncHttpClient`` to a deployment's HTTP API. All four have the same methods and
+raise the same exceptions (docs/clients.md).
+
+The names are loaded on first use (PEP 562): importing a part of the package, or one
+kind of client, does not pull in what the others need (Redis, Celery, httpx).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from threadfold.aclient import AsyncClient
+    from threadfold.client import Client
+    from threadfold.errors import (
+        ClientClosed,
+        Conflict,
+        Gone,
+        InvalidInput,
+        NotFound,
+        PoisonEntry,
+        RequestError,
+        ServerError,
+        ThreadfoldError,
+        Unauthorized,
+        Unavailable,
+        VersionNotReached,
+    )
+    from threadfold.http import AsyncHttpClient, HttpClient
+    from threadfold.types import (
+        Appended,
+        AsyncClientProtocol,
+        ClientProtocol,
+        DeltaLike,
+        Format,
+        Skipped,
+        State,
+        Status,
+    )
+
+_WHERE = {
+    "Client": "threadfold.client",
+    "AsyncClient": "threadfold.aclient",
+    "HttpClient": "threadfold.http",
+    "AsyncHttpClient": "threadfold.http",
+    **dict.fromkeys(
+        [
+            "Appended",
+            "AsyncClientProtocol",
+            "ClientProtocol",
+            "DeltaLike",
+            "Format",
+            "Skipped",
+            "State",
+            "Status",
+        ],
+        "threadfold.types",
+    ),
+    **dict.fromkeys(
+        [
+            "ClientClosed",
+            "Conflict",
+            "Gone",
+            "InvalidInput",
+            "NotFound",
+            "PoisonEntry",
+            "RequestError",
+            "ServerError",
+            "ThreadfoldError",
+            "Unauthorized",
+            "Unavailable",
+            "VersionNotReached",
+        ],
+        "threadfold.errors",
+    ),
+}
+
+__all__ = [
+    "Appended",
+    "AsyncClient",
+    "AsyncClientProtocol",
+    "AsyncHttpClient",
+    "Client",
+    "ClientClosed",
+    "ClientProtocol",
+    "Conflict",
+    "DeltaLike",
+    "Format",
+    "Gone",
+    "HttpClient",
+    "InvalidInput",
+    "NotFound",
+    "PoisonEntry",
+    "RequestError",
+    "ServerError",
+    "Skipped",
+    "State",
+    "Status",
+    "ThreadfoldError",
+    "Unauthorized",
+    "Unavailable",
+    "VersionNotReached",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'threadfold' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # looked up once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

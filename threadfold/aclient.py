@@ -1,0 +1,164 @@
+"""``threadfold.AsyncClient``: the asyncio twin of :class:`threadfold.Client`.
+
+Calls made in one turn of the event loop share a Redis round trip (the API's own
+producer does the same), and the wake-ups of a window are published together from a
+thread, never from the event loop. Use one client per event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Sequence
+from types import TracebackType
+from typing import Any, Self
+
+from celery import Celery
+
+from core.keys import DEFAULT_TENANT, make_ref
+from threadfold import args, direct
+from threadfold.errors import ClientClosed
+from threadfold.types import Appended, DeltaLike, Format, State, Status
+from workers import reads
+from workers.app import CeleryWaker, make_celery
+from workers.astore import AsyncStore
+from workers.producer import AsyncProducer, Delta
+from workers.redis_io import async_client
+from workers.settings import Settings
+from workers.wakeup import CoalescingWaker, Waker
+
+
+class AsyncClient:
+    """Appends and reads threads directly in Redis (asyncio); see :class:`threadfold.Client`
+    for the arguments."""
+
+    def __init__(
+        self,
+        redis_url: str | None = None,
+        broker_url: str | None = None,
+        *,
+        settings: Settings | None = None,
+        tenant: str = DEFAULT_TENANT,
+        waker: Waker | None = None,
+        wake_window: float = 0.005,
+    ) -> None:
+        self.settings = direct.settings_for(settings, redis_url, broker_url)
+        self.tenant = direct.tenant_of(tenant)
+        window = args.timeout(wake_window, "wake_window")
+        self._celery: Celery | None = None
+        if waker is None:
+            self._celery = make_celery(self.settings)
+            waker = CeleryWaker(self._celery, self.settings.queue, self.settings.refs_per_task)
+        self._waker = CoalescingWaker(waker, window=window)
+        # No automatic reconnect-and-retry: see threadfold.Client.
+        self._redis = async_client(
+            self.settings.redis_url.get_secret_value(),
+            cluster=self.settings.cluster,
+            retries=0,
+            name=direct.CONNECTION_NAME,
+        )
+        self._producer = AsyncProducer(self._redis, self.settings, self._waker)
+        self._store = AsyncStore(self._redis, self.settings.keyspace)
+        self._closed = False
+
+    async def append(
+        self, thread_id: str, messages: Sequence[Any], *, delta_id: str | None = None
+    ) -> Appended:
+        self._check_open()
+        delta = Delta(args.thread_id(thread_id), messages, delta_id, self.tenant)
+        with direct.translated():
+            [result] = await self._producer.enqueue_many([delta], path="")
+        return direct.appended(result)
+
+    async def append_many(self, deltas: Iterable[DeltaLike]) -> list[Appended]:
+        self._check_open()
+        batch = [Delta(*d, self.tenant) for d in args.deltas(deltas)]
+        with direct.translated():
+            results = await self._producer.enqueue_many(batch, path="deltas")
+        return [direct.appended(r) for r in results]
+
+    async def state(
+        self,
+        thread_id: str,
+        *,
+        min_version: str | None = None,
+        wait: float | None = None,
+        format: Format = "langchain",
+        limit: int | None = None,
+        after: str | None = None,
+        before: str | None = None,
+        at_version: str | None = None,
+    ) -> State:
+        self._check_open()
+        name = args.thread_id(thread_id)
+        with direct.translated():
+            query = reads.query(
+                format=format,
+                min_version=min_version,
+                at_version=at_version,
+                wait=wait,
+                limit=limit,
+                before=before,
+                after=after,
+            )
+            answer = await reads.aread(
+                self._store,
+                make_ref(self.tenant, name),
+                name,
+                query,
+                merge_chunks=self.settings.merge_chunks,
+            )
+        return direct.state(name, answer)
+
+    async def status(self, thread_id: str) -> Status:
+        self._check_open()
+        name = args.thread_id(thread_id)
+        with direct.translated():
+            found = await self._store.status(make_ref(self.tenant, name))
+        return direct.status(name, found)
+
+    async def delete(self, thread_id: str) -> None:
+        self._check_open()
+        name = args.thread_id(thread_id)
+        with direct.translated():
+            deleted = await self._store.delete(make_ref(self.tenant, name))
+        if not deleted:
+            raise direct.not_found(name)
+
+    async def wait_for(self, thread_id: str, version: str, timeout: float) -> str:
+        self._check_open()
+        name = args.thread_id(thread_id)
+        wanted, seconds = args.version(version), args.timeout(timeout)
+        with direct.translated():
+            return await reads.await_for(
+                self._store, make_ref(self.tenant, name), name, wanted, seconds
+            )
+
+    async def close(self) -> None:
+        """Publish the pending wake-ups, then close the connections."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self._waker.close()
+        finally:
+            await self._redis.aclose()
+            if self._celery is not None:
+                await asyncio.to_thread(self._celery.close)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClientClosed("this client is closed")
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:  # no URL: they may carry passwords
+        return f"<threadfold.AsyncClient tenant={self.tenant!r} queue={self.settings.queue!r}>"

@@ -1,0 +1,137 @@
+"""What the two direct clients (sync and asyncio) share: their settings, the mapping of
+the pipeline's errors to the API's, and the results built from the store's answers.
+
+A direct client talks to Redis and the broker itself, with no HTTP API between: it
+must answer each call as the API would (same results, same exceptions), or code could
+not move from one kind of client to the other.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import redis
+from pydantic import SecretStr
+
+from core.errors import InvalidMessage
+from core.keys import InvalidName, check_name
+from threadfold.errors import (
+    Gone,
+    InvalidInput,
+    NotFound,
+    PoisonEntry,
+    RequestError,
+    Unavailable,
+    VersionNotReached,
+)
+from threadfold.types import Appended, Skipped, State, Status
+from workers import ops, reads
+from workers.producer import Enqueued
+from workers.settings import Settings
+
+#: What ``CLIENT LIST`` shows of a direct client's Redis connections.
+CONNECTION_NAME = "threadfold-client"
+
+UNREACHABLE = "thread state is unreachable; retry with the same delta_id"
+FULL = (
+    "Redis is full (over maxmemory) and refuses writes until memory is freed or maxmemory "
+    "is raised; retry later with the same delta_id"
+)
+
+
+def settings_for(
+    settings: Settings | None, redis_url: str | None, broker_url: str | None
+) -> Settings:
+    """``settings`` as given, or read from ``THREADFOLD_*``, with the explicit URLs
+    taking precedence over both."""
+    explicit: dict[str, Any] = {}
+    if redis_url is not None:
+        explicit["redis_url"] = SecretStr(redis_url)
+    if broker_url is not None:
+        explicit["broker_url"] = SecretStr(broker_url)
+    if settings is None:
+        return Settings(**explicit)
+    # model_copy does not validate: the values are given as the fields hold them.
+    return settings.model_copy(update=explicit) if explicit else settings
+
+
+def tenant_of(tenant: str) -> str:
+    try:
+        return check_name(tenant, "tenant")
+    except InvalidName as exc:
+        raise InvalidInput(str(exc), field="tenant") from exc
+
+
+@contextlib.contextmanager
+def translated() -> Iterator[None]:
+    """The pipeline's errors as the exceptions the HTTP API's answers become."""
+    try:
+        yield
+    except (InvalidMessage, reads.ReadError) as exc:
+        raise _refusal(exc) from exc
+    except (redis.ConnectionError, redis.TimeoutError) as exc:
+        raise Unavailable(UNREACHABLE, retry_after=1.0) from exc
+    except redis.exceptions.OutOfMemoryError as exc:  # over maxmemory: an operator's to mend
+        raise Unavailable(FULL, code="redis_full", retry_after=5.0) from exc
+
+
+def _refusal(exc: InvalidMessage | reads.ReadError) -> RequestError:
+    """What the API answers for each refusal of the pipeline's (see api/service.py)."""
+    match exc:
+        case InvalidMessage():
+            return InvalidInput(str(exc), status=422, code="invalid", field=exc.path or None)
+        case reads.BadQuery():
+            return InvalidInput(exc.message, status=400, code="bad_request", field=exc.field)
+        case reads.UnknownAnchor():
+            return InvalidInput(exc.message, status=422, code="invalid", field=exc.field)
+        case reads.BeforeBirth():
+            return NotFound(
+                exc.message, field=exc.field, details={"first_version": exc.first_version}
+            )
+        case reads.ThreadNotFound():
+            return NotFound(exc.message, field=exc.field)
+        case reads.NotReached():
+            return VersionNotReached(exc.message, retry_after=1.0, details={"version": exc.version})
+        case reads.HistoryGone():
+            return Gone(
+                exc.message, field=exc.field, details={"oldest_version": exc.oldest_version}
+            )
+        case reads.PoisonEntry():
+            return PoisonEntry(exc.message, field=exc.field, details={"entry": exc.entry})
+        case _:  # reads.Moving: every read met a concurrent trim or delete
+            return Unavailable(exc.message, retry_after=1.0)
+
+
+def not_found(thread_id: str) -> NotFound:
+    return NotFound(f"thread {thread_id!r} has never been written", field="thread_id")
+
+
+def appended(result: Enqueued) -> Appended:
+    return Appended(result.thread_id, result.version, result.accepted, result.duplicate, result.ids)
+
+
+def state(thread_id: str, answer: reads.Answer) -> State:
+    return State(
+        thread_id, answer.version, answer.total, answer.has_more, answer.format, answer.messages
+    )
+
+
+def status(thread_id: str, found: ops.ThreadStatus | None) -> Status:
+    if found is None:
+        raise not_found(thread_id)
+    return Status(
+        thread_id,
+        found.version,
+        found.last_enqueued,
+        found.backlog,
+        found.messages,
+        found.last_commit_ms,
+        found.attempts,
+        bool(found.quarantined),
+        found.quarantined or None,
+        found.quarantined_entry or None,
+        found.dirty_since_ms,
+        tuple(Skipped(s.entry, s.reason, s.at_ms) for s in found.skipped),
+    )
