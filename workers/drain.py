@@ -58,6 +58,14 @@ class PoisonEntry(Exception):
 Decoded = list[tuple[str, list[BaseMessage]]]
 
 
+def lag_ms(entry: str, now_ms: int) -> int:
+    """An entry's enqueue-to-visible lag: the commit's time (Redis's clock) less the ms
+    of the entry's id, at least 0. After Redis's clock jumps back, its stream ids stay
+    ahead of it (they never go back), and a negative lag would lower the histogram's
+    ``_sum``, a counter Prometheus takes for a reset when it decreases."""
+    return max(0, now_ms - int(entry.partition("-")[0]))
+
+
 def _decode(batch: Batch) -> Decoded:
     """Decode entries up to the first bad one; a bad first entry is poison."""
     decoded: list[tuple[str, list[BaseMessage]]] = []
@@ -258,7 +266,7 @@ class Drainer:
         metrics.add("commits")
         metrics.add("entries_applied", len(decoded))
         metrics.observe("batch_entries", len(decoded), BATCH_BUCKETS)
-        lags = (now_ms - int(entry.partition("-")[0]) for entry, _ in decoded)
+        lags = (lag_ms(entry, now_ms) for entry, _ in decoded)
         metrics.observe_many("visible_lag_ms", lags, LAG_BUCKETS_MS)
         if metrics.due():
             self.flush_metrics()
