@@ -13,7 +13,7 @@ import gc
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import msgspec
@@ -45,7 +45,7 @@ from core.depth import path_text, too_deep_json
 from workers import maxmemory
 from workers.app import CeleryWaker, make_celery
 from workers.astore import AsyncStore
-from workers.metrics import LATENCY_BUCKETS_MS, Metrics
+from workers.metrics import LATENCY_BUCKETS_MS, RETRYABLE, FlushOutage, Metrics
 from workers.producer import AsyncProducer
 from workers.redis_io import AsyncClient, async_client
 from workers.wakeup import AsyncWaker, CoalescingWaker
@@ -67,6 +67,7 @@ class Resources:
     metrics: Metrics
     waker: AsyncWaker
     broker_check: Callable[[], bool]
+    flush_outage: FlushOutage = field(default_factory=lambda: FlushOutage(log))
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -227,7 +228,12 @@ async def readyz(request: Request) -> Response:
 
 async def get_metrics(request: Request) -> Response:
     res = _resources(request)
-    await res.metrics.aflush(res.client)
+    # This process's counts first, so the scrape shows them. A flush Redis refuses (full,
+    # out of reach) keeps them for the next one and must not fail the scrape: a full
+    # Redis is when monitoring matters most, and its totals can still be read. Only a
+    # Redis that cannot be read at all makes the scrape a 503 (the reads below raise).
+    with contextlib.suppress(*RETRYABLE):
+        await res.metrics.aflush(res.client)
     keyspace = res.settings.keyspace
     totals = await prom.collect(res.client, keyspace)
     live = await prom.gauges(res.client, keyspace, res.settings.metrics_liveness_seconds)
@@ -310,8 +316,12 @@ async def _flush_metrics(resources: Resources) -> None:
         await asyncio.sleep(resources.metrics.every)
         try:
             await resources.metrics.aflush(resources.client)
-        except Exception:  # metrics never take the API down
-            log.warning("could not flush metrics", exc_info=True)
+        # Metrics never take the API down; a failure is logged once per outage, not
+        # once a second (a bug's with its traceback).
+        except Exception as exc:  # noqa: BLE001
+            resources.flush_outage.failed(exc)
+        else:
+            resources.flush_outage.flushed()
 
 
 async def _refuse_an_evicting_redis(client: AsyncClient) -> None:

@@ -20,6 +20,7 @@ histogram's buckets and sum would disagree otherwise).
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import socket
@@ -172,6 +173,48 @@ class Metrics:
             if amount and math.isfinite(amount):
                 args += [field, int(amount) if amount.is_integer() else amount]
         return Call(FLUSH, (self.keyspace.metrics_totals, self.keyspace.metrics_procs), args)
+
+
+class FlushOutage:
+    """The log of a periodic flush while it fails: one warning when an outage starts and
+    one line when a flush works again, instead of a line (and a traceback) each period,
+    so an outage of Redis is visible but does not flood the log; a failure that is not
+    Redis refusing or out of reach (a bug) carries its traceback, once."""
+
+    def __init__(self, logger: logging.Logger) -> None:
+        self.logger = logger
+        #: Flushes failed in a row (0: flushing works).
+        self.failures = 0
+        self._since = 0.0
+
+    def failed(self, exc: Exception) -> None:
+        self.failures += 1
+        if self.failures > 1:
+            return
+        self._since = time.monotonic()
+        kept = isinstance(exc, RETRYABLE)
+        if isinstance(exc, OutOfMemoryError):
+            why = "Redis is full"
+        else:
+            why = "Redis is out of reach" if kept else "unexpected error"
+        self.logger.warning(
+            "could not flush metrics: %s (%s: %s); %s (said once: the next line is when a "
+            "flush works again)",
+            why,
+            type(exc).__name__,
+            str(exc).removeprefix("Redis is full: ").rstrip("."),  # RedisFull's own words
+            "the counts are kept for the next flush" if kept else "these counts are lost",
+            exc_info=not kept,
+        )
+
+    def flushed(self) -> None:
+        if self.failures:
+            self.logger.info(
+                "metrics flushed again, after %d failed flush(es) over %.1f s",
+                self.failures,
+                time.monotonic() - self._since,
+            )
+        self.failures = 0
 
 
 @lru_cache(maxsize=256)
