@@ -5,9 +5,10 @@ end of a call, ``__remove_all__`` returns a raw tail, unknown removes raise), so
 workers never use it on batches; they use :func:`core.delta.apply_deltas`.
 
 One deliberate difference: messages are frozen, so ids are stamped on new objects
-instead of mutating the caller's. Within a call the effect is the same (the same
-id-less object passed twice gets one id), and across calls the caller's objects are
-simply left as they were.
+instead of mutating the caller's. Within a call the effect is the same (an id-less
+message object passed twice, in either argument, gets one id; a chunk object or a dict
+passed twice gets two, since LangGraph converts each occurrence to a new message), and
+across calls the caller's objects are simply left as they were.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import msgspec
 
 from core.convert import to_messages
 from core.errors import ReducerError
-from core.ids import IdSource, uuid4_str
+from core.ids import IdSource, is_message_object, uuid4_str
 from core.messages import REMOVE_ALL_MESSAGES, BaseMessage, RemoveMessage, message_chunk_to_message
 from core.openai import to_openai
 
@@ -45,35 +46,50 @@ def add_messages(
     return _merge(left, right, format, new_id)
 
 
-def _coerce(side: Any, path: str) -> list[BaseMessage]:
-    items = side if isinstance(side, list) else [side]
-    return [message_chunk_to_message(m) for m in to_messages(items, path)]
+class _Side:
+    """One argument: the caller's items and the messages they became."""
+
+    def __init__(self, side: Any, path: str) -> None:
+        self.items: list[Any] = side if isinstance(side, list) else [side]
+        converted = to_messages(self.items, path)
+        self.messages = [message_chunk_to_message(m) for m in converted]
+        # A chunk becomes a new message at each occurrence, as in LangGraph: the same
+        # chunk object passed twice is two messages, with two ids.
+        self.was_chunk = [m is not c for m, c in zip(self.messages, converted, strict=True)]
 
 
-def _stamp(messages: list[BaseMessage], memo: dict[int, str], new_id: IdSource) -> None:
-    """Give id-less messages an id; the same object twice gets the same id."""
+def _stamp(side: _Side, memo: dict[int, str], new_id: IdSource) -> None:
+    """Give id-less messages an id; the same message object twice gets the same id.
+
+    LangGraph stamps the object in place, so its second occurrence already has the id.
+    ``memo`` is keyed by the caller's object (``id()``), which the caller's lists keep
+    alive for the whole call.
+    """
+    messages = side.messages
     for i, m in enumerate(messages):
         if m.id is None:
-            given = memo.get(id(m))
-            if given is None:
-                given = memo[id(m)] = new_id()
+            item = side.items[i]
+            if not side.was_chunk[i] and is_message_object(item):
+                given = memo.get(id(item))
+                if given is None:
+                    given = memo[id(item)] = new_id()
+            else:
+                given = new_id()
             messages[i] = msgspec.structs.replace(m, id=given)
 
 
 def _merge(left: Any, right: Any, format: str | None, new_id: IdSource) -> list[BaseMessage]:
-    lhs, rhs = _coerce(left, "left"), _coerce(right, "right")
+    lhs, rhs = _Side(left, "left"), _Side(right, "right")
     memo: dict[int, str] = {}
-    keep_alive = [*lhs, *rhs]  # memo keys are object ids: keep the objects alive meanwhile
     _stamp(lhs, memo, new_id)
     _stamp(rhs, memo, new_id)
-    del keep_alive
     remove_all = None
-    for i, m in enumerate(rhs):
+    for i, m in enumerate(rhs.messages):
         if type(m) is RemoveMessage and m.id == REMOVE_ALL_MESSAGES:
             remove_all = i
     if remove_all is not None:
-        return rhs[remove_all + 1 :]
-    merged = _upsert(list(lhs), rhs)
+        return rhs.messages[remove_all + 1 :]
+    merged = _upsert(list(lhs.messages), rhs.messages)
     if format == "langchain-openai":
         return to_messages(to_openai(merged))
     if format:
