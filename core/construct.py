@@ -11,6 +11,7 @@ extra fields, as with ``extra="allow"``. Each refusal names the field.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -91,7 +92,7 @@ def build(cls: type[BaseMessage], kwargs: dict[Any, Any], path: str) -> BaseMess
         raise fields.fail(f"{path}.type", f"expected {tag!r}")
     result = _validate(cls, values, path)
     if cls is AIMessageChunk:
-        _derive_tool_calls(result)
+        _derive_tool_calls(result, path)
     return cls(**result)
 
 
@@ -207,19 +208,34 @@ def _validate(cls: type[BaseMessage], values: dict[str, Any], path: str) -> dict
     return result
 
 
-def _derive_tool_calls(values: dict[str, Any]) -> None:
+def _derive_tool_calls(values: dict[str, Any], path: str) -> None:
     """AIMessageChunk's after-validator, on the validated values."""
-    derived = init_tool_calls(
-        content=values["content"],
-        response_metadata=values.get("response_metadata", {}),
-        chunk_position=values.get("chunk_position"),
-        tool_calls=values.get("tool_calls", []),
-        invalid_tool_calls=values.get("invalid_tool_calls", []),
-        tool_call_chunks=values.get("tool_call_chunks", []),
-    )
+    try:
+        derived = init_tool_calls(
+            content=values["content"],
+            response_metadata=values.get("response_metadata", {}),
+            chunk_position=values.get("chunk_position"),
+            tool_calls=values.get("tool_calls", []),
+            invalid_tool_calls=values.get("invalid_tool_calls", []),
+            tool_call_chunks=values.get("tool_call_chunks", []),
+        )
+    except (TypeError, ValueError) as exc:
+        # Chunks are derived from the tool calls with json.dumps, which LangChain lets
+        # raise as it is (bytes or a set in the arguments, from Python callers).
+        raise InvalidMessage(_unencodable(values, path), str(exc), type(exc).__name__) from exc
     (
         values["content"],
         values["tool_calls"],
         values["invalid_tool_calls"],
         values["tool_call_chunks"],
     ) = derived
+
+
+def _unencodable(values: dict[str, Any], path: str) -> str:
+    """Where the tool call is whose arguments json.dumps refused (the failing path)."""
+    for k, call in enumerate(values.get("tool_calls", [])):
+        try:
+            json.dumps(call["args"])
+        except (TypeError, ValueError):
+            return f"{path}.tool_calls[{k}].args"
+    return f"{path}.tool_calls"

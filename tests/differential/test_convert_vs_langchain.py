@@ -158,3 +158,20 @@ def test_to_messages_matches_convert_to_messages_on_a_random_corpus() -> None:
     assert set(lc_errors) >= LC_ERRORS, f"corpus no longer reaches {LC_ERRORS - set(lc_errors)}"
     accepted = len(items) - sum(lc_errors.values())
     assert accepted > len(items) // 4, "corpus has become mostly invalid"
+
+
+@pytest.mark.parametrize("value", [b"raw", {1, 2}], ids=["bytes", "set"])
+def test_chunk_tool_call_arguments_json_cannot_dump_are_refused_as_langchain_refuses(
+    value: Any,
+) -> None:
+    """A chunk derives its tool-call chunks with json.dumps, which LangChain lets raise
+    (a TypeError, from a Python caller); ours names the arguments instead of crashing."""
+    calls = [{"name": "f", "args": {}, "id": "c0"}, {"name": "f", "args": {"q": value}, "id": "c1"}]
+    item = {"type": "AIMessageChunk", "content": "", "tool_calls": calls}
+    assert langchain_outcome(copy.deepcopy(item)).value == "TypeError"
+    with pytest.raises(InvalidMessage) as raised:
+        to_messages([item])
+    assert (raised.value.path, raised.value.lc_error) == (
+        "messages[0].tool_calls[1].args",
+        "TypeError",
+    )
