@@ -220,9 +220,11 @@ def _derive_tool_calls(values: dict[str, Any], path: str) -> None:
             tool_call_chunks=values.get("tool_call_chunks", []),
         )
     except (TypeError, ValueError) as exc:
-        # Chunks are derived from the tool calls with json.dumps, which LangChain lets
-        # raise as it is (bytes or a set in the arguments, from Python callers).
-        raise InvalidMessage(_unencodable(values, path), str(exc), type(exc).__name__) from exc
+        # Chunks are derived from the tool calls with json.dumps (bytes, a set or a cycle
+        # in the arguments, from Python callers): pydantic lets its TypeError through and
+        # wraps its ValueError (a cycle) in a ValidationError.
+        lc_error = "TypeError" if isinstance(exc, TypeError) else "ValidationError"
+        raise InvalidMessage(_unencodable(values, path), str(exc), lc_error) from exc
     (
         values["content"],
         values["tool_calls"],

@@ -160,18 +160,25 @@ def test_to_messages_matches_convert_to_messages_on_a_random_corpus() -> None:
     assert accepted > len(items) // 4, "corpus has become mostly invalid"
 
 
-@pytest.mark.parametrize("value", [b"raw", {1, 2}], ids=["bytes", "set"])
+def _cycle() -> dict[str, Any]:
+    cycle: dict[str, Any] = {}
+    cycle["self"] = cycle
+    return cycle
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [(b"raw", "TypeError"), ({1, 2}, "TypeError"), (_cycle(), "ValidationError")],
+    ids=["bytes", "set", "cycle"],
+)
 def test_chunk_tool_call_arguments_json_cannot_dump_are_refused_as_langchain_refuses(
-    value: Any,
+    value: Any, error: str
 ) -> None:
     """A chunk derives its tool-call chunks with json.dumps, which LangChain lets raise
-    (a TypeError, from a Python caller); ours names the arguments instead of crashing."""
+    (from a Python caller); ours names the arguments instead of crashing."""
     calls = [{"name": "f", "args": {}, "id": "c0"}, {"name": "f", "args": {"q": value}, "id": "c1"}]
     item = {"type": "AIMessageChunk", "content": "", "tool_calls": calls}
-    assert langchain_outcome(copy.deepcopy(item)).value == "TypeError"
+    assert langchain_outcome(item).value == error
     with pytest.raises(InvalidMessage) as raised:
         to_messages([item])
-    assert (raised.value.path, raised.value.lc_error) == (
-        "messages[0].tool_calls[1].args",
-        "TypeError",
-    )
+    assert (raised.value.path, raised.value.lc_error) == ("messages[0].tool_calls[1].args", error)
