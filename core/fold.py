@@ -21,6 +21,7 @@ from typing import Any
 from core.chunks import add_chunks
 from core.errors import ChunkMergeError
 from core.messages import REMOVE_ALL_MESSAGES, BaseMessage, RemoveMessage, is_chunk
+from core.servable import renders
 
 
 class Effect:
@@ -198,13 +199,19 @@ def merge_chunk(previous: BaseMessage | None, incoming: BaseMessage) -> BaseMess
     associative, so nothing is ever pre-combined). Where ``+`` raises for the pair
     (different tool_call_ids, roles or names), the new chunk replaces the old one, as
     it would without merging: a fold step must not fail on a valid message.
+
+    The same holds where the sum has no OpenAI form although both chunks have one
+    (merged blocks keep the first block's type and gain the other's keys: an Anthropic
+    image block that gains a ``text`` key becomes an image data block without a url):
+    the state must stay servable, and ingestion checked only each chunk on its own.
     """
     if previous is None or not (is_chunk(previous) and is_chunk(incoming)):
         return incoming
     try:
-        return add_chunks(previous, incoming)
+        merged = add_chunks(previous, incoming)
     except ChunkMergeError:
         return incoming
+    return merged if renders(merged) else incoming
 
 
 def replay_fold(batches: Iterable[list[BaseMessage]], *, merge_chunks: bool = False) -> ThreadFold:

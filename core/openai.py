@@ -62,6 +62,9 @@ class _Options:
     pass_through: bool
 
 
+_DEFAULTS: Final = _Options("string", include_id=False, pass_through=True)
+
+
 def to_openai(
     messages: Sequence[BaseMessage],
     *,
@@ -84,6 +87,13 @@ def to_openai(
         where = f"messages[{i}]"
         result.extend(_Converter(message, options, path=where, label=where).run())
     return result
+
+
+def check_openai(message: BaseMessage, path: str) -> None:
+    """Raise the :class:`InvalidMessage` that :func:`to_openai` with its defaults (the
+    API's ``?format=openai``) would raise for ``message``, located at ``path`` (which
+    also stands for the message in LangChain's own error texts)."""
+    _Converter(message, _DEFAULTS, path=path, label=path).run()
 
 
 def _describe(exc: Exception) -> str:

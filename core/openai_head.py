@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
+import msgspec
+
 from core.errors import InvalidMessage
 from core.messages import (
     AIMessage,
@@ -22,7 +24,7 @@ from core.messages import (
     ToolMessage,
 )
 
-__all__ = ["function_call", "message_head"]
+__all__ = ["check_head", "function_call", "message_head"]
 
 # LangChain's module for the one message class it cannot convert, for its error text.
 _LC_MODULE: Final[dict[type[BaseMessage], str]] = {
@@ -56,12 +58,44 @@ def function_call(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
     return {"type": "function", "id": call_id, "function": {"name": name, "arguments": arguments}}
 
 
+# ensure_ascii=False: OpenAI takes UTF-8, and LangChain sends non-ASCII unescaped. One
+# encoder for every call: json.dumps with any non-default option builds a new one each
+# time (0.9 of its 2.2 us for a typical call's arguments); the output is the same.
+_ARGUMENTS: Final = json.JSONEncoder(ensure_ascii=False)
+
+
 def _arguments(args: Any, path: str) -> str:
-    # ensure_ascii=False: OpenAI takes UTF-8, and LangChain sends non-ASCII unescaped.
     try:
-        return json.dumps(args, ensure_ascii=False)
+        return _ARGUMENTS.encode(args)
     except (TypeError, ValueError) as exc:
         raise InvalidMessage(path, str(exc), type(exc).__name__) from exc
+
+
+def check_head(message: BaseMessage, path: str) -> None:
+    """Raise what :func:`message_head` raises for ``message``, without building the
+    dict: its role, and each tool call's keys and arguments (the ingest check, which
+    runs on every AI message with tool calls)."""
+    _role(message, path)
+    if isinstance(message, AIMessage):
+        for k, c in enumerate(message.tool_calls):
+            c["id"], c["name"]  # a message object built by hand may lack them
+            if not _plain_json(c["args"]):
+                _arguments(c["args"], f"{path}.tool_calls[{k}]")
+
+
+_JSON_ENCODER: Final = msgspec.json.Encoder()
+_JSON_DECODER: Final = msgspec.json.Decoder()
+
+
+def _plain_json(value: Any) -> bool:
+    """True when ``value`` is plain JSON data, which ``json.dumps`` never refuses: it
+    comes back equal from a JSON round trip (0.3 us where json.dumps takes 1.5). False
+    decides nothing: bytes, NaN or an int key come back different, and json.dumps
+    refuses only the first."""
+    try:
+        return bool(_JSON_DECODER.decode(_JSON_ENCODER.encode(value)) == value)
+    except Exception:  # noqa: BLE001  # anything msgspec cannot take is left to json.dumps
+        return False
 
 
 def message_head(message: BaseMessage, include_id: bool, path: str) -> dict[str, Any]:

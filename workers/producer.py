@@ -27,6 +27,7 @@ from core.errors import InvalidMessage
 from core.ids import IdSource, derived_ids, ensure_ids, uuid4_str
 from core.keys import DEFAULT_TENANT, InvalidName, make_ref
 from core.pages import fingerprints
+from core.servable import check_encoded
 from workers import ops
 from workers.redis_io import AsyncClient, Call, Stream, SyncClient, arun_many, run_many
 from workers.settings import Settings
@@ -108,6 +109,9 @@ def prepare(
         check_depth(messages, max_depth, at("messages"))
         if not payload:  # shallow enough, but the caller's own stack was near the limit
             raise InvalidMessage(at("messages"), "nested too deeply to encode here")
+    # What is accepted must be servable: a message with no OpenAI form would fail
+    # every later ?format=openai read of the thread (see core.servable).
+    check_encoded(messages, payload, at("messages"))
     ids = tuple([m.id for m in messages])
     for i, ident in enumerate(ids):  # a message object is taken as built: check its id
         if type(ident) is not str:
