@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
+from urllib.parse import quote
 
 import redis
 from redis.backoff import NoBackoff
@@ -56,6 +57,10 @@ class RedisServer:
     Persistence is off unless `appendonly`; `kill` then `restart` reuses the port and the
     directory, so an append-only file is replayed. `close` (or leaving the `with` block)
     stops the server, closes the clients it handed out and removes the directory it made.
+
+    With a `password` the server runs `requirepass`, read from a config file in its
+    directory (never on its command line, where `ps` would show it); `url`, `client` and
+    `probe` carry it.
     """
 
     def __init__(
@@ -66,11 +71,13 @@ class RedisServer:
         appendfsync: AppendFsync = "everysec",
         extra_args: Sequence[str] = (),
         data_dir: Path | None = None,
+        password: str | None = None,
         cluster_bus: bool = False,
         executable: str = "redis-server",
         startup_timeout: float = 10.0,
     ) -> None:
         self._executable = find_executable(executable)
+        self.password = password
         self._options = [
             *("--appendonly", "yes" if appendonly else "no"),
             *("--appendfsync", appendfsync),
@@ -83,6 +90,8 @@ class RedisServer:
         )
         self._finalizer = weakref.finalize(self, self._runtime.teardown)
         try:
+            if password is not None:
+                self._write_config(password)
             self.port = self._start_on_free_port(port, cluster_bus)
         except BaseException:
             self._finalizer()
@@ -90,7 +99,8 @@ class RedisServer:
 
     @property
     def url(self) -> str:
-        return f"redis://{HOST}:{self.port}/0"
+        auth = "" if self.password is None else f":{quote(self.password, safe='')}@"
+        return f"redis://{auth}{HOST}:{self.port}/0"
 
     @property
     def dir(self) -> Path:
@@ -111,7 +121,12 @@ class RedisServer:
     def client(self, *, decode_responses: bool = False, **options: Any) -> redis.Redis:
         """A client for db 0; closed with the server if the caller has not closed it."""
         client = redis.Redis(
-            host=HOST, port=self.port, db=0, decode_responses=decode_responses, **options
+            host=HOST,
+            port=self.port,
+            db=0,
+            password=self.password,
+            decode_responses=decode_responses,
+            **options,
         )
         self._runtime.clients.append(client)
         return client
@@ -119,7 +134,7 @@ class RedisServer:
     @contextlib.contextmanager
     def probe(self, timeout: float = 1.0) -> Iterator[redis.Redis]:
         """A short-lived client that never retries, for health checks and admin commands."""
-        with _probe_client(self.port, timeout) as client:
+        with _probe_client(self.port, timeout, self.password) as client:
             yield client
 
     def kill(self) -> None:
@@ -189,7 +204,7 @@ class RedisServer:
         self._runtime.process = process
         try:
             wait_until(
-                lambda: _ready(process, port),
+                lambda: _ready(process, port, self.password),
                 self.startup_timeout,
                 message=f"redis-server on port {port} did not become ready",
                 ignore=_PROBE_ERRORS,
@@ -201,9 +216,21 @@ class RedisServer:
                 raise _PortTakenError(port) from error
             raise ServiceStartError(f"{error}; log tail:\n{_tail(log)}") from error
 
+    @property
+    def _config(self) -> Path:
+        return self.dir / "redis.conf"
+
+    def _write_config(self, password: str) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self._config.write_text(f"requirepass {password}\n")
+        self._config.chmod(0o600)
+
     def _argv(self, port: int) -> list[str]:
+        # The config file comes first: redis-server reads it before the options.
+        config = [] if self.password is None else [str(self._config)]
         return [
             self._executable,
+            *config,
             *("--bind", HOST, "--port", str(port), "--dir", str(self.dir)),
             *("--save", "", "--daemonize", "no", "--protected-mode", "no"),
             *("--logfile", str(self.log_path), "--maxmemory-policy", "noeviction"),
@@ -223,20 +250,21 @@ class _ExitedError(Exception):
     """The server process exited while we waited for it to become ready."""
 
 
-def _ready(process: ManagedProcess, port: int) -> bool:
+def _ready(process: ManagedProcess, port: int, password: str | None) -> bool:
     """PING answers and the dataset (RDB or AOF) is fully loaded."""
     if not process.alive:
         raise _ExitedError(f"redis-server on port {port} exited while starting")
-    with _probe_client(port, timeout=1.0) as client:
+    with _probe_client(port, timeout=1.0, password=password) as client:
         client.ping()
         return int(client.info("persistence")["loading"]) == 0
 
 
 @contextlib.contextmanager
-def _probe_client(port: int, timeout: float) -> Iterator[redis.Redis]:
+def _probe_client(port: int, timeout: float, password: str | None) -> Iterator[redis.Redis]:
     client = redis.Redis(
         host=HOST,
         port=port,
+        password=password,
         socket_timeout=timeout,
         socket_connect_timeout=timeout,
         retry=Retry(NoBackoff(), 0),

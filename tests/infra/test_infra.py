@@ -72,6 +72,21 @@ def test_a_server_without_persistence_restarts_empty() -> None:
         assert client.get("ephemeral") is None
 
 
+def test_a_password_protected_server_wants_it_keeps_it_off_its_command_line_and_restarts() -> None:
+    password = "pw:with/odd@chars"  # noqa: S105  # a throwaway, URL-quoted in the url
+    with RedisServer(password=password, appendonly=True) as server:
+        assert server.url == f"redis://:pw%3Awith%2Fodd%40chars@127.0.0.1:{server.port}/0"
+        with redis.Redis(port=server.port) as anonymous, pytest.raises(redis.AuthenticationError):
+            anonymous.ping()
+        with redis.Redis.from_url(server.url) as client:
+            client.set("kept", "yes")
+        assert password not in Path(f"/proc/{server.pid}/cmdline").read_text()
+        server.kill()
+        server.restart()  # the readiness probe and the SHUTDOWN of stop() authenticate
+        with server.probe() as admin:
+            assert admin.get("kept") == b"yes"
+
+
 def test_no_server_process_or_directory_survives_the_context_manager() -> None:
     with RedisServer(appendonly=True) as server:
         pid, directory = server.pid, server.dir

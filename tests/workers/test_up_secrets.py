@@ -17,12 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
-from tests.infra.ports import HOST, free_port
-from tests.infra.processes import ManagedProcess, find_executable, wait_until
+from tests.infra.ports import HOST
+from tests.infra.processes import ManagedProcess, wait_until
+from tests.infra.redis_server import RedisServer
 from tests.workers.harness import FAST, ROOT
 
 THREADFOLD = str(Path(sys.executable).with_name("threadfold"))
@@ -70,43 +68,12 @@ def _environment(**values: str) -> dict[str, str]:
     return {**env, **fast, "PYTHONPATH": str(ROOT), **values}
 
 
-class PasswordRedis:
-    """A redis-server with ``requirepass`` (read from a config file, so that the password
-    is not on its command line either) that can be killed and started again."""
-
-    def __init__(self, folder: Path, password: str) -> None:
-        folder.mkdir()
-        self.folder, self.password, self.port = folder, password, free_port()
-        (folder / "redis.conf").write_text(f"requirepass {password}\n")
-        self.process = self.start()
-
-    @property
-    def url(self) -> str:
-        return f"redis://:{self.password}@{HOST}:{self.port}/0"
-
-    def start(self) -> ManagedProcess:
-        argv = [
-            find_executable("redis-server"),
-            str(self.folder / "redis.conf"),
-            *("--bind", HOST, "--port", str(self.port), "--dir", str(self.folder)),
-            *("--save", "", "--appendonly", "yes", "--logfile", str(self.folder / "redis.log")),
-        ]
-        process = ManagedProcess(argv, log_path=self.folder / "process.log")
-        client = redis.Redis(
-            host=HOST, port=self.port, password=self.password, retry=Retry(NoBackoff(), 0)
-        )
-        try:
-            wait_until(client.ping, 10, ignore=(redis.RedisError,), message="redis-server")
-        finally:
-            client.close()
-        return process
-
-
 def test_a_password_protected_stack_shows_no_password_and_no_api_key_anywhere(
     tmp_path: Path,
 ) -> None:
     password, key = f"pw-{uuid.uuid4().hex}", f"key-{uuid.uuid4().hex}"
-    server = PasswordRedis(tmp_path / "redis", password)
+    # requirepass from a config file: the password is not on its command line either.
+    server = RedisServer(password=password, appendonly=True, data_dir=tmp_path / "redis")
     env = _environment(
         THREADFOLD_REDIS_URL=server.url, THREADFOLD_API_KEYS=json.dumps({key: None})
     )
@@ -134,7 +101,7 @@ def test_a_password_protected_stack_shows_no_password_and_no_api_key_anywhere(
             )
             assert wrong.returncode == 2 and "Redis error:" in wrong.stderr, wrong.stderr
 
-            server.process.kill()  # a Redis outage: every client meets connection errors
+            server.kill()  # a Redis outage: every client meets connection errors
             down = out.http(http.post("/threads/t1/deltas", json={"messages": ["lost?"]}))
             assert down.status_code == 503, down.text
             assert out.http(http.get("/readyz")).status_code == 503
@@ -146,7 +113,7 @@ def test_a_password_protected_stack_shows_no_password_and_no_api_key_anywhere(
                 60,
                 message="the worker did not report the lost broker",
             )
-            server.process = server.start()
+            server.restart()
             wait_until(
                 lambda: out.http(http.get("/readyz")).status_code == 200,
                 60,
@@ -161,7 +128,7 @@ def test_a_password_protected_stack_shows_no_password_and_no_api_key_anywhere(
         up.send_signal(signal.SIGTERM)
         up.wait_for_exit(60)
         up.kill()
-        server.process.kill()
+        server.close()
     assert up.returncode == 0, up.read_log()
     out.add("threadfold up", up.read_log())
     out.files(tmp_path / "stack" / "logs")
