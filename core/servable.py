@@ -68,13 +68,25 @@ def check_encoded(messages: Sequence[BaseMessage], payload: bytes, path: str) ->
     """:func:`check_servable` on a delta as a read will see it: decoded from ``payload``.
 
     msgpack turns a tuple or a set a Python caller passed into a list, which can change
-    what the converter does with it (a list cannot be hashed), so the check renders the
-    decoded messages; they are decoded only when one of them needs rendering at all
-    (whether a message surely renders is the same before and after the round trip).
+    what the converter does with a block (a list cannot be hashed), so content blocks
+    are checked as decoded. Whether a message surely renders is the same before and
+    after the round trip, and so is the rest of it (its role, and its tool calls'
+    arguments, where json.dumps takes a tuple and refuses a set as LangChain's own
+    converter would on the message as given): the payload is decoded only when a
+    message to check has list content.
     """
-    if all(surely_renders(m) or type(m) is RemoveMessage for m in messages):
-        return
-    check_servable(decode_messages(payload), path)
+    blocks = heads = False
+    for m in messages:  # one pass, no list: this runs for every delta ingested
+        if type(m) is RemoveMessage or surely_renders(m):
+            continue
+        if type(m.content) is not str:
+            blocks = True
+            break
+        heads = True
+    if blocks:
+        check_servable(decode_messages(payload), path)
+    elif heads:
+        check_servable(messages, path)
 
 
 def renders(message: BaseMessage) -> bool:
