@@ -30,8 +30,8 @@ def as_arguments(config: list[list[str]]) -> list[str]:
     ]
 
 
-def compose_redis_arguments() -> list[str]:
-    command = argv(compose_services()["redis"]["command"])
+def compose_redis_arguments(service: str) -> list[str]:
+    command = argv(compose_services()[service]["command"])
     assert command[0] == "redis-server"
     return command[1:]
 
@@ -44,8 +44,16 @@ def pairs(arguments: list[str]) -> dict[str, str]:
 
 
 SOURCES = {path.name: as_arguments(directives(path)) for path in CONFIGS} | {
-    "compose redis": compose_redis_arguments()
+    f"compose {service}": compose_redis_arguments(service) for service in ("redis", "redis-broker")
 }
+#: What redis-server's CONFIG GET answers for a memory size in a config (it says bytes).
+UNITS = {"kb": 1024, "mb": 1024**2, "gb": 1024**3}
+
+
+def as_config_get(name: str, value: str) -> str:
+    if name == "maxmemory" and value[-2:].lower() in UNITS:
+        return str(int(value[:-2]) * UNITS[value[-2:].lower()])
+    return value
 
 
 @pytest.mark.parametrize("source", SOURCES)
@@ -65,7 +73,7 @@ def test_every_redis_setting_in_deploy_is_accepted_by_redis_server(source: str) 
         server.probe() as admin,
     ):
         for name, value in settings.items():
-            assert admin.config_get(name) == {name: value}, name
+            assert admin.config_get(name) == {name: as_config_get(name, value)}, name
         assert int(admin.info("cluster")["cluster_enabled"]) == int(cluster)
 
 
