@@ -7,6 +7,7 @@ reads the same ``THREADFOLD_*`` settings.
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -19,6 +20,7 @@ from api.guard import HttpLimits, protocol
 from api.settings import ApiSettings
 from workers import logs
 from workers.redact import settings_error
+from workers.shared_broker import warn_if_shared
 
 
 def settings_from_env() -> ApiSettings:
@@ -39,6 +41,8 @@ def app_from_env() -> Starlette:
 def serve(settings: ApiSettings) -> None:
     """Serve until interrupted (SIGINT/SIGTERM stop it cleanly)."""
     logs.configure(settings.log_level, settings.secrets)
+    # Here, once, not in the app's startup: that runs in each of uvicorn's processes.
+    warn_if_shared(settings, "threadfold api", logging.getLogger("threadfold.api"))
     workers = settings.api_workers
     common: dict[str, Any] = {
         "host": settings.host,

@@ -6,15 +6,20 @@ The environment is read here, once; everything below gets the settings passed in
 from __future__ import annotations
 
 import gc
+import logging
+from collections.abc import Callable
 
-from celery.signals import worker_process_init
+from celery.signals import beat_init, worker_init, worker_process_init
 from pydantic import ValidationError
 
 from workers import logs
 from workers.app import make_celery
 from workers.redact import settings_error
 from workers.settings import Settings
+from workers.shared_broker import warn_if_shared
 from workers.tasks import register
+
+log = logging.getLogger("threadfold.worker")
 
 try:
     settings = Settings()
@@ -36,3 +41,17 @@ def _settle_collector(**_: object) -> None:
 
 
 worker_process_init.connect(_settle_collector, weak=False)
+
+
+def _say_if_the_broker_shares_state(who: str) -> Callable[..., None]:
+    """At a worker's or beat's start (their main process, once; not in ``celery
+    inspect``, which imports this module too)."""
+
+    def say(**_: object) -> None:
+        warn_if_shared(settings, f"threadfold {who}", log)
+
+    return say
+
+
+worker_init.connect(_say_if_the_broker_shares_state("worker"), weak=False)
+beat_init.connect(_say_if_the_broker_shares_state("beat"), weak=False)

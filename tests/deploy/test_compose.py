@@ -22,6 +22,7 @@ from tests.deploy.manifests import (
     service_env,
 )
 from workers.settings import Settings
+from workers.shared_broker import server, shares_state
 
 
 @pytest.mark.parametrize("files", COMPOSE_FILES, ids=lambda fs: "+".join(f.name for f in fs))
@@ -101,7 +102,7 @@ def test_optional_services_sit_behind_their_profiles() -> None:
     services = compose_services()
     assert services["rabbitmq"]["profiles"] == ["rabbitmq"]
     assert services["flower"]["profiles"] == ["flower"]
-    for name in ("redis", "api", "worker", "beat"):
+    for name in ("redis", "redis-broker", "api", "worker", "beat"):
         assert "profiles" not in services[name], name
 
 
@@ -114,3 +115,35 @@ def test_the_rabbitmq_override_points_every_celery_process_at_amqp(
         assert settings.broker.startswith("amqp://"), name
         assert settings.redis_url.get_secret_value().startswith("redis://"), name
     assert any("amqp://" in part for part in argv(services["flower"]["command"]))
+
+
+@pytest.mark.parametrize("files", COMPOSE_FILES, ids=lambda fs: "+".join(f.name for f in fs))
+def test_the_broker_is_never_on_the_state_redis(
+    files: tuple[Path, ...], settings_from_env: LoadSettings
+) -> None:
+    # On the state's Redis (any db) the broker shares its memory: a full state refuses
+    # the broker's bookkeeping too (docs/operations.md, "Redis memory").
+    for name in ("api", "worker", "beat"):
+        settings: Settings = settings_from_env(service_env(compose_services(*files)[name]))
+        assert settings.broker_url is not None, name
+        assert not shares_state(settings), f"{name}: {settings.broker} is the state's Redis"
+
+
+def test_the_default_broker_is_a_small_noeviction_redis_service_of_its_own(
+    settings_from_env: LoadSettings,
+) -> None:
+    services = compose_services()
+    settings: Settings = settings_from_env(service_env(services["worker"]))
+    broker = server(settings.broker)
+    assert broker is not None and broker[0] != "redis", settings.broker
+    service = services[broker[0]]  # the broker's host is a service of the file
+    arguments = argv(service["command"])
+    assert service["image"].split(":")[0] == "redis" and arguments[0] == "redis-server"
+    options = dict(zip(arguments[1::2], arguments[2::2], strict=True))
+    assert options["--maxmemory-policy"] == "noeviction"
+    assert options["--maxmemory"] not in {"0", ""}  # its own limit, not the machine's
+    assert service["volumes"] != services["redis"]["volumes"]
+    flower = argv(services["flower"]["command"])
+    assert f"--broker={settings.broker}" in flower
+    for name in ("api", "worker", "beat"):  # they start once the broker answers
+        assert services[name]["depends_on"][broker[0]] == {"condition": "service_healthy"}

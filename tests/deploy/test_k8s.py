@@ -33,6 +33,7 @@ from tests.deploy.manifests import (
 )
 from workers.redis_io import async_client
 from workers.settings import Settings
+from workers.shared_broker import shares_state
 
 ROUTE_PATHS = frozenset(path for path, *_ in ROUTES)
 
@@ -79,6 +80,15 @@ def test_the_secret_holds_exactly_the_urls_and_api_keys() -> None:
         "THREADFOLD_API_KEYS",
     } == SECRET_NAMES
     assert set(secret_data()) == SECRET_NAMES
+
+
+def test_the_broker_is_never_on_the_state_redis(settings_from_env: LoadSettings) -> None:
+    # On the state's Redis (any db) the broker shares its memory: a full state refuses
+    # the broker's bookkeeping too (docs/operations.md, "Redis memory").
+    for workload in workloads():
+        settings: Settings = settings_from_env(pod_env(workload))
+        assert settings.broker_url is not None, workload["metadata"]["name"]
+        assert not shares_state(settings), workload["metadata"]["name"]
 
 
 def test_every_workload_takes_its_settings_from_the_configmap_and_secret() -> None:
