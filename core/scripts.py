@@ -11,6 +11,11 @@ applied entries (from then on the log no longer replays the whole thread), ``sk`
 entries an operator skipped (JSON, the latest :data:`SKIPPED_KEPT`: entry, reason, at_ms)
 and ``sc`` how many were skipped in all (each was deleted from the log: XDEL).
 
+``b`` is the first entry of the thread's current incarnation, set at its birth: a version
+before it names no state of this thread. Trims are not recorded: ``PREFIX`` reads whether
+the log still holds the whole thread off the stream (entries added = entries kept +
+``sc``), whatever the retention and whichever release trimmed.
+
 The scripts are the product: they are tested against a real ``redis-server``.
 """
 
@@ -381,7 +386,9 @@ local function ingest(k, ref, n, a)
   -- thread is born, and takes its incarnation (see fence()).
   if redis.call('HSET', meta, 'e', added) == 1 then
     redis.call('SADD', all, ref)
-    redis.call('HSET', meta, 'i', redis.call('INCR', births))
+    -- 'b': its first entry. A log that no longer starts there lost entries, and a
+    -- version before it is no state of this incarnation (see PREFIX).
+    redis.call('HSET', meta, 'i', redis.call('INCR', births), 'b', first)
   end
   if recorded and dedupe_ms > 0 then
     redis.call('PEXPIRE', dd, dedupe_ms)
@@ -539,11 +546,10 @@ local function commit(k, a)   -- KEYS[k + i] and ARGV[a + i] are the thread's i-
     local keep_from = (now - retention) .. '-0'
     if ms_of(keep_from) < ms_of(threshold) then threshold = keep_from end
   end
-  local trimmed = redis.call('XTRIM', log, 'MINID', threshold)
-  if retention > 0 and trimmed > 0 then
-    -- Entries past the retention window are gone: replays from this log are no longer exact.
-    redis.call('HSET', meta, 'rb', threshold)
-  end
+  -- Nothing records the trim: whether the log still holds the whole thread is read off
+  -- the stream itself (entries added against entries kept and skipped: see PREFIX),
+  -- which costs this hot path nothing and no writer can forget to do.
+  redis.call('XTRIM', log, 'MINID', threshold)
   if has_backlog(log, new_cursor) then
     redis.call('PEXPIRE', sched, ARGV[a + 9])
     return {1, 1, now}
@@ -821,13 +827,16 @@ return out
 """
 
 REBUILD: Final = (
-    _LUA_STATE
+    _LUA_HELPERS
+    + _LUA_STATE
     + r"""
 -- Replace a thread's state with a replayed one, fenced like any commit.
 -- KEYS: meta pages index
--- ARGV: expected_cursor next_position n {fingerprint position record}*n (ascending)
--- -> 1 done, 0 the cursor moved meanwhile (replay again)
-if (redis.call('HGET', KEYS[1], 'c') or '0-0') ~= ARGV[1] then return 0 end
+-- ARGV: fence next_position n {fingerprint position record}*n (ascending)
+-- -> 1 done, 0 the fence moved meanwhile (replay again): the whole fence, not only the
+--    cursor, so that a thread deleted and written again since the replay's read (its
+--    incarnation changed) is never given the old thread's state
+if fence_of(KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[2], KEYS[3])
 local n = tonumber(ARGV[3])
 local recs, added = inserts_of(4, n)
@@ -845,3 +854,84 @@ redis.call('HINCRBY', KEYS[1], 'g', 1)
 return 1
 """
 )
+
+PREFIX: Final = (
+    _LUA_HELPERS
+    + r"""
+-- One instant of a thread, to read a prefix of its log from: time travel, audit and
+-- rebuild (workers/prefix.py reads the rest of the prefix in pages after it). Read-only.
+-- KEYS: meta pages log
+-- ARGV: mode ('travel' | 'audit' | 'replay'), upto (an entry id; 'audit' reads up to
+--       the cursor), count (log entries to return with it; 0 for none)
+-- -> {'missing'}: the thread does not exist (never written, or deleted)
+--    {'unborn', b}: upto precedes b, the first entry of the thread's current
+--       incarnation: no state of it ('travel', 'replay')
+--    {'gone', c}: upto is before the cursor c and the log no longer holds the thread's
+--       whole history: only the live state and what follows it can be served
+--    {'live', c, g, i, first, b, entries, pages}: 'travel' at or after the cursor: the
+--       live state (pages as {number, page}*) and the first `count` entries after the
+--       cursor, up to upto
+--    {'log', c, g, i, first, b, entries, pages}: the first `count` entries of the log up
+--       to upto, from its first entry (`first`); the live state too in 'audit'
+-- (g, i, b are '' where unset; entries as XRANGE gives them.)
+local meta, pages, log = KEYS[1], KEYS[2], KEYS[3]
+local mode, upto, count = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local m = redis.call('HMGET', meta, 'e', 'c', 'g', 'i', 'b', 'rb', 'sc')
+if not m[1] then return {'missing'} end
+local c, b = m[2] or '0-0', m[5]
+
+-- Entry ids as strings that compare as Redis orders them (both parts zero-padded).
+local function order(id)
+  local ms, seq = string.match(id, '^(%d+)-(%d+)$')
+  return string.rep('0', 20 - #ms) .. ms .. '-' .. string.rep('0', 20 - #seq) .. seq
+end
+
+-- Whether the log still holds every entry the thread was given: XTRIM only ever drops
+-- a prefix, so the stream has lost nothing but the entries an operator skipped (meta
+-- 'sc') exactly while it keeps all its entries added but those. 'rb' is an older
+-- release's mark of a retention trim.
+local whole, first = false, ''
+if not m[6] and redis.call('EXISTS', log) == 1 then
+  local info = redis.call('XINFO', 'STREAM', log)
+  local length, added = 0, 0
+  for at = 1, #info, 2 do
+    local name = info[at]
+    if name == 'length' then
+      length = info[at + 1]
+    elseif name == 'entries-added' then
+      added = info[at + 1]
+    elseif name == 'first-entry' and info[at + 1] then
+      first = info[at + 1][1]
+    end
+  end
+  whole = added == length + tonumber(m[7] or '0')
+end
+-- A thread born before births were recorded: its first entry, if the log is whole.
+if not b and whole and first ~= '' then b = first end
+
+if mode ~= 'audit' and b and order(upto) < order(b) then return {'unborn', b} end
+local head = {c, m[3] or '', m[4] or '', first, b or ''}
+local entries, held = {}, {}
+if mode == 'travel' and order(upto) >= order(c) then
+  if count > 0 then entries = redis.call('XRANGE', log, '(' .. c, upto, 'COUNT', count) end
+  held = redis.call('HGETALL', pages)
+  return {'live', head[1], head[2], head[3], head[4], head[5], entries, held}
+end
+if not whole then return {'gone', c} end
+if mode == 'audit' then
+  upto = c
+  held = redis.call('HGETALL', pages)
+end
+if count > 0 then entries = redis.call('XRANGE', log, '-', upto, 'COUNT', count) end
+return {'log', head[1], head[2], head[3], head[4], head[5], entries, held}
+"""
+)
+
+LOG_FENCE: Final = r"""
+-- After a page of a prefix read (a plain XRANGE, workers/prefix.py): whether the thread
+-- is still the incarnation it read, and where its log starts now. Read-only.
+-- KEYS: meta log   -> {exists(0|1), incarnation or '', first entry id or ''}
+local m = redis.call('HMGET', KEYS[1], 'e', 'i')
+local first = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)[1]
+return {m[1] and 1 or 0, m[2] or '', first and first[1] or ''}
+"""

@@ -1,30 +1,96 @@
-"""Replaying a thread from its retained log: audit, rebuild, and time travel.
+"""Replaying threads from their logs: replay, audit, rebuild (and the fold time travel uses).
 
-With ``retention_seconds`` set, applied entries stay in the log, so the one-delta-at-a-
-time fold of the log is an independent recomputation of the thread. It is exact only
-while the log is whole (retention never trimmed it); a thread whose log was trimmed is
-reported as not replayable rather than compared with a partial fold.
+A thread's log holds every delta it was given until a commit trims them (at once at
+retention 0, after ``retention_seconds`` otherwise). While it holds them all, the
+one-delta-at-a-time fold of the log is an independent recomputation of the thread:
+``audit`` compares it with the live state, ``rebuild`` replaces a live state that
+differs. Each reads a consistent prefix of the log (:mod:`workers.prefix`), so a trim or
+a delete that races it makes the thread *not replayable* (or the read is retried),
+never a comparison with, or a rebuild from, a partial log.
+
+Every function here raises or returns :class:`NotReplayable` with a :class:`Reason`:
+``trimmed`` (the log no longer reaches back: nothing is compared or written),
+``never_written``, ``deleted`` (during the read), ``before_birth``, ``poison`` (an
+entry that cannot be decoded or folded, named) and ``moving``. The ``*_many`` forms
+take a slice of threads at a time, a few pipelined round trips per slice, which is
+what a recomputation of many threads should call.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Final
 
-from core.codec import decode_messages, encode_stored
+import msgspec
+
+from core.codec import decode_messages, decode_stored, encode_stored
 from core.dump import dump_messages
-from core.fold import ThreadFold, replay_fold
+from core.fold import ThreadFold
 from core.messages import BaseMessage
 from core.pages import fingerprint, record
-from workers import ops
-from workers.redis_io import Call, run
+from workers.ops import REBUILD
+from workers.prefix import (
+    ATTEMPTS,
+    LAST,
+    NotReplayable,
+    Prefix,
+    PrefixRead,
+    Reason,
+    read_many,
+)
+from workers.redis_io import Call, run_many
 from workers.store import Store
 
-PAGE = 1000
+__all__ = [
+    "Audit",
+    "NotReplayable",
+    "Reason",
+    "Replayed",
+    "audit",
+    "audit_many",
+    "rebuild",
+    "rebuild_many",
+    "replay",
+    "state_of",
+]
+
+#: Threads read together (one pipelined round trip per round for all of them).
+SLICE: Final = 100
 
 
-class NotReplayable(Exception):
-    """Raised when a thread's log no longer holds its whole history (or it never existed)."""
+def _poison(ref: str, entry: str, why: str) -> NotReplayable:
+    return NotReplayable(ref, Reason.POISON, f"log entry {entry} {why}", entry=entry)
+
+
+def _decoded(prefix: Prefix) -> list[tuple[str, list[BaseMessage]]]:
+    """The prefix's entries decoded, in order; the first that fails is poison."""
+    out = []
+    for entry, payload in prefix.entries:
+        try:
+            out.append((entry, decode_messages(payload)))
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            why = f"cannot be decoded: {exc}" if payload else "has no payload (stream field 'd')"
+            raise _poison(prefix.ref, entry, why) from exc
+    return out
+
+
+def _fold(prefix: Prefix, fold: ThreadFold) -> ThreadFold:
+    """``fold`` with the prefix's entries applied one by one, as the drain applies them."""
+    for entry, messages in _decoded(prefix):
+        try:
+            fold.apply(messages)
+        except Exception as exc:  # any failure here is the entry's, as in a drain
+            raise _poison(prefix.ref, entry, f"cannot be folded: {exc}") from exc
+    return fold
+
+
+def state_of(prefix: Prefix, *, merge_chunks: bool = False) -> list[BaseMessage]:
+    """The thread's messages at ``prefix.version``: the prefix's entries folded onto the
+    live state it was read with (or onto nothing)."""
+    base = [decode_stored(b, i.decode()) for i, b in zip(prefix.ids, prefix.bodies, strict=True)]
+    fold = ThreadFold.from_messages(base, merge_chunks=merge_chunks)
+    return _fold(prefix, fold).ordered()
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,92 +106,186 @@ class Replayed:
         return self.fold.ordered()
 
 
-def _entries(store: Store, ref: str, upto: str) -> Iterator[tuple[str, bytes]]:
-    log = store.keyspace.thread(ref).log
-    start = "-"
-    while True:
-        page = store.client.xrange(log, start, upto, count=PAGE) or []
-        for entry_id, fields in page:
-            yield ops.text(entry_id), ops.log_payload(fields)
-        if len(page) < PAGE:
-            return
-        start = "(" + ops.text(page[-1][0])
-
-
 def replay(store: Store, ref: str, upto: str = "+", *, merge_chunks: bool = False) -> Replayed:
-    """The fold of the log's entries up to ``upto`` (inclusive), from an empty thread."""
-    blocker = ops.replay_blocker(
-        ref, store.client.hmget(store.keyspace.thread(ref).meta, ["e", "rb"])
+    """The fold of the log's entries up to ``upto`` (inclusive), from an empty thread;
+    :class:`NotReplayable` when the log does not hold them all."""
+    upto = LAST if upto == "+" else upto
+    [found] = read_many(
+        store.client, [ref], lambda r: PrefixRead(store.keyspace, r, "replay", upto)
     )
-    if blocker:
-        raise NotReplayable(blocker)
-    seen: list[str] = []
-
-    def batches() -> Iterator[list[BaseMessage]]:
-        for entry_id, payload in _entries(store, ref, upto):
-            seen.append(entry_id)
-            yield decode_messages(payload)
-
-    fold = replay_fold(batches(), merge_chunks=merge_chunks)
-    return Replayed(seen[-1] if seen else "0-0", len(seen), fold)
+    if isinstance(found, NotReplayable):
+        raise found
+    fold = _fold(found, ThreadFold(track=True, merge_chunks=merge_chunks))
+    fold.take_effect()
+    return Replayed(found.version, len(found.entries), fold)
 
 
 @dataclass(frozen=True, slots=True)
 class Audit:
-    """An audit of one thread: live state vs its replay at the same version."""
+    """An audit of one thread: its live state against the replay of its log up to the
+    live version. ``differences`` says where they differ (empty: they match); by
+    message id, ``added`` are in the replay only, ``removed`` in the live state only,
+    ``changed`` in both with another message or place. ``rebuilt``: a rebuild replaced
+    the live state with the replay (the rest describes the state it replaced)."""
 
     ref: str
     version: str
     entries: int
     differences: list[str]
+    added: int = 0
+    removed: int = 0
+    changed: int = 0
+    rebuilt: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Replay:
+    """A replay from nothing, as the state stores it: records in position order."""
+
+    ids: list[str]
+    positions: list[int]
+    bodies: list[bytes]
+    next_position: int
+
+
+def _replayed(prefix: Prefix, merge_chunks: bool) -> _Replay:
+    # The fast fold (positions only, the last message of each id kept in the effect):
+    # bodies are tracked only to merge chunks onto them.
+    fold = _fold(prefix, ThreadFold(merge_chunks=merge_chunks))
+    kept = sorted(fold.take_effect().upserts.items(), key=lambda item: item[1][0])
+    return _Replay(
+        [key for key, _ in kept],
+        [position for _, (position, _) in kept],
+        [encode_stored(message) for _, (_, message) in kept],
+        fold.next_position,
+    )
+
+
+def _same(ident: str, live: bytes, replayed: bytes) -> bool:
+    """Stored bodies are compared as bytes (one encoder wrote both); a body stored by an
+    older release (with its id inside) is compared by what it decodes to."""
+    if live == replayed:
+        return True
+    a, b = decode_stored(live, ident), decode_stored(replayed, ident)
+    return dump_messages([a]) == dump_messages([b])
+
+
+def _compare(prefix: Prefix, replayed: _Replay) -> Audit:
+    live = [i.decode() for i in prefix.ids]
+    ids, bodies, live_bodies = replayed.ids, replayed.bodies, prefix.bodies
+    entries = len(prefix.entries)
+    if live == ids and live_bodies == bodies:  # the common case: nothing to describe
+        return Audit(prefix.ref, prefix.version, entries, [])
+    found = []
+    if len(live) != len(ids):
+        found.append(f"{len(live)} messages live, {len(ids)} replayed")
+    for n, (a, b) in enumerate(zip(live, ids, strict=False)):
+        if a != b:
+            found.append(f"message {n}: live id {a!r} differs from replayed id {b!r}")
+        elif not _same(a, live_bodies[n], bodies[n]):
+            found.append(f"message {n} ({a!r}) differs")
+    before, after = dict(zip(live, live_bodies, strict=True)), dict(zip(ids, bodies, strict=True))
+    common_before = [i for i in live if i in after]
+    common_after = [i for i in ids if i in before]
+    moved = {a for a, b in zip(common_before, common_after, strict=True) if a != b}
+    return Audit(
+        prefix.ref,
+        prefix.version,
+        entries,
+        found,
+        added=sum(1 for i in ids if i not in before),
+        removed=sum(1 for i in live if i not in after),
+        changed=sum(1 for i in common_before if i in moved or not _same(i, before[i], after[i])),
+    )
+
+
+Audited = tuple[Audit, Prefix, _Replay] | NotReplayable
+
+
+def _audited(store: Store, refs: Sequence[str], merge_chunks: bool) -> list[Audited]:
+    out: list[Audited] = []
+    for at in range(0, len(refs), SLICE):
+        part = refs[at : at + SLICE]
+        reads = read_many(store.client, part, lambda r: PrefixRead(store.keyspace, r, "audit"))
+        for found in reads:
+            if isinstance(found, NotReplayable):
+                out.append(found)
+                continue
+            try:
+                replayed = _replayed(found, merge_chunks)
+            except NotReplayable as exc:
+                out.append(exc)
+                continue
+            out.append((_compare(found, replayed), found, replayed))
+    return out
+
+
+def audit_many(
+    store: Store, refs: Sequence[str], *, merge_chunks: bool = False
+) -> list[Audit | NotReplayable]:
+    """:func:`audit` of each thread, in order (an error is that thread's result)."""
+    found = _audited(store, refs, merge_chunks)
+    return [a if isinstance(a, NotReplayable) else a[0] for a in found]
 
 
 def audit(store: Store, ref: str, *, merge_chunks: bool = False) -> Audit:
     """Compare the live state with the replay of the log up to the live version."""
-    live = store.read_state(ref)
-    if live is None:
-        raise NotReplayable(f"thread {ref} has never been written")
-    replayed = replay(store, ref, live.version, merge_chunks=merge_chunks)
-    return Audit(
-        ref,
-        live.version,
-        replayed.entries,
-        _differences(dump_messages(live.messages), dump_messages(replayed.messages)),
-    )
-
-
-def _differences(live: list[dict[str, object]], replayed: list[dict[str, object]]) -> list[str]:
-    found = []
-    if len(live) != len(replayed):
-        found.append(f"{len(live)} messages live, {len(replayed)} replayed")
-    for i, (a, b) in enumerate(zip(live, replayed, strict=False)):
-        if a != b:
-            found.append(
-                f"message {i}: live id {a.get('id')!r} differs from replayed id {b.get('id')!r}"
-                if a.get("id") != b.get("id")
-                else f"message {i} ({a.get('id')!r}) differs"
-            )
+    [found] = audit_many(store, [ref], merge_chunks=merge_chunks)
+    if isinstance(found, NotReplayable):
+        raise found
     return found
 
 
-def rebuild(store: Store, ref: str, *, merge_chunks: bool = False, attempts: int = 5) -> Audit:
-    """Replace the live state with the replay, fenced by the cursor like any commit."""
+def _rebuild_call(store: Store, prefix: Prefix, replayed: _Replay) -> Call:
+    k = store.keyspace.thread(prefix.ref)
+    args: list[str | bytes | int] = [prefix.fence, replayed.next_position, len(replayed.ids)]
+    for key, position, body in zip(replayed.ids, replayed.positions, replayed.bodies, strict=True):
+        args += [fingerprint(key), position, record(key, position, body)]
+    return Call(REBUILD, [k.meta, *k.state], args)
+
+
+def rebuild_many(
+    store: Store, refs: Sequence[str], *, merge_chunks: bool = False, attempts: int = ATTEMPTS
+) -> list[Audit | NotReplayable]:
+    """:func:`rebuild` of each thread, in order (an error is that thread's result).
+    A thread that is not replayable is left as it is."""
+    results: dict[int, Audit | NotReplayable] = {}
+    todo = list(range(len(refs)))
     for _ in range(attempts):
-        found = audit(store, ref, merge_chunks=merge_chunks)
-        if not found.differences:
-            return found
-        replayed = replay(store, ref, found.version, merge_chunks=merge_chunks)
-        k = store.keyspace.thread(ref)
-        args: list[str | bytes | int] = [
-            found.version,
-            replayed.fold.next_position,
-            len(replayed.fold.positions),
-        ]
-        messages = replayed.fold.messages
-        assert messages is not None
-        for position, key in sorted((p, key) for key, p in replayed.fold.positions.items()):
-            body = encode_stored(messages[key])
-            args += [fingerprint(key), position, record(key, position, body)]
-        if int(run(store.client, Call(ops.REBUILD, [k.meta, *k.state], args))):
-            return found
-    raise NotReplayable(f"thread {ref} kept moving; rebuild gave up after {attempts} attempts")
+        calls: list[Call] = []
+        owners: list[tuple[int, Audit]] = []
+        for n, found in zip(
+            todo, _audited(store, [refs[n] for n in todo], merge_chunks), strict=True
+        ):
+            if isinstance(found, NotReplayable):
+                results[n] = found
+            elif not found[0].differences:
+                results[n] = found[0]
+            else:
+                calls.append(_rebuild_call(store, found[1], found[2]))
+                owners.append((n, found[0]))
+        todo = []
+        # Fenced like a commit: a thread that moved since its read is read again.
+        for (n, found_audit), done in zip(owners, run_many(store.client, calls), strict=True):
+            if int(done):
+                results[n] = replace(found_audit, rebuilt=True)
+            else:
+                todo.append(n)
+        if not todo:
+            break
+    for n in todo:
+        results[n] = NotReplayable(
+            refs[n], Reason.MOVING, f"it kept moving; rebuild gave up after {attempts} attempts"
+        )
+    return [results[n] for n in range(len(refs))]
+
+
+def rebuild(
+    store: Store, ref: str, *, merge_chunks: bool = False, attempts: int = ATTEMPTS
+) -> Audit:
+    """Replace the live state with the replay when they differ, fenced like a commit;
+    the audit of the state it replaced (``rebuilt`` when it wrote)."""
+    [found] = rebuild_many(store, [ref], merge_chunks=merge_chunks, attempts=attempts)
+    if isinstance(found, NotReplayable):
+        raise found
+    return found
