@@ -7,6 +7,7 @@
     ├── Unauthorized          401: no or unknown bearer token
     ├── NotFound              404: a thread never written (or deleted)
     ├── VersionNotReached     409: min_version not reached within the wait
+    ├── PoisonEntry           409: at_version reaches a log entry that cannot be folded
     ├── RequestTimeout        408: the request head or body did not arrive in time
     ├── Gone                  410: at_version needs log entries retention has dropped
     ├── PayloadTooLarge       413: body over the configured size
@@ -98,6 +99,13 @@ class Gone(ApiError):
     """Raised when time travel needs log entries that retention has already trimmed."""
 
     status, code = 410, "gone"
+
+
+class PoisonEntry(ApiError):
+    """Raised when time travel reaches a log entry that cannot be decoded or folded (the
+    live thread is held before it too, quarantined until an operator skips it)."""
+
+    status, code = 409, "poison_entry"
 
 
 class PayloadTooLarge(ApiError):

@@ -158,7 +158,9 @@ _STATE_QUERY: Final = [
     _query(
         "at_version",
         {"type": "string", "pattern": _VERSION_PATTERN},
-        "Time travel: the state as of this version, replayed from the retained log.",
+        "Time travel: the exact state as of this version (the version answered is the "
+        "last entry at or before it). 410 before the live version once retention trimmed "
+        "the log; 404 before the thread's first version.",
     ),
     _query("wait", {"type": "number", "minimum": 0}, "Longest wait for min_version, seconds."),
     _query("limit", {"type": "integer", "minimum": 0}, "Page size (default: all messages)."),
@@ -194,7 +196,17 @@ def _paths() -> dict[str, Any]:
                 "parameters": [_THREAD_ID, *_STATE_QUERY],
                 "responses": {
                     "200": {"description": "State", **_json("StateOut")},
-                    "409": {"description": "min_version not reached in time", **_json("ErrorOut")},
+                    "409": {
+                        "description": "min_version not reached in time (version_not_reached), "
+                        "or at_version reaches a log entry that cannot be decoded or folded "
+                        "(poison_entry, naming it in entry)",
+                        **_json("ErrorOut"),
+                    },
+                    "410": {
+                        "description": "at_version precedes the live version and retention "
+                        "trimmed the log (gone; oldest_version is the oldest served)",
+                        **_json("ErrorOut"),
+                    },
                     **errors,
                 },
             }

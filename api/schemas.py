@@ -89,6 +89,12 @@ class ErrorDetail(msgspec.Struct):
     field: str | None = None
     pointer: str | None = None
     version: str | None = None
+    #: 410 gone: the oldest version time travel serves (the live state's).
+    oldest_version: str | None = None
+    #: 404 for an at_version before it: the first version of the thread as it is now.
+    first_version: str | None = None
+    #: 409 poison_entry: the log entry that cannot be decoded or folded.
+    entry: str | None = None
 
 
 class ErrorOut(msgspec.Struct):

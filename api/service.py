@@ -11,7 +11,16 @@ from typing import Any, Final, Literal, TypeVar
 
 import redis
 
-from api.errors import BadRequest, Gone, Invalid, NotFound, Unavailable, VersionNotReached
+from api.errors import (
+    ApiError,
+    BadRequest,
+    Gone,
+    Invalid,
+    NotFound,
+    PoisonEntry,
+    Unavailable,
+    VersionNotReached,
+)
 from api.fragments import JsonFragments
 from api.schemas import Accepted, BulkIn, DeltaIn, SkippedOut, StateOut, StatusOut
 from api.settings import ApiSettings
@@ -23,6 +32,7 @@ from core.openai import to_openai
 from core.versions import InvalidVersion, parse_version, reached
 from workers.astore import AsyncStore
 from workers.ops import StateBodies, StatePage
+from workers.prefix import LAST, NotReplayable, Reason
 from workers.producer import AsyncProducer, Delta, Enqueued
 
 _POLL_START, _POLL_MAX = 0.002, 0.05
@@ -103,8 +113,9 @@ class Service:
         mode = mode if anchor else "all"
         if page.at_version is None and page.format == "langchain" and self.fragments is not None:
             return await self._state_from_cache(ref, thread_id, page, mode, anchor)
+        found: StatePage | None
         if page.at_version is not None:
-            found = await self._replayed(ref, page.at_version, mode, anchor, page.limit)
+            found = await self._replayed(ref, thread_id, page.at_version, mode, anchor, page.limit)
         else:
             found = await self.store.read_state(ref, mode, anchor, page.limit)
         found = _check_found(found, thread_id, page, anchor)
@@ -131,16 +142,17 @@ class Service:
             thread_id, found.version, found.total, found.has_more, page.format, messages
         )
 
-    async def _replayed(
-        self, ref: str, version: str, mode: str, anchor: str, limit: int
-    ) -> StatePage | None:
-        """Time travel: the log folded up to ``version``, then paged like a live read."""
+    async def _replayed(  # noqa: PLR0917  # the query's parts, as state() has them
+        self, ref: str, thread_id: str, version: str, mode: str, anchor: str, limit: int
+    ) -> StatePage:
+        """Time travel: the state at ``version`` (:meth:`AsyncStore.travel`), then paged
+        like a live read; or the 404 / 409 / 410 / 503 that says why there is none."""
         try:
-            whole = await self.store.replay(ref, version, merge_chunks=self.settings.merge_chunks)
-        except LookupError as exc:
-            raise Gone(str(exc), field="at_version") from exc
-        if whole is None:
-            return None
+            whole = await self.store.travel(
+                ref, redis_id(version), merge_chunks=self.settings.merge_chunks
+            )
+        except NotReplayable as exc:
+            raise travel_error(exc, thread_id, version) from exc
         return page_of(whole, mode, anchor, limit)
 
     async def _wait_for(self, ref: str, thread_id: str, wanted: str, wait: float) -> None:
@@ -256,6 +268,52 @@ def _anchor(query: dict[str, str], name: str) -> str | None:
     if value == "":
         raise BadRequest(f"{name}: expected a message id, got an empty string", field=name)
     return value
+
+
+def travel_error(exc: NotReplayable, thread_id: str, version: str) -> ApiError:
+    """The answer to time travel that has no state to give, by reason (never a 5xx but
+    for a read that every retry found moving, which a later retry may not)."""
+    name = f"thread {thread_id!r}"
+    match exc.reason:
+        case Reason.TRIMMED:
+            return Gone(
+                f"at_version: {name} cannot be replayed to {version}: retention trimmed its "
+                f"log; the oldest version served is {exc.oldest_version} (its live version)",
+                field="at_version",
+                oldest_version=exc.oldest_version,
+            )
+        case Reason.BEFORE_BIRTH:
+            return NotFound(
+                f"at_version: {name} had not been written at version {version} (its first "
+                f"version is {exc.first_version}; a thread of this id deleted since is gone "
+                "with its versions)",
+                field="at_version",
+                first_version=exc.first_version,
+            )
+        case Reason.POISON:
+            return PoisonEntry(
+                f"at_version: log entry {exc.entry} of {name}, at or before version "
+                f"{version}, cannot be decoded or folded; the thread is held before it "
+                "until an operator skips it (threadfold retry --skip)",
+                field="at_version",
+                entry=exc.entry,
+            )
+        case Reason.MOVING:
+            return Unavailable(f"{name} kept changing while its log was read; retry")
+        case _:  # never written, or deleted (while it was read, too)
+            return NotFound(f"{name} has never been written", field="thread_id")
+
+
+def redis_id(version: str) -> str:
+    """A validated version as an entry id Redis takes (each part within 64 bits; a
+    version past every entry id is the end of the log)."""
+    ms, seq = parse_version(version)
+    if ms > _U64:
+        return LAST
+    return f"{ms}-{min(seq, _U64)}"
+
+
+_U64 = 2**64 - 1
 
 
 def page_of(whole: StatePage, mode: str, anchor: str, limit: int) -> StatePage:

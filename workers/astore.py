@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from core.codec import decode_messages
-from core.fold import replay_fold
-from core.keys import Keyspace
-from core.messages import BaseMessage
-from workers import ops
-from workers.redis_io import AsyncClient, arun
+from typing import Any
 
-PAGE = 1000
+from core.keys import Keyspace
+from workers import ops
+from workers.prefix import (
+    ATTEMPTS,
+    PAGE,
+    Moved,
+    NotReplayable,
+    PrefixRead,
+    deleted_since,
+    moving,
+)
+from workers.redis_io import AsyncClient, Call, Item, arun
+from workers.replay import state_of
 
 
 class AsyncStore:
@@ -46,30 +53,36 @@ class AsyncStore:
     async def delete(self, ref: str) -> bool:
         return bool(int(await arun(self.client, ops.delete_call(self.keyspace, ref))))
 
-    async def replay(self, ref: str, upto: str, *, merge_chunks: bool) -> ops.StatePage | None:
-        """The thread as of version ``upto``, replayed from its log (time travel).
-
-        None when the thread was never written; :class:`LookupError` when its log no
-        longer holds the whole history.
-        """
-        k = self.keyspace.thread(ref)
-        blocker = ops.replay_blocker(ref, await self.client.hmget(k.meta, ["e", "rb"]))
-        if blocker is not None:
-            if "never been written" in blocker:
-                return None
-            raise LookupError(blocker)
-        batches: list[list[BaseMessage]] = []
-        start, last = "-", "0-0"
+    async def travel(self, ref: str, upto: str, *, merge_chunks: bool) -> ops.StatePage:
+        """The thread as of version ``upto`` (time travel): the live state with the log
+        entries after it folded on when ``upto`` is at or after the cursor, else the log
+        replayed from its first entry; read consistently (:mod:`workers.prefix`), a read
+        overtaken by a trim or a delete read again. :class:`NotReplayable` says why
+        there is no such state (trimmed, never written, deleted, before birth, poison,
+        moving)."""
+        tries = 1
         while True:
-            page = await self.client.xrange(k.log, start, upto, count=PAGE) or []
-            for entry_id, fields in page:
-                batches.append(decode_messages(ops.log_payload(fields)))
-                last = ops.text(entry_id)
-            if len(page) < PAGE:
-                break
-            start = "(" + last
-        messages = replay_fold(batches, merge_chunks=merge_chunks).ordered()
-        return ops.StatePage(last, len(messages), False, True, messages)
+            read = PrefixRead(self.keyspace, ref, "travel", upto, first_page=PAGE)
+            try:
+                while read.result is None:
+                    read.feed([await self._ordered(item) for item in read.calls()])
+            except Moved as exc:
+                if tries >= ATTEMPTS:
+                    raise moving(ref, tries, exc) from exc
+                tries += 1
+                continue
+            except NotReplayable as exc:
+                raise deleted_since(exc, tries) from None
+            found = read.result
+            messages = state_of(found, merge_chunks=merge_chunks)
+            return ops.StatePage(found.version, len(messages), False, True, messages)
+
+    async def _ordered(self, item: Item) -> Any:
+        """One command of a read's round, awaited before the next is sent: a round's
+        commands must run in order (a page, then the check that follows it)."""
+        if isinstance(item, Call):
+            return await arun(self.client, item)
+        return await self.client.execute_command(*item.args)
 
     async def ping(self) -> bool:
         return bool(await self.client.ping())

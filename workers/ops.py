@@ -749,19 +749,3 @@ def _listed(row: list[Any]) -> Listed:
 
 def _since(listed: Listed) -> int:
     return listed.since_ms
-
-
-def log_payload(fields: Any) -> bytes:
-    """The delta bytes of a stream entry's field map."""
-    return as_bytes(fields.get(b"d", fields.get("d", b"")))
-
-
-def replay_blocker(ref: str, meta: list[Any]) -> str | None:
-    """Why a thread cannot be replayed (``meta`` = HMGET e rb), or None when it can."""
-    enqueued, trimmed = meta
-    if enqueued is None:
-        return f"thread {ref} has never been written"
-    if trimmed is not None:
-        at = text(trimmed)
-        return f"thread {ref}: retention trimmed its log at {at}; a replay needs the whole log"
-    return None

@@ -95,13 +95,15 @@ def test_time_travel_matches_the_fold_of_the_log_prefix(redis_url: str) -> None:
 def test_a_trimmed_log_is_refused_for_replay_rather_than_half_replayed(redis_url: str) -> None:
     settings = make_settings(redis_url)  # retention 0: trimmed at once
     store, sent = _written(settings, threads=1, deltas=10)
-    [ref] = sent.deltas
-    store.client.hset(settings.keyspace.thread(ref).meta, "rb", "1-0")
+    [(ref, deltas)] = sent.deltas.items()
+    first, last = min(d[0] for d in deltas), max(d[0] for d in deltas)
     with pytest.raises(NotReplayable, match="retention trimmed its log"):
         audit(store, ref)
     with api_client(api_settings(redis_url)) as client:
-        response = client.get("/threads/r0/state", params={"at_version": "1-0"})
-    assert response.status_code == 410 and response.json()["error"]["field"] == "at_version"
+        response = client.get("/threads/r0/state", params={"at_version": first})
+    error = response.json()["error"]
+    assert response.status_code == 410 and error["field"] == "at_version"
+    assert error["oldest_version"] == last  # the live version: nothing before it replays
 
 
 def test_recompute_runs_as_celery_jobs_and_reports_a_summary(
