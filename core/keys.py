@@ -154,3 +154,8 @@ class Keyspace:
     def job(self, job_id: str) -> str:
         """HASH: a recompute job's results, ref -> JSON (one slot for all jobs)."""
         return f"{{{self.prefix}:jobs}}:{job_id}"
+
+    def job_slices(self, job_id: str) -> str:
+        """HASH: a recompute job's running slices, slice id -> JSON (its threads, when it
+        started): what tells a slice its time limit killed from one still queued."""
+        return f"{{{self.prefix}:jobs}}:{job_id}:slices"

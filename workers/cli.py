@@ -5,7 +5,7 @@
     threadfold demo                                 write a demo conversation and print it
     threadfold status [THREAD]                      backlog, lag, quarantined threads
     threadfold retry THREAD [--skip]                lift a thread's quarantine
-    threadfold recompute --audit|--rebuild ...      replay threads from their logs
+    threadfold recompute --audit|--rebuild [--dry-run] ...   replay threads from their logs
     threadfold loadtest [...]                       Locust against the local stack (or --host)
     threadfold bench [core|pipeline|http]           the benchmarks (from a checkout)
 
@@ -51,7 +51,9 @@ def _parser() -> argparse.ArgumentParser:
     retry = sub.add_parser("retry", help="lift a thread's quarantine")
     retry.add_argument("thread")
     retry.add_argument("--tenant", default="_")
-    retry.add_argument("--skip", action="store_true", help="skip the poison entry")
+    retry.add_argument(
+        "--skip", action="store_true", help="skip the entry the drain failed on (recorded)"
+    )
     _recompute_parser(sub)
     _loadtest_parser(sub)
     bench = sub.add_parser("bench", help="run a benchmark (from a source checkout)")
@@ -65,11 +67,20 @@ def _recompute_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     mode = recompute.add_mutually_exclusive_group(required=True)
     mode.add_argument("--audit", action="store_true", help="compare replay and live state")
     mode.add_argument("--rebuild", action="store_true", help="replace live state by the replay")
-    recompute.add_argument("--threads", default="", help="comma-separated thread ids")
-    recompute.add_argument("--tenant", default=None)
+    recompute.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="with --rebuild: show what it would change per thread, write nothing",
+    )
+    recompute.add_argument(
+        "--threads", default=None, help="comma-separated thread ids (tenant/id for a tenant's)"
+    )
+    recompute.add_argument("--tenant", default=None, help="every thread of this tenant")
     recompute.add_argument("--prefix", default=None, help="thread ids starting with this")
     recompute.add_argument("--all", action="store_true", help="every thread")
-    recompute.add_argument("--timeout", type=float, default=3600.0)
+    recompute.add_argument(
+        "--timeout", type=float, default=3600.0, help="seconds to wait for the results"
+    )
 
 
 def _loadtest_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -14,9 +14,10 @@ from types import FrameType
 
 from pydantic import ValidationError
 
-from workers import demo, maxmemory, recompute
+from workers import demo, maxmemory, recompute, recompute_job
 from workers.app import CeleryWaker, make_celery
 from workers.producer import Producer
+from workers.progress import Progress
 from workers.redact import mask, settings_error
 from workers.redis_io import sync_client
 from workers.settings import Settings
@@ -197,38 +198,32 @@ def cmd_retry(args: argparse.Namespace) -> int:
 def cmd_recompute(args: argparse.Namespace) -> int:
     settings = _settings()
     store = _store(settings)
-    ids = [t for t in args.threads.split(",") if t]
-    if not (ids or args.prefix or args.tenant or args.all):
-        raise CommandError("choose threads: --threads, --prefix, --tenant or --all")
-    refs = recompute.select(store, ids, args.tenant, args.prefix)
-    mode: recompute.Mode = "rebuild" if args.rebuild else "audit"
+    if args.dry_run and not args.rebuild:
+        raise CommandError("--dry-run goes with --rebuild (an audit writes nothing anyway)")
+    mode: recompute.Mode = (
+        "audit" if args.audit else "dry-run" if args.dry_run else "rebuild"
+    )
+    try:
+        refs = recompute_job.select(
+            store,
+            [t for t in args.threads.split(",") if t] if args.threads is not None else [],
+            tenant=args.tenant,
+            prefix=args.prefix,
+            every=args.all,
+        )
+    except recompute_job.SelectionError as exc:
+        raise CommandError(str(exc)) from None
+    if not refs:
+        print(f"{mode}: no threads selected")
+        return 0
     app = make_celery(settings)
-    job = recompute.start(app, settings, refs, mode)
+    job = recompute_job.start(app, settings, refs, mode)
     app.close()
-    summary = recompute.wait(store, job, len(refs), _progress, args.timeout)
-    print()
-    print(
-        f"{mode}: {summary.threads}/{len(refs)} threads, {summary.entries:,} deltas replayed "
-        f"in {summary.seconds:.1f} s ({summary.rate:,.0f} deltas/s); "
-        f"{len(summary.differing)} with differences, {len(summary.errors)} not replayable"
-    )
-    for ref, found in summary.differing[:50]:
-        print(f"  {'rebuilt' if mode == 'rebuild' else 'differs'}: {ref}: {'; '.join(found[:3])}")
-    for ref, error in summary.errors[:50]:
-        print(f"  skipped: {ref}: {error}")
-    incomplete = summary.threads < len(refs)
-    return 1 if incomplete or (mode == "audit" and summary.differing) else 0
-
-
-def _progress(done: int, total: int) -> None:
-    width = 30
-    filled = width * done // max(total, 1)
-    print(
-        f"\r  [{'#' * filled}{'.' * (width - filled)}] {done}/{total} threads",
-        end="",
-        file=sys.stderr,
-        flush=True,
-    )
+    progress = Progress("threads")
+    summary = recompute_job.wait(store, settings, job, refs, progress, args.timeout)
+    progress.close()
+    print("\n".join(recompute_job.report(summary, mode, args.timeout)))
+    return recompute_job.exit_code(summary, mode)
 
 
 def cmd_loadtest(args: argparse.Namespace) -> int:

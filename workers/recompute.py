@@ -1,9 +1,20 @@
-"""Batch recomputation: replay threads from their logs as Celery jobs over the workers.
+"""Batch recomputation, the workers' side: replay threads from their logs in slices.
 
-``audit`` compares each thread's replay with its live state; ``rebuild`` replaces the
-live state with the replay (fenced by the cursor, like a commit). Each task handles a
-slice of the threads and writes one JSON result per thread into the job's hash, which
-the command line polls for its progress bar and summary.
+``audit`` compares each thread's replay with its live state; ``dry-run`` reports what a
+rebuild would change (messages added, removed, changed) and writes nothing; ``rebuild``
+replaces a differing live state with the replay (fenced like a commit). A thread whose
+log no longer holds its whole history is *not replayable* and is left as it is
+(:mod:`workers.replay` reads each log prefix consistently and says so).
+
+Each Celery task runs one slice of a job's threads and records one result per thread
+in the job's hash (:mod:`workers.recompute_job` is the operator's side, which sends the
+slices and waits for the results). While it runs, a slice is listed in the job's slices
+hash, so that the waiting side can tell a slice the hard time limit killed (listed long
+past the limit, threads unreported) from one still queued. A slice works through its
+threads a few at a time and hands those it has not reached to a fresh task after half
+the soft time limit. Should the soft limit still strike, the threads in hand are sent
+again one per task, and a thread that alone outlasts the limit is recorded as failed,
+saying so: no thread of a job goes unaccounted for.
 """
 
 from __future__ import annotations
@@ -12,112 +23,190 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
+import msgspec
 from celery import Celery
+from celery.exceptions import SoftTimeLimitExceeded
 
-from core.keys import DEFAULT_TENANT
-from workers.ops import text
-from workers.replay import NotReplayable, audit, rebuild
+from workers.replay import Audit, NotReplayable, Reason, audit_many, rebuild_many
 from workers.settings import Settings
 from workers.store import Store
 
-RECOMPUTE_TASK = "threadfold.recompute"
-Mode = Literal["audit", "rebuild"]
-JOB_TTL_SECONDS = 86_400
+RECOMPUTE_TASK: Final = "threadfold.recompute"
+Mode = Literal["audit", "dry-run", "rebuild"]
+Outcome = Literal["matched", "differs", "rebuilt", "not replayable", "failed"]
+OUTCOMES: Final[tuple[Outcome, ...]] = ("matched", "differs", "rebuilt", "not replayable", "failed")
+JOB_TTL_SECONDS: Final = 86_400
+#: Differences of a thread a result keeps (the first ones): enough to see what differs.
+DIFFERENCES_KEPT: Final = 5
+#: Threads recomputed together (their reads pipelined), between two looks at the clock.
+CHUNK: Final = 10
 
 
-def recompute_slice(
-    store: Store, settings: Settings, job_id: str, refs: Sequence[str], mode: Mode
-) -> None:
-    """The task body: audit or rebuild each thread, recording one result per thread."""
-    job = store.keyspace.job(job_id)
-    for ref in refs:
-        try:
-            run = rebuild if mode == "rebuild" else audit
-            found = run(store, ref, merge_chunks=settings.merge_chunks)
-            result = {
-                "entries": found.entries,
-                "differences": found.differences,
-                "version": found.version,
-            }
-        except NotReplayable as exc:
-            result = {"entries": 0, "differences": [], "error": str(exc)}
-        store.client.hset(job, ref, json.dumps(result))
-    store.client.expire(job, JOB_TTL_SECONDS)
+class ThreadResult(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One thread's outcome in a job: replayed log entries and the version compared; for
+    a difference, what a rebuild changes (or changed); for the others, why."""
+
+    outcome: Outcome
+    entries: int = 0
+    version: str = ""
+    added: int = 0
+    removed: int = 0
+    changed: int = 0
+    differences: list[str] = msgspec.field(default_factory=list)
+    reason: str = ""
 
 
-def select(store: Store, ids: Sequence[str], tenant: str | None, prefix: str | None) -> list[str]:
-    """Thread refs by explicit ids (of ``tenant``), by tenant and/or id prefix, or all."""
-    if ids:
-        return [f"{tenant or DEFAULT_TENANT}/{thread}" for thread in ids]
-    refs = store.threads(range(store.keyspace.buckets))
-    if tenant is not None:
-        refs = [r for r in refs if r.startswith(f"{tenant}/")]
-    if prefix is not None:
-        refs = [r for r in refs if r.split("/", 1)[1].startswith(prefix)]
-    return refs
+_ENCODE: Final = msgspec.json.Encoder()
+RESULT: Final = msgspec.json.Decoder(ThreadResult)
 
 
-@dataclass
-class Summary:
-    """What a finished job reports."""
-
-    threads: int
-    entries: int
-    seconds: float
-    differing: list[tuple[str, list[str]]]
-    errors: list[tuple[str, str]]
-
-    @property
-    def rate(self) -> float:
-        return self.entries / self.seconds if self.seconds > 0 else 0.0
+def encode(result: ThreadResult) -> bytes:
+    return _ENCODE.encode(result)
 
 
-def start(
-    app: Celery, settings: Settings, refs: Sequence[str], mode: Mode, per_task: int = 50
-) -> str:
-    """Send the job's tasks; returns the job id."""
-    job_id = uuid.uuid4().hex
-    with app.producer_or_acquire() as producer:
-        for i in range(0, len(refs), per_task):
-            app.send_task(
-                RECOMPUTE_TASK,
-                args=[job_id, list(refs[i : i + per_task]), mode],
-                queue=settings.queue,
-                producer=producer,
-            )
-    return job_id
+def result_of(found: Audit | NotReplayable) -> ThreadResult:
+    """A thread's result from what audit_many / rebuild_many answered for it."""
+    if isinstance(found, NotReplayable):
+        why = str(found).removeprefix(f"thread {found.ref}: ")  # the summary names it
+        if found.reason in (Reason.TRIMMED, Reason.BEFORE_BIRTH):
+            return ThreadResult("not replayable", reason=why)
+        if found.reason in (Reason.NEVER_WRITTEN, Reason.DELETED):
+            return ThreadResult("failed", reason="no such thread (never written, or deleted)")
+        return ThreadResult("failed", reason=why)  # a poison entry, or it kept moving
+    if not found.differences:
+        return ThreadResult("matched", found.entries, found.version)
+    return ThreadResult(
+        "rebuilt" if found.rebuilt else "differs",
+        found.entries,
+        found.version,
+        found.added,
+        found.removed,
+        found.changed,
+        found.differences[:DIFFERENCES_KEPT],
+    )
 
 
-def wait(  # noqa: PLR0917
-    store: Store,
+def recompute(
+    store: Store, refs: Sequence[str], mode: Mode, *, merge_chunks: bool
+) -> list[ThreadResult]:
+    """Audit, dry-run or rebuild these threads; one result each, in order. When the
+    call itself fails (a stored page that cannot be read, Redis unreachable), the
+    threads go again one by one, so that only the thread at fault fails, with why."""
+    run = rebuild_many if mode == "rebuild" else audit_many
+    try:
+        return [result_of(found) for found in run(store, refs, merge_chunks=merge_chunks)]
+    except SoftTimeLimitExceeded:
+        raise
+    except Exception as exc:  # noqa: BLE001  # the thread's result, not the slice's end
+        if len(refs) > 1:
+            return [
+                r for ref in refs for r in recompute(store, [ref], mode, merge_chunks=merge_chunks)
+            ]
+        return [ThreadResult("failed", reason=f"{_name(exc)}: {exc}")]
+
+
+def _name(exc: Exception) -> str:
+    """An exception's class as its module names it (``struct.error``, ``ValueError``)."""
+    kind = type(exc)
+    return (
+        kind.__qualname__
+        if kind.__module__ == "builtins"
+        else f"{kind.__module__}.{kind.__qualname__}"
+    )
+
+
+def send(  # noqa: PLR0917  # a slice's task arguments
+    app: Celery,
+    settings: Settings,
     job_id: str,
-    total: int,
-    progress: Callable[[int, int], None],
-    timeout: float,
-    interval: float = 0.25,
-) -> Summary:
-    """Poll the job's results until every thread reported (or ``timeout``)."""
-    job = store.keyspace.job(job_id)
-    started = time.monotonic()
-    done = 0
-    while done < total and time.monotonic() - started < timeout:
-        done = int(store.client.hlen(job))
-        progress(done, total)
-        if done < total:
-            time.sleep(interval)
-    return _summary(store.client.hgetall(job), time.monotonic() - started)
+    slice_id: str,
+    refs: list[str],
+    mode: Mode,
+    producer: object = None,
+) -> None:
+    """Send one slice as a task (also how a slice hands its remaining threads over)."""
+    app.send_task(
+        RECOMPUTE_TASK,
+        args=[job_id, slice_id, refs, mode],
+        queue=settings.queue,
+        producer=producer,
+        # Not every ref in the workers' logs: the first and how many.
+        argsrepr=f"[{job_id!r}, {slice_id!r}, [{refs[0]!r}, ... {len(refs)} threads], {mode!r}]",
+    )
 
 
-def _summary(raw: dict[bytes | str, bytes | str], seconds: float) -> Summary:
-    entries, differing, errors = 0, [], []
-    for ref, value in sorted(raw.items()):
-        result = json.loads(value)
-        entries += result["entries"]
-        if result.get("error"):
-            errors.append((text(ref), result["error"]))
-        elif result["differences"]:
-            differing.append((text(ref), result["differences"]))
-    return Summary(len(raw), entries, seconds, differing, errors)
+Resend = Callable[[str, list[str]], None]
+
+
+def run_slice(  # noqa: PLR0917  # the task's arguments, and what it needs
+    store: Store,
+    settings: Settings,
+    job_id: str,
+    slice_id: str,
+    refs: Sequence[str],
+    mode: Mode,
+    resend: Resend,
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
+    """The task body: one result per thread of the slice, in the job's hash.
+
+    ``resend(slice_id, refs)`` sends threads this slice hands over as a new slice. A
+    slice stops listing itself *before* it hands threads over: should it die in between,
+    they are left for the waiting side's timeout to name, never reported failed while
+    another task still recomputes them.
+    """
+    client, ks = store.client, store.keyspace
+    results, slices = ks.job(job_id), ks.job_slices(job_id)
+    todo = list(refs)
+    chunk: list[str] = []
+    hand_over_at = clock() + settings.task_soft_time_limit / 2
+    try:
+        # A run id: a slice redelivered and run again is a new run to the waiting side.
+        client.hset(slices, slice_id, json.dumps({"refs": todo, "run": uuid.uuid4().hex}))
+        client.expire(slices, JOB_TTL_SECONDS)
+        while todo and not (clock() >= hand_over_at and len(todo) < len(refs)):
+            chunk = todo[:CHUNK]
+            done = recompute(store, chunk, mode, merge_chunks=settings.merge_chunks)
+            client.hset(
+                results, mapping={ref: encode(r) for ref, r in zip(chunk, done, strict=True)}
+            )
+            del todo[: len(chunk)]
+            chunk = []
+        client.expire(results, JOB_TTL_SECONDS)
+        client.hdel(slices, slice_id)
+        if todo:  # half the soft limit is spent: the rest go to a fresh task
+            resend(_child(slice_id), todo)
+    except SoftTimeLimitExceeded:
+        _stopped(store, settings, job_id, slice_id, chunk, todo[len(chunk) :], resend)
+
+
+def _stopped(  # noqa: PLR0917
+    store: Store,
+    settings: Settings,
+    job_id: str,
+    slice_id: str,
+    chunk: list[str],
+    rest: list[str],
+    resend: Resend,
+) -> None:
+    """The soft limit struck while ``chunk`` was in hand: alone, its thread failed (kept
+    if its result was written after all); several, each goes again in a task of its own,
+    to find the one too slow. The threads after it go to a fresh task."""
+    again = [[ref] for ref in chunk] if len(chunk) > 1 else []
+    if len(chunk) == 1:
+        stopped = ThreadResult(
+            "failed",
+            reason=f"stopped by the task's soft time limit ({settings.task_soft_time_limit:g}"
+            " s) while recomputing this thread alone",
+        )
+        store.client.hsetnx(store.keyspace.job(job_id), chunk[0], encode(stopped))
+    store.client.expire(store.keyspace.job(job_id), JOB_TTL_SECONDS)
+    store.client.hdel(store.keyspace.job_slices(job_id), slice_id)
+    for part in [*again, rest] if rest else again:
+        resend(_child(slice_id), part)
+
+
+def _child(slice_id: str) -> str:
+    return f"{slice_id}.{uuid.uuid4().hex[:8]}"

@@ -17,7 +17,7 @@ from core.keys import Keyspace
 from workers.app import DRAIN_TASK, SWEEP_TASK, CeleryWaker
 from workers.drain import Drainer, DrainReport
 from workers.maxmemory import EvictingPolicy, check_url
-from workers.recompute import RECOMPUTE_TASK, Mode, recompute_slice
+from workers.recompute import RECOMPUTE_TASK, Mode, run_slice, send
 from workers.redis_io import RedisFull, sync_client
 from workers.settings import Settings
 from workers.store import Store
@@ -149,13 +149,17 @@ def register(app: Celery, settings: Settings) -> Runtime:
     def sweep() -> None:
         sweep_once(runtime)
 
-    def recompute(job_id: str, refs: list[str], mode: Mode) -> None:
-        recompute_slice(runtime.store, runtime.settings, job_id, refs, mode)
+    def recompute(job_id: str, slice_id: str, refs: list[str], mode: Mode) -> None:
+        def resend(new_slice: str, rest: list[str]) -> None:
+            send(app, runtime.settings, job_id, new_slice, rest, mode)
+
+        run_slice(runtime.store, runtime.settings, job_id, slice_id, refs, mode, resend)
 
     app.task(name=DRAIN_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True)(drain)
     app.task(name=SWEEP_TASK, ignore_result=True)(sweep)
-    # Within the global time limits: jobs are cut into small slices, and a slice run
-    # twice is harmless (an audit reads; a rebuild is fenced by the cursor).
+    # Within the global time limits: jobs are cut into small slices, a slice hands what
+    # it has not reached to a fresh task after half the soft limit (workers.recompute),
+    # and a slice run twice is harmless (an audit reads; a rebuild is fenced by the cursor).
     app.task(name=RECOMPUTE_TASK, acks_late=True, ignore_result=True)(recompute)
 
     return runtime

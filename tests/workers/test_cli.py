@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.workers.harness import ROOT
 
 THREADFOLD = str(Path(sys.executable).with_name("threadfold"))
@@ -63,3 +65,23 @@ def test_recompute_without_a_selection_is_refused(tmp_path: Path) -> None:
     done = _run(["recompute", "--audit"], tmp_path, _clean_env(), timeout=60)
     assert done.returncode == 2
     assert "choose threads: --threads, --prefix, --tenant or --all" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--threads", "a", "--prefix", "p"], "--threads names the threads itself"),
+        (["--threads", "a", "--tenant", "t"], "--threads names the threads itself"),
+        (["--threads", "a", "--all"], "--threads names the threads itself"),
+        (["--all", "--prefix", "p"], "--all selects every thread"),
+        (["--dry-run", "--all"], "--dry-run goes with --rebuild"),
+        (["--threads", "no spaces"], "--threads: thread id must be"),
+    ],
+)
+def test_recompute_refuses_conflicting_or_bad_selectors(
+    tmp_path: Path, args: list[str], said: str
+) -> None:
+    # `--threads X --prefix Y` ignored the prefix; now nothing is sent and it says why.
+    done = _run(["recompute", "--audit", *args], tmp_path, _clean_env(), timeout=60)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert said in done.stderr and done.stdout == ""

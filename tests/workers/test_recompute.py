@@ -119,11 +119,12 @@ def test_recompute_runs_as_celery_jobs_and_reports_a_summary(
     try:
         assert main(["recompute", "--audit", "--all"]) == 1
         out = capsys.readouterr().out
-        assert "audit: 6/6 threads, 200 deltas replayed" in out
-        assert f"differs: {bad}" in out and "1 with differences" in out
+        assert "audit: 6 threads: 5 matched, 1 differs, 0 failed; 200 deltas replayed" in out
+        assert f"differs: {bad}: 0 added, 0 removed, 1 changed" in out
         assert main(["recompute", "--rebuild", "--threads", bad.split("/")[1]]) == 0
+        assert "rebuild: 1 thread: 0 matched, 1 rebuilt, 0 failed" in capsys.readouterr().out
         assert main(["recompute", "--audit", "--prefix", "r"]) == 0
-        assert "0 with differences" in capsys.readouterr().out
+        assert "audit: 6 threads: 6 matched, 0 failed" in capsys.readouterr().out
     finally:
         for worker in workers:
             worker.kill()
