@@ -1,0 +1,1 @@
+"""The replay benchmark's parts: the threads it replays, and the timed runs."""
