@@ -6,8 +6,9 @@ fields: ``c`` cursor (last applied entry id, the version), ``n`` next free posit
 ``e`` last enqueued entry id, ``t`` last commit time (ms), ``a`` drain attempts since
 the last commit, ``q`` quarantine reason, ``qe`` the entry it failed on, ``k`` entries
 applied or skipped (the backlog is the stream's ``entries-added`` minus ``k``, whatever
-the retention, hand-written entries included), ``rb`` set once retention has trimmed
-applied entries (from then on the log no longer replays the whole thread), ``sk`` the
+the retention, hand-written entries included), ``rb`` set by earlier releases once
+retention had trimmed applied entries (no longer written; still read: such a log does
+not replay the whole thread), ``sk`` the
 entries an operator skipped (JSON, the latest :data:`SKIPPED_KEPT`: entry, reason, at_ms)
 and ``sc`` how many were skipped in all (each was deleted from the log: XDEL).
 
