@@ -33,6 +33,7 @@ from typing import Any, Final, Literal
 from core import scripts
 from core.keys import Keyspace
 from core.pages import split_records
+from core.versions import parse_version
 from workers.ops import as_bytes, entry_key, fence, text
 from workers.redis_io import Call, Command, Item, Script, SyncClient, run_many
 
@@ -157,6 +158,8 @@ class PrefixRead:
             # retention 0 every commit trims what it applied, so a later page could not
             # tell a trim of what follows the cursor from one of what precedes it.
             raise ValueError("time travel reads its first page with the live state")
+        if upto:
+            parse_version(upto)  # InvalidVersion (a ValueError) before Redis sees it
         k = ks.thread(ref)
         self._keys = (k.meta, k.pages, k.log)
         self.ref, self.mode, self.upto = ref, mode, upto
@@ -316,7 +319,9 @@ def read_many(client: SyncClient, refs: Sequence[str], start: Start) -> list[Out
             if read.result is not None:
                 outcomes[n] = read.result
                 del reads[n]
-    return [o for o in outcomes if o is not None]
+    done = [o for o in outcomes if o is not None]
+    assert len(done) == len(refs)  # the loop ends once every read has its outcome
+    return done
 
 
 def moving(ref: str, tries: int, last: Moved) -> NotReplayable:
