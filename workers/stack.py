@@ -65,7 +65,6 @@ class Process:
     restarts: list[float] = field(default_factory=list)
 
 
-
 @dataclass
 class LocalStack:
     """Processes of a running local stack, stopped in reverse order."""
@@ -138,7 +137,6 @@ class LocalStack:
             f"threadfold: {process.name} (pid {old}) exited ({_exit(code)}); restarted it "
             f"as pid {process.popen.pid}{process.keeps}"
         )
-
 
     def check_alive(self) -> None:
         for process in self.processes:
