@@ -1,8 +1,8 @@
-"""``python -m api``: serve the API (the environment is read here, once)."""
+"""``python -m threadfold.api``: serve the API (the environment is read here, once)."""
 
 from __future__ import annotations
 
-from api.server import serve, settings_from_env
+from threadfold.api.server import serve, settings_from_env
 
 if __name__ == "__main__":
     serve(settings_from_env())

@@ -2,7 +2,7 @@
 
 Starlette with msgspec encoding and decoding by hand measured about 1.5x the requests
 per second of Litestar on the same endpoints here (docs/benchmarks.md), and leaves the
-error answers entirely ours; the OpenAPI document is built in :mod:`api.openapi`.
+error answers entirely ours; the OpenAPI document is built in :mod:`threadfold.api.openapi`.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from api import metrics as prom
-from api.auth import Authenticator
-from api.errors import (
+from threadfold.api import metrics as prom
+from threadfold.api.auth import Authenticator
+from threadfold.api.errors import (
     ApiError,
     BadRequest,
     Invalid,
@@ -37,18 +37,18 @@ from api.errors import (
     UnsupportedMediaType,
     from_msgspec,
 )
-from api.openapi import document
-from api.schemas import BulkAccepted, BulkIn, DeltaIn
-from api.service import Service, parse_page
-from api.settings import ApiSettings
-from core.depth import path_text, too_deep_json
-from workers import maxmemory
-from workers.app import CeleryWaker, make_celery
-from workers.astore import AsyncStore
-from workers.metrics import LATENCY_BUCKETS_MS, RETRYABLE, FlushOutage, Metrics
-from workers.producer import AsyncProducer
-from workers.redis_io import AsyncClient, async_client
-from workers.wakeup import AsyncWaker, CoalescingWaker
+from threadfold.api.openapi import document
+from threadfold.api.schemas import BulkAccepted, BulkIn, DeltaIn
+from threadfold.api.service import Service, parse_page
+from threadfold.api.settings import ApiSettings
+from threadfold.core.depth import path_text, too_deep_json
+from threadfold.workers import maxmemory
+from threadfold.workers.app import CeleryWaker, make_celery
+from threadfold.workers.astore import AsyncStore
+from threadfold.workers.metrics import LATENCY_BUCKETS_MS, RETRYABLE, FlushOutage, Metrics
+from threadfold.workers.producer import AsyncProducer
+from threadfold.workers.redis_io import AsyncClient, async_client
+from threadfold.workers.wakeup import AsyncWaker, CoalescingWaker
 
 log = logging.getLogger("threadfold.api")
 T = TypeVar("T")
@@ -99,7 +99,7 @@ async def read_body(request: Request, settings: ApiSettings, kind: type[T], oute
                 raise PayloadTooLarge(f"the body is over the limit of {limit} bytes")
             chunks.append(chunk)
     except ClientDisconnect:
-        # The client went away, or the server cut it for sending too slowly (api.guard):
+        # The client went away, or the server cut it for sending too slowly (threadfold.api.guard):
         # nobody reads this answer, but it is counted, and nothing is appended.
         raise BadRequest("the connection closed before the whole body arrived") from None
     body = b"".join(chunks)
@@ -325,7 +325,7 @@ async def _flush_metrics(resources: Resources) -> None:
 
 
 async def _refuse_an_evicting_redis(client: AsyncClient) -> None:
-    """Refuse to start on a state Redis that evicts keys (see workers.maxmemory): the
+    """Refuse to start on a state Redis that evicts keys (see threadfold.workers.maxmemory): the
     exception fails the lifespan, and uvicorn exits with its message. An unreachable
     Redis only warns: the API may start before it, and /readyz checks again."""
     try:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hmac
 
-from api.errors import Unauthorized
-from core.keys import DEFAULT_TENANT
+from threadfold.api.errors import Unauthorized
+from threadfold.core.keys import DEFAULT_TENANT
 
 
 class Authenticator:

@@ -17,7 +17,7 @@
     └── Unavailable           503: Redis or the broker cannot be reached (retry)
         └── RedisFull         503: Redis is out of memory and refuses writes (retry later)
 
-RequestTimeout and HeadTooLarge are answered by the server's protocol (api.guard),
+RequestTimeout and HeadTooLarge are answered by the server's protocol (threadfold.api.guard),
 before the application sees the request.
 
 Nothing else reaches a client: an unexpected exception is logged and answered as a
@@ -32,7 +32,7 @@ from typing import Any
 
 import msgspec
 
-from core.depth import path_text
+from threadfold.core.depth import path_text
 
 
 class ApiError(Exception):
@@ -153,7 +153,7 @@ class RedisFull(Unavailable):
 
 
 # A name, an index, or a key that is not a plain name as a JSON string in brackets
-# (core.depth.path_text writes ``additional_kwargs["a.b"]``).
+# (threadfold.core.depth.path_text writes ``additional_kwargs["a.b"]``).
 _STEP = re.compile(r'\[("(?:[^"\\]|\\.)*")\]|\.?([^.\[\]]+)|\[(\d+)\]')
 
 

@@ -16,8 +16,8 @@ from typing import Final
 
 import msgspec
 
-from core import dump_messages
-from core.codec import decode_stored
+from threadfold.core import dump_messages
+from threadfold.core.codec import decode_stored
 
 _ENCODER: Final = msgspec.json.Encoder()
 #: Bytes a cache entry costs beyond its key and value (dict slot, objects' headers).

@@ -29,8 +29,8 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
-from api.errors import ApiError, BadRequest, HeadTooLarge, RequestTimeout
-from api.settings import ApiSettings
+from threadfold.api.errors import ApiError, BadRequest, HeadTooLarge, RequestTimeout
+from threadfold.api.settings import ApiSettings
 
 log = logging.getLogger("threadfold.api")
 

@@ -1,4 +1,4 @@
-"""``GET /metrics``: the fleet-wide counters (see workers.metrics) as Prometheus text.
+"""``GET /metrics``: the fleet-wide counters (see threadfold.workers.metrics) as Prometheus text.
 
 prometheus_client renders them (escaping, cumulative buckets, ``_sum`` and ``_count``)
 through a collector over one snapshot read from Redis: the totals hash, plus gauges
@@ -29,10 +29,10 @@ from prometheus_client.core import (
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from core.keys import Keyspace
-from workers.metrics import BATCH_BUCKETS, LAG_BUCKETS_MS, LATENCY_BUCKETS_MS
-from workers.ops import text
-from workers.redis_io import AsyncClient
+from threadfold.core.keys import Keyspace
+from threadfold.workers.metrics import BATCH_BUCKETS, LAG_BUCKETS_MS, LATENCY_BUCKETS_MS
+from threadfold.workers.ops import text
+from threadfold.workers.redis_io import AsyncClient
 
 PREFIX: Final = "threadfold_"
 #: The exposition format: the classic text format, as before prometheus_client (every

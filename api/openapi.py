@@ -1,6 +1,6 @@
 """The OpenAPI 3.1 document, served at ``/openapi.json``.
 
-Bodies come from the msgspec Structs in :mod:`api.schemas`; the message model (what
+Bodies come from the msgspec Structs in :mod:`threadfold.api.schemas`; the message model (what
 LangChain's ``model_dump()`` gives, per message type) is written out here, since
 message-likes are validated by ``core``, not by a schema.
 """
@@ -11,8 +11,16 @@ from typing import Any, Final
 
 import msgspec
 
-from api.schemas import Accepted, BulkAccepted, BulkIn, DeltaIn, ErrorOut, StateOut, StatusOut
-from core.keys import NAME_RULE
+from threadfold.api.schemas import (
+    Accepted,
+    BulkAccepted,
+    BulkIn,
+    DeltaIn,
+    ErrorOut,
+    StateOut,
+    StatusOut,
+)
+from threadfold.core.keys import NAME_RULE
 
 _STR_OR_NULL: Final = {"anyOf": [{"type": "string"}, {"type": "null"}]}
 _COMMON: Final[dict[str, Any]] = {

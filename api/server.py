@@ -15,12 +15,12 @@ import uvicorn
 from pydantic import ValidationError
 from starlette.applications import Starlette
 
-from api.app import create_app
-from api.guard import HttpLimits, protocol
-from api.settings import ApiSettings
-from workers import logs
-from workers.redact import settings_error
-from workers.shared_broker import warn_if_shared
+from threadfold.api.app import create_app
+from threadfold.api.guard import HttpLimits, protocol
+from threadfold.api.settings import ApiSettings
+from threadfold.workers import logs
+from threadfold.workers.redact import settings_error
+from threadfold.workers.shared_broker import warn_if_shared
 
 
 def settings_from_env() -> ApiSettings:
@@ -48,7 +48,7 @@ def serve(settings: ApiSettings) -> None:
         "host": settings.host,
         "port": settings.port,
         "loop": "uvloop",
-        # httptools, with limits on head size, header count and read time (api.guard).
+        # httptools, with limits on head size, header count and read time (threadfold.api.guard).
         "http": protocol(HttpLimits.of(settings)),
         "access_log": False,
         "log_level": settings.log_level.lower(),
@@ -60,6 +60,6 @@ def serve(settings: ApiSettings) -> None:
     if workers > 1:
         # Workers import the factory and read the same environment.
         os.environ.setdefault("THREADFOLD_PORT", str(settings.port))
-        uvicorn.run("api.server:app_from_env", factory=True, workers=workers, **common)
+        uvicorn.run("threadfold.api.server:app_from_env", factory=True, workers=workers, **common)
     else:
         uvicorn.run(create_app(settings), **common)

@@ -11,7 +11,7 @@ from typing import Any, Final, Literal, TypeVar
 
 import redis
 
-from api.errors import (
+from threadfold.api.errors import (
     ApiError,
     BadRequest,
     Gone,
@@ -21,19 +21,19 @@ from api.errors import (
     Unavailable,
     VersionNotReached,
 )
-from api.fragments import JsonFragments
-from api.schemas import Accepted, BulkIn, DeltaIn, SkippedOut, StateOut, StatusOut
-from api.settings import ApiSettings
-from core import dump_messages
-from core.depth import path_text
-from core.errors import InvalidMessage
-from core.keys import InvalidName, check_name
-from core.openai import to_openai
-from core.versions import InvalidVersion, parse_version, reached
-from workers.astore import AsyncStore
-from workers.ops import StateBodies, StatePage
-from workers.prefix import LAST, NotReplayable, Reason
-from workers.producer import AsyncProducer, Delta, Enqueued
+from threadfold.api.fragments import JsonFragments
+from threadfold.api.schemas import Accepted, BulkIn, DeltaIn, SkippedOut, StateOut, StatusOut
+from threadfold.api.settings import ApiSettings
+from threadfold.core import dump_messages
+from threadfold.core.depth import path_text
+from threadfold.core.errors import InvalidMessage
+from threadfold.core.keys import InvalidName, check_name
+from threadfold.core.openai import to_openai
+from threadfold.core.versions import InvalidVersion, parse_version, reached
+from threadfold.workers.astore import AsyncStore
+from threadfold.workers.ops import StateBodies, StatePage
+from threadfold.workers.prefix import LAST, NotReplayable, Reason
+from threadfold.workers.producer import AsyncProducer, Delta, Enqueued
 
 _POLL_START, _POLL_MAX = 0.002, 0.05
 

@@ -6,8 +6,8 @@ import json
 
 from pydantic import Field, SecretStr, field_validator
 
-from core.keys import DEFAULT_TENANT, check_name
-from workers.settings import Settings
+from threadfold.core.keys import DEFAULT_TENANT, check_name
+from threadfold.workers.settings import Settings
 
 
 class ApiSettings(Settings):

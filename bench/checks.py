@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core import BaseMessage, dump_messages
+from threadfold.core import BaseMessage, dump_messages
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,6 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-import core
 from bench import cli, folds, micro, reducers, report, targets
 from bench.checks import Check
 from bench.folds import FoldRow, LengthCost
@@ -29,6 +28,7 @@ from bench.micro import Comparison
 from bench.reducers import ReducerRow
 from bench.targets import Target
 from bench.timing import Repeats
+from threadfold import core
 
 SEED = 20240601
 

@@ -20,10 +20,10 @@ from typing import Any, Final
 from langchain_core.messages import convert_to_messages
 from langgraph.graph.message import _messages_delta_reducer
 
-import core
 from bench.checks import Check, first_difference, lc_dump
 from bench.inputs import Workload, appends, batches, thread, updates
 from bench.timing import Case, Repeats, Timing, interleaved, many_short
+from threadfold import core
 
 WORKER: Final = "worker"
 TRACKED: Final = "tracked"

@@ -27,11 +27,11 @@ import httpx
 
 from tests.infra.redis_server import AppendFsync, RedisServer
 from tests.workers.harness import start_api, start_worker, wait_drained
-from workers.app import CeleryWaker, make_celery
-from workers.producer import Delta, Producer
-from workers.redis_io import sync_client
-from workers.settings import Settings
-from workers.store import Store
+from threadfold.workers.app import CeleryWaker, make_celery
+from threadfold.workers.producer import Delta, Producer
+from threadfold.workers.redis_io import sync_client
+from threadfold.workers.settings import Settings
+from threadfold.workers.store import Store
 
 HTTP_DELTAS, HTTP_CLIENTS, HTTP_THREADS = 2000, 16, 100
 BULK_DELTAS, BULK_SIZE, BULK_THREADS = 20_000, 1000, 200

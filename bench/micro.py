@@ -20,11 +20,11 @@ from typing import Any, Final
 
 from langchain_core.messages import AIMessage, convert_to_messages
 
-import core
 from bench.checks import Check, same_state
 from bench.inputs import thread, typical_ai
 from bench.timing import Case, Repeats, interleaved
-from core.codec import decode_message, encode_message
+from threadfold import core
+from threadfold.core.codec import decode_message, encode_message
 
 OURS: Final = "ours"
 

@@ -20,10 +20,10 @@ from typing import Any, Final
 from langchain_core.messages import convert_to_messages
 from langgraph.graph.message import _messages_delta_reducer, add_messages
 
-import core
 from bench.checks import Check, lc_dump, same_state
 from bench.inputs import Workload, batches
 from bench.timing import Case, Repeats, interleaved, run_once
+from threadfold import core
 
 OURS: Final = "apply_deltas"
 LG_DELTA: Final = "langgraph_delta"

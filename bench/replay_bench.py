@@ -42,9 +42,9 @@ from bench.pipeline import services
 from bench.replay import runs, workload
 from bench.replay.runs import Run
 from bench.replay.workload import Shape
-from core import dump_messages
 from tests.workers.harness import store_for
-from workers.store import Store
+from threadfold.core import dump_messages
+from threadfold.workers.store import Store
 
 Progress = Callable[[str], None]
 TARGET = 50_000.0

@@ -3,14 +3,14 @@
 Pure logic, no I/O: ``workers`` and ``api`` build on it, it imports neither.
 """
 
-from core.add_messages import add_messages
-from core.convert import to_message, to_messages
-from core.delta import Messages, apply_deltas
-from core.dump import dump_message, dump_messages
-from core.errors import ChunkMergeError, InvalidMessage, ReducerError, ThreadfoldError
-from core.fold import Effect, ThreadFold
-from core.ids import ensure_ids
-from core.messages import (
+from threadfold.core.add_messages import add_messages
+from threadfold.core.convert import to_message, to_messages
+from threadfold.core.delta import Messages, apply_deltas
+from threadfold.core.dump import dump_message, dump_messages
+from threadfold.core.errors import ChunkMergeError, InvalidMessage, ReducerError, ThreadfoldError
+from threadfold.core.fold import Effect, ThreadFold
+from threadfold.core.ids import ensure_ids
+from threadfold.core.messages import (
     REMOVE_ALL_MESSAGES,
     AIMessage,
     AIMessageChunk,

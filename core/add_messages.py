@@ -2,7 +2,7 @@
 
 Offered for callers who need it. It is **not** batching-invariant (removes apply at the
 end of a call, ``__remove_all__`` returns a raw tail, unknown removes raise), so the
-workers never use it on batches; they use :func:`core.delta.apply_deltas`.
+workers never use it on batches; they use :func:`threadfold.core.delta.apply_deltas`.
 
 One deliberate difference: messages are frozen, so ids are stamped on new objects
 instead of mutating the caller's. Within a call the effect is the same (an id-less
@@ -19,11 +19,16 @@ from typing import Any
 
 import msgspec
 
-from core.convert import to_messages
-from core.errors import ReducerError
-from core.ids import IdSource, is_message_object, uuid4_str
-from core.messages import REMOVE_ALL_MESSAGES, BaseMessage, RemoveMessage, message_chunk_to_message
-from core.openai import to_openai
+from threadfold.core.convert import to_messages
+from threadfold.core.errors import ReducerError
+from threadfold.core.ids import IdSource, is_message_object, uuid4_str
+from threadfold.core.messages import (
+    REMOVE_ALL_MESSAGES,
+    BaseMessage,
+    RemoveMessage,
+    message_chunk_to_message,
+)
+from threadfold.core.openai import to_openai
 
 Reducer = Callable[[Any, Any], list[BaseMessage]]
 

@@ -6,8 +6,8 @@ Without ``tool_call_chunks`` the constructor takes them from OpenAI's raw
 ``additional_kwargs["tool_calls"]``; with them, ``init_tool_calls`` recomputes
 ``tool_calls`` and ``invalid_tool_calls`` by partial-JSON parsing and, on a final v1
 chunk, promotes the tool-call blocks in the content. That construction is one step of
-its own, used by :mod:`core.chunks` for every AI sum and by :mod:`core.construct` for
-every AIMessageChunk it builds, so it lives apart from both.
+its own, used by :mod:`threadfold.core.chunks` for every AI sum and by
+:mod:`threadfold.core.construct` for every AIMessageChunk it builds, so it lives apart from both.
 
 All functions are pure: inputs are never mutated.
 """
@@ -20,10 +20,10 @@ from typing import Any, Final, Literal, NotRequired
 import pydantic
 from typing_extensions import TypedDict
 
-from core.errors import ChunkMergeError
-from core.merge import Content, JsonDict, require_hashable
-from core.messages import AIMessageChunk
-from core.partial_json import parse_partial_json
+from threadfold.core.errors import ChunkMergeError
+from threadfold.core.merge import Content, JsonDict, require_hashable
+from threadfold.core.messages import AIMessageChunk
+from threadfold.core.partial_json import parse_partial_json
 
 __all__ = ["build_ai_chunk", "init_tool_calls", "tool_call_chunk"]
 

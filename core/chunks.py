@@ -3,8 +3,8 @@
 Streaming models send a message in pieces; a consumer gets the whole message by adding
 the pieces left to right. This module reproduces that ``+`` on our frozen Structs: which
 pairs add, which class and id the sum gets, and which fields it keeps. The value rules
-it merges the fields with are in :mod:`core.merge`; an AI sum is rebuilt, validators
-and all, by :mod:`core.ai_chunk`. Both are re-exported here, where callers have always
+it merges the fields with are in :mod:`threadfold.core.merge`; an AI sum is rebuilt, validators
+and all, by :mod:`threadfold.core.ai_chunk`. Both are re-exported here, where callers have always
 found them.
 
 A refusal is a :class:`ChunkMergeError` whose ``lc_error`` names LangChain's exception
@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-from core.ai_chunk import build_ai_chunk, init_tool_calls, tool_call_chunk
-from core.errors import ChunkMergeError
-from core.merge import (
+from threadfold.core.ai_chunk import build_ai_chunk, init_tool_calls, tool_call_chunk
+from threadfold.core.errors import ChunkMergeError
+from threadfold.core.merge import (
     LC_PREFIX,
     add_usage,
     merge_content,
@@ -30,7 +30,7 @@ from core.merge import (
     merge_lists,
     merge_obj,
 )
-from core.messages import (
+from threadfold.core.messages import (
     AIMessageChunk,
     BaseMessage,
     ChatMessageChunk,

@@ -1,6 +1,6 @@
 """Encodings: msgpack for the log and the stored state, JSON for the wire.
 
-Messages encode as tagged msgpack arrays (see :mod:`core.messages`), decoded straight
+Messages encode as tagged msgpack arrays (see :mod:`threadfold.core.messages`), decoded straight
 back into their Structs by one typed decoder: no field names stored, no dict step.
 Both directions are exact for JSON-shaped data; anything else is refused at ingestion
 (:func:`encode_messages` raises :class:`InvalidMessage`), never later in a worker or a
@@ -15,9 +15,9 @@ from typing import Any, Final
 
 import msgspec
 
-from core.dump import dump_messages
-from core.errors import InvalidMessage
-from core.messages import AnyMessage, BaseMessage
+from threadfold.core.dump import dump_messages
+from threadfold.core.errors import InvalidMessage
+from threadfold.core.messages import AnyMessage, BaseMessage
 
 _MSGPACK_ENCODER: Final = msgspec.msgpack.Encoder()
 _ONE: Final = msgspec.msgpack.Decoder(AnyMessage)

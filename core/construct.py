@@ -17,10 +17,10 @@ from typing import Any, Final
 
 import msgspec
 
-from core import fields, toolcalls
-from core.chunks import init_tool_calls
-from core.errors import InvalidMessage
-from core.messages import (
+from threadfold.core import fields, toolcalls
+from threadfold.core.chunks import init_tool_calls
+from threadfold.core.errors import InvalidMessage
+from threadfold.core.messages import (
     MESSAGE_CLASSES,
     TYPE_OF,
     AIMessage,

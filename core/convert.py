@@ -24,10 +24,10 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
-from core.construct import build
-from core.errors import InvalidMessage
-from core.fastpath import fast_message
-from core.messages import (
+from threadfold.core.construct import build
+from threadfold.core.errors import InvalidMessage
+from threadfold.core.fastpath import fast_message
+from threadfold.core.messages import (
     CLASS_OF,
     AIMessage,
     BaseMessage,

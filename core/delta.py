@@ -21,9 +21,14 @@ from collections.abc import Iterable, Sequence
 from operator import attrgetter
 from typing import Any, SupportsIndex
 
-from core.convert import to_message, to_messages
-from core.fold import merge_chunk
-from core.messages import MESSAGE_CLASSES, REMOVE_ALL_MESSAGES, BaseMessage, RemoveMessage
+from threadfold.core.convert import to_message, to_messages
+from threadfold.core.fold import merge_chunk
+from threadfold.core.messages import (
+    MESSAGE_CLASSES,
+    REMOVE_ALL_MESSAGES,
+    BaseMessage,
+    RemoveMessage,
+)
 
 _get_id = attrgetter("id")
 
@@ -131,7 +136,7 @@ def apply_deltas(
 
     ``merge_chunks`` (off by default, not LangGraph's behaviour) adds a chunk to a stored
     chunk of the same id with LangChain's ``+`` instead of replacing it; see
-    :func:`core.fold.merge_chunk`.
+    :func:`threadfold.core.fold.merge_chunk`.
     """
     if state is None:
         raise TypeError("state must be a list of messages, not None")

@@ -22,8 +22,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
-from core.errors import InvalidMessage
-from core.messages import BaseMessage
+from threadfold.core.errors import InvalidMessage
+from threadfold.core.messages import BaseMessage
 
 #: Generous for anything LangChain and model providers send (tool schemas and
 #: structured outputs nest tens of levels), and far below where a decoder fails.

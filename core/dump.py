@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from core.messages import MESSAGE_CLASSES, TYPE_OF, BaseMessage
+from threadfold.core.messages import MESSAGE_CLASSES, TYPE_OF, BaseMessage
 
 _HEAD: Final = ("content", "additional_kwargs", "response_metadata")
 _COMMON: Final = frozenset({*_HEAD, "name", "id", "extra"})

@@ -2,8 +2,9 @@
 
 Most traffic is a handful of shapes: ``{"role": "user", "content": "..."}`` and its
 ``type``/``id``/``name`` variants, tool results, and assistant messages with OpenAI
-tool calls. For those, the general path (:mod:`core.convert`, :mod:`core.construct`)
-spends most of its time proving that nothing unusual is present. Here each shape is
+tool calls. For those, the general path (:mod:`threadfold.core.convert`,
+:mod:`threadfold.core.construct`) spends most of its time proving that nothing unusual is present.
+Here each shape is
 recognised by its exact key set and value types, and built directly; anything else
 returns ``None`` and goes the general way. The differential tests run every input
 through both, so the two cannot drift apart.
@@ -15,7 +16,13 @@ from typing import Any, Final
 
 import msgspec
 
-from core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from threadfold.core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 
 _PLAIN: Final[dict[str, type[BaseMessage]]] = {
     "user": HumanMessage,

@@ -12,7 +12,7 @@ import re
 from typing import Any, Final
 from uuid import UUID
 
-from core.errors import InvalidMessage
+from threadfold.core.errors import InvalidMessage
 
 _VALIDATION = "ValidationError"
 

@@ -1,6 +1,6 @@
 """The incremental delta fold the workers use: O(batch) per batch, with its net effect.
 
-Same step as :func:`core.delta.apply_deltas`, kept between batches: a thread is an
+Same step as :func:`threadfold.core.delta.apply_deltas`, kept between batches: a thread is an
 insertion-ordered ``id -> message`` dict plus ``id -> position`` numbers. Positions grow
 monotonically and are never reused, so "append" takes the next number, "replace in
 place" keeps the old one, and a re-add after a remove takes a new one, which is exactly
@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from core.chunks import add_chunks
-from core.errors import ChunkMergeError
-from core.messages import REMOVE_ALL_MESSAGES, BaseMessage, RemoveMessage, is_chunk
-from core.servable import renders
+from threadfold.core.chunks import add_chunks
+from threadfold.core.errors import ChunkMergeError
+from threadfold.core.messages import REMOVE_ALL_MESSAGES, BaseMessage, RemoveMessage, is_chunk
+from threadfold.core.servable import renders
 
 
 class Effect:

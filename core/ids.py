@@ -14,8 +14,8 @@ from typing import Any, Final
 
 import msgspec
 
-from core.convert import to_messages
-from core.messages import BaseMessage
+from threadfold.core.convert import to_messages
+from threadfold.core.messages import BaseMessage
 
 IdSource = Callable[[], str]
 

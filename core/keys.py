@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
-from core.errors import ThreadfoldError
+from threadfold.core.errors import ThreadfoldError
 
 DEFAULT_TENANT: Final = "_"
 NAME_PATTERN: Final = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
@@ -70,12 +70,15 @@ class ThreadKeys:
 
     @property
     def pages(self) -> str:
-        """HASH: page number -> the records of its positions (:mod:`core.pages`)."""
+        """HASH: page number -> the records of its positions (:mod:`threadfold.core.pages`)."""
         return f"{self.tag}:{self.ref}:pages"
 
     @property
     def index(self) -> str:
-        """HASH: bucket -> (id fingerprint, position) entries, a linear hash (:mod:`core.pages`)."""
+        """HASH: bucket -> (id fingerprint, position) entries, a linear hash.
+
+        The format is in :mod:`threadfold.core.pages`.
+        """
         return f"{self.tag}:{self.ref}:index"
 
     @property
@@ -148,7 +151,7 @@ class Keyspace:
 
     @property
     def metrics_totals(self) -> str:
-        """HASH: the fleet-wide counters, only ever incremented (see workers.metrics)."""
+        """HASH: the fleet-wide counters, only ever incremented (see threadfold.workers.metrics)."""
         return f"{{{self.prefix}:metrics}}:totals"
 
     def job(self, job_id: str) -> str:

@@ -3,7 +3,7 @@
 LangChain sums two message chunks field by field with a handful of helpers: dicts merge
 key by key, lists concatenate (merging dict elements that share an ``index``), contents
 concatenate or append, ``usage_metadata`` counts add up. They are rules about values,
-not messages: :mod:`core.chunks` decides which fields of which chunks are summed and
+not messages: :mod:`threadfold.core.chunks` decides which fields of which chunks are summed and
 applies these to each, so they live apart from the message classes.
 
 Faithfulness rules over tidiness: where LangChain concatenates equal strings
@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final, TypeAlias
 
-from core.errors import ChunkMergeError
+from threadfold.core.errors import ChunkMergeError
 
 __all__ = [
     "LC_PREFIX",

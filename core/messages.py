@@ -7,7 +7,7 @@ differ from LangChain on purpose:
   inputs (as LangGraph's does) without a later write changing an earlier state, and a
   cached id index can never go stale because an id changed under it.
 * Unknown fields (pydantic's ``extra="allow"``) live in ``extra`` and are flattened back
-  into the dict form by :mod:`core.dump`; the field name itself never reaches users.
+  into the dict form by :mod:`threadfold.core.dump`; the field name itself never reaches users.
 * ``ToolCall``, ``InvalidToolCall``, ``ToolCallChunk`` and ``UsageMetadata`` stay plain
   dicts, as they are TypedDicts in LangChain: they are validated once, on the way in.
 

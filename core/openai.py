@@ -14,8 +14,8 @@ string, bytes that are not bytes); those are reproduced by running the same oper
 the block and relocating the error, rather than by re-deriving every condition.
 
 This module walks a message's content blocks and handles the kinds that read or change
-the message itself (``tool_use``, ``tool_result``); :mod:`core.openai_head` builds the
-keys besides ``content`` and :mod:`core.openai_blocks` the translations that need only
+the message itself (``tool_use``, ``tool_result``); :mod:`threadfold.core.openai_head` builds the
+keys besides ``content`` and :mod:`threadfold.core.openai_blocks` the translations that need only
 the block.
 
 Two things are left out on purpose: LangChain's ``logger.info`` and the ``UserWarning``
@@ -32,10 +32,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from core import fields
-from core.errors import InvalidMessage
-from core.messages import AIMessage, BaseMessage, ToolMessage
-from core.openai_blocks import (
+from threadfold.core import fields
+from threadfold.core.errors import InvalidMessage
+from threadfold.core.messages import AIMessage, BaseMessage, ToolMessage
+from threadfold.core.openai_blocks import (
     AUTO_FILENAME,
     Block,
     Refusal,
@@ -48,7 +48,7 @@ from core.openai_blocks import (
     of_type,
     of_type_or_key,
 )
-from core.openai_head import function_call, message_head
+from threadfold.core.openai_head import function_call, message_head
 
 _TEXT_FORMATS: Final = ("string", "block")
 # A set, not a tuple: an unhashable ``type`` must fail here as it does in LangChain.

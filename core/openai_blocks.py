@@ -1,9 +1,9 @@
 """Content blocks of other formats, translated to OpenAI Chat Completions blocks.
 
-The half of :mod:`core.openai`'s work that needs nothing but the block itself:
+The half of :mod:`threadfold.core.openai`'s work that needs nothing but the block itself:
 LangChain's standard data blocks (v0 ``source_type`` and v1 forms) become OpenAI image,
 file and audio blocks, and the predicates that recognise the other block kinds stand
-here for :mod:`core.openai`'s dispatch table. The handlers that read or change the
+here for :mod:`threadfold.core.openai`'s dispatch table. The handlers that read or change the
 message being converted (``tool_use``, ``tool_result``) stay with the converter.
 
 A block LangChain refuses with ``ValueError`` raises :class:`Refusal`; the converter

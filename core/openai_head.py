@@ -2,7 +2,7 @@
 
 ``role``, ``name``, the message's own ``tool_calls``, ``refusal``, ``tool_call_id`` and
 ``id`` depend on the message alone, never on its content blocks, so they are built here
-and :mod:`core.openai` adds ``content`` (and any tool calls its blocks declare) after.
+and :mod:`threadfold.core.openai` adds ``content`` (and any tool calls its blocks declare) after.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any, Final
 
 import msgspec
 
-from core.errors import InvalidMessage
-from core.messages import (
+from threadfold.core.errors import InvalidMessage
+from threadfold.core.messages import (
     AIMessage,
     BaseMessage,
     ChatMessage,

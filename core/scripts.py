@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from core.pages import BUCKET_ENTRIES, MAX_PAGE_RECORDS, PAGE_BYTES
+from threadfold.core.pages import BUCKET_ENTRIES, MAX_PAGE_RECORDS, PAGE_BYTES
 
 # Shared Lua helpers, prepended to the scripts that need them.
 _LUA_HELPERS: Final = r"""

@@ -6,7 +6,7 @@ and ``convert_to_openai_messages`` raises ``KeyError: 'text'`` on it. A service 
 stored such a message would fail every later ``?format=openai`` read of the thread, so
 ingestion refuses it, naming the block, and what the service accepts it can always
 serve. (The LangChain form is always servable: its only failure, a dict key JSON cannot
-carry, is refused by :func:`core.codec.encode_messages`.)
+carry, is refused by :func:`threadfold.core.codec.encode_messages`.)
 
 Rendering costs 2-5 us and most messages cannot fail it, so the check skips what
 cannot fail: a message with string content, no tool calls and no role override; and of
@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.codec import decode_messages
-from core.errors import InvalidMessage
-from core.messages import BaseMessage, RemoveMessage
-from core.openai import check_openai
-from core.openai_head import check_head
+from threadfold.core.codec import decode_messages
+from threadfold.core.errors import InvalidMessage
+from threadfold.core.messages import BaseMessage, RemoveMessage
+from threadfold.core.openai import check_openai
+from threadfold.core.openai_head import check_head
 
 _REASON = "cannot be served with format=openai"
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from core import fields
-from core.errors import InvalidMessage
+from threadfold.core import fields
+from threadfold.core.errors import InvalidMessage
 
 _CALL_KEYS: Final = ("name", "args", "id")
 _INVALID_KEYS: Final = ("name", "args", "id", "error")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from core.errors import ThreadfoldError
+from threadfold.core.errors import ThreadfoldError
 
 # ASCII digits only: ``\d`` would take any Unicode digit (U+0661 ARABIC-INDIC DIGIT ONE),
 # which int() reads but Redis does not.

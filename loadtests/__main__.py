@@ -1,4 +1,4 @@
-"""``python -m loadtests --host URL``: the load test, headless, against any deployment.
+"""``python -m threadfold.loadtests --host URL``: the load test, headless, against any deployment.
 
 Options Locust knows (or the locustfile adds: ``--threads``, ``--stages``, ...) may
 follow and are passed through, as may ``LOADTEST_*`` variables.
@@ -13,12 +13,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from loadtests.run import run_loadtest
+from threadfold.loadtests.run import run_loadtest
 
 
 def parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     parser = argparse.ArgumentParser(
-        prog="python -m loadtests",
+        prog="python -m threadfold.loadtests",
         description="Load-test a threadfold API with Locust; unknown options go to Locust.",
     )
     parser.add_argument("--host", required=True, help="The API's base URL, e.g. http://h:8000")

@@ -26,10 +26,10 @@ from typing import Any
 
 import msgspec
 
-from core import dump_messages
-from loadtests.ledger import Ledger
+from threadfold.core import dump_messages
+from threadfold.loadtests.ledger import Ledger
 
-log = logging.getLogger("loadtests.check")
+log = logging.getLogger("threadfold.loadtests.check")
 _SHOWN = 10  # differences logged in full; the summary file lists them all
 _SNIPPET = 300
 

@@ -21,8 +21,8 @@ from typing import Any
 
 import msgspec
 
-from core import BaseMessage, apply_deltas, to_messages
-from core.versions import parse_version
+from threadfold.core import BaseMessage, apply_deltas, to_messages
+from threadfold.core.versions import parse_version
 
 VersionKey = tuple[int, int]
 

@@ -11,7 +11,7 @@
 A sample of writes is followed by a probe (``min_version`` + ``wait``, no messages) whose
 time from the 202 to the state reaching the version is reported as ``VISIBLE
 enqueue->visible``, beside the HTTP entries. When the test stops, every thread this
-process wrote is checked (:mod:`loadtests.check`); a difference fails the run.
+process wrote is checked (:mod:`threadfold.loadtests.check`); a difference fails the run.
 
 Thread ids start with a per-process tag, so processes of a distributed run (or runs
 against the same deployment) never check each other's threads.
@@ -35,11 +35,11 @@ from locust import FastHttpUser, LoadTestShape, events, task
 from locust.env import Environment
 from locust.runners import MasterRunner
 
-from core import dump_messages
-from loadtests import workload
-from loadtests.check import Api, as_json, check_threads, describe
-from loadtests.config import LoadConfig, options, parse_stages, stage_at, step_stages
-from loadtests.ledger import Ledger, Outgoing
+from threadfold.core import dump_messages
+from threadfold.loadtests import workload
+from threadfold.loadtests.check import Api, as_json, check_threads, describe
+from threadfold.loadtests.config import LoadConfig, options, parse_stages, stage_at, step_stages
+from threadfold.loadtests.ledger import Ledger, Outgoing
 
 log = logging.getLogger("loadtests")
 TAG = f"lt{secrets.token_hex(4)}"

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-log = logging.getLogger("loadtests.run")
+log = logging.getLogger("threadfold.loadtests.run")
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 STOP_TIMEOUT_S = 10  # users finish the task in hand, so few writes are left unanswered
 TIMED_OUT = 124  # the exit code timeout(1) uses

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from core import BaseMessage, dump_message
+from threadfold.core import BaseMessage, dump_message
 
 GOLDEN_FILE = Path(__file__).parent / "golden" / "langgraph_reducer_cases.json"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from api.settings import markdown_table
+from threadfold.api.settings import markdown_table
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -13,7 +13,7 @@ def test_the_readme_configuration_table_is_generated_from_the_settings() -> None
     text = README.read_text()
     start, end = "<!-- settings:start -->\n", "<!-- settings:end -->"
     table = text[text.index(start) + len(start) : text.index(end)].strip()
-    assert table == markdown_table(), "regenerate it: python -m api.settings"
+    assert table == markdown_table(), "regenerate it: python -m threadfold.api.settings"
 
 
 def test_the_readme_names_the_two_commands_of_a_fresh_machine() -> None:

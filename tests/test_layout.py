@@ -11,20 +11,45 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ["core", "workers", "api", "threadfold", "loadtests", "bench"]
 
 
-def _imports(path: Path) -> set[str]:
+INTERNAL = {"core", "workers", "api", "loadtests"}
+
+
+def _layer(module: str) -> str:
+    """The layer a module belongs to: ``threadfold.workers.drain`` -> ``workers``.
+
+    The client facade (``threadfold``, ``threadfold.client``, ...) is ``threadfold``; a
+    third-party module is its own top-level name.
+    """
+    parts = module.split(".")
+    if parts[0] == "threadfold":
+        return parts[1] if len(parts) > 1 and parts[1] in INTERNAL else "threadfold"
+    return parts[0]
+
+
+def _modules(path: Path) -> set[str]:
     tree = ast.parse(path.read_text(), filename=str(path))
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found.update(alias.name.split(".")[0] for alias in node.names)
+            found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module.split(".")[0])
+            found.add(node.module)
+            if node.module == "threadfold":  # from threadfold import core
+                found.update(f"threadfold.{alias.name}" for alias in node.names)
     return found
+
+
+def _imports(path: Path) -> set[str]:
+    return {_layer(module) for module in _modules(path)}
 
 
 def _package_imports(package: str) -> set[str]:
     found: set[str] = set()
-    for path in (ROOT / package).rglob("*.py"):
+    # threadfold/ links to the other packages; its own modules are the files in it.
+    paths = (ROOT / package).glob("*.py") if package == "threadfold" else (
+        (ROOT / package).rglob("*.py")
+    )
+    for path in paths:
         found |= _imports(path)
     return found
 
@@ -53,3 +78,11 @@ def test_core_does_no_io() -> None:
 def test_the_reference_implementation_is_a_test_only_dependency() -> None:
     for package in ["core", "workers", "api", "threadfold"]:
         assert not _package_imports(package) & {"langgraph", "langchain_core"}, package
+
+
+@pytest.mark.parametrize("package", [*PACKAGES, "tests"])
+def test_every_import_of_ours_goes_through_the_threadfold_namespace(package: str) -> None:
+    """``import core`` would load a second copy of a module (or a user's own ``core``)."""
+    for path in (ROOT / package).rglob("*.py"):
+        bare = {m for m in _modules(path) if m.split(".")[0] in INTERNAL}
+        assert not bare, f"{path.relative_to(ROOT)} imports {sorted(bare)}"

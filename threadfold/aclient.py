@@ -14,17 +14,17 @@ from typing import Any, Self
 
 from celery import Celery
 
-from core.keys import DEFAULT_TENANT, make_ref
 from threadfold import args, direct
+from threadfold.core.keys import DEFAULT_TENANT, make_ref
 from threadfold.errors import ClientClosed
 from threadfold.types import Appended, DeltaLike, Format, State, Status
-from workers import reads
-from workers.app import CeleryWaker, make_celery
-from workers.astore import AsyncStore
-from workers.producer import AsyncProducer, Delta
-from workers.redis_io import async_client
-from workers.settings import Settings
-from workers.wakeup import CoalescingWaker, Waker
+from threadfold.workers import reads
+from threadfold.workers.app import CeleryWaker, make_celery
+from threadfold.workers.astore import AsyncStore
+from threadfold.workers.producer import AsyncProducer, Delta
+from threadfold.workers.redis_io import async_client
+from threadfold.workers.settings import Settings
+from threadfold.workers.wakeup import CoalescingWaker, Waker
 
 
 class AsyncClient:

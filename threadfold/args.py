@@ -6,8 +6,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from core.keys import InvalidName, check_name
-from core.versions import InvalidVersion, parse_version
+from threadfold.core.keys import InvalidName, check_name
+from threadfold.core.versions import InvalidVersion, parse_version
 from threadfold.errors import InvalidInput
 from threadfold.types import DeltaLike
 

@@ -15,17 +15,17 @@ from typing import Any, Self
 
 from celery import Celery
 
-from core.keys import DEFAULT_TENANT, make_ref
 from threadfold import args, direct
+from threadfold.core.keys import DEFAULT_TENANT, make_ref
 from threadfold.errors import ClientClosed
 from threadfold.types import Appended, DeltaLike, Format, State, Status
-from workers import reads
-from workers.app import CeleryWaker, make_celery
-from workers.producer import Delta, Producer
-from workers.redis_io import sync_client
-from workers.settings import Settings
-from workers.store import Store
-from workers.wakeup import BackgroundWaker, Waker
+from threadfold.workers import reads
+from threadfold.workers.app import CeleryWaker, make_celery
+from threadfold.workers.producer import Delta, Producer
+from threadfold.workers.redis_io import sync_client
+from threadfold.workers.settings import Settings
+from threadfold.workers.store import Store
+from threadfold.workers.wakeup import BackgroundWaker, Waker
 
 
 class Client:

@@ -15,8 +15,8 @@ from typing import Any
 import redis
 from pydantic import SecretStr
 
-from core.errors import InvalidMessage
-from core.keys import InvalidName, check_name
+from threadfold.core.errors import InvalidMessage
+from threadfold.core.keys import InvalidName, check_name
 from threadfold.errors import (
     Gone,
     InvalidInput,
@@ -27,9 +27,9 @@ from threadfold.errors import (
     VersionNotReached,
 )
 from threadfold.types import Appended, Skipped, State, Status
-from workers import ops, reads
-from workers.producer import Enqueued
-from workers.settings import Settings
+from threadfold.workers import ops, reads
+from threadfold.workers.producer import Enqueued
+from threadfold.workers.settings import Settings
 
 #: What ``CLIENT LIST`` shows of a direct client's Redis connections.
 CONNECTION_NAME = "threadfold-client"

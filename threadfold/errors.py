@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from types import EllipsisType
 from typing import Any
 
-from core.errors import ThreadfoldError
+from threadfold.core.errors import ThreadfoldError
 
 __all__ = [
     "ClientClosed",

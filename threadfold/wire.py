@@ -16,10 +16,10 @@ from urllib.parse import quote
 
 import msgspec
 
-from core.dump import dump_message
-from core.ids import uuid4_str
-from core.messages import BaseMessage
 from threadfold import args
+from threadfold.core.dump import dump_message
+from threadfold.core.ids import uuid4_str
+from threadfold.core.messages import BaseMessage
 from threadfold.errors import InvalidInput, RequestError, ServerError, from_answer
 from threadfold.types import Appended, DeltaLike, State, Status
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from celery import Celery
 
-from workers.settings import Settings
+from threadfold.workers.settings import Settings
 
 DRAIN_TASK = "threadfold.drain"
 SWEEP_TASK = "threadfold.sweep"
@@ -59,7 +59,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
 
 
 def make_celery(settings: Settings) -> Celery:
-    """A Celery app for ``settings`` (tasks are registered by :mod:`workers.tasks`)."""
+    """A Celery app for ``settings`` (tasks are registered by :mod:`threadfold.workers.tasks`)."""
     app = Celery("threadfold", set_as_current=False)
     app.conf.update(celery_config(settings))
     return app

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.keys import Keyspace
-from workers import ops
-from workers.prefix import (
+from threadfold.core.keys import Keyspace
+from threadfold.workers import ops
+from threadfold.workers.prefix import (
     ATTEMPTS,
     PAGE,
     Moved,
@@ -15,8 +15,8 @@ from workers.prefix import (
     deleted_since,
     moving,
 )
-from workers.redis_io import AsyncClient, Call, Item, arun
-from workers.replay import state_of
+from threadfold.workers.redis_io import AsyncClient, Call, Item, arun
+from threadfold.workers.replay import state_of
 
 
 class AsyncStore:
@@ -56,7 +56,7 @@ class AsyncStore:
     async def travel(self, ref: str, upto: str, *, merge_chunks: bool) -> ops.StatePage:
         """The thread as of version ``upto`` (time travel): the live state with the log
         entries after it folded on when ``upto`` is at or after the cursor, else the log
-        replayed from its first entry; read consistently (:mod:`workers.prefix`), a read
+        replayed from its first entry; read consistently (:mod:`threadfold.workers.prefix`), a read
         overtaken by a trim or a delete read again. :class:`NotReplayable` says why
         there is no such state (trimmed, never written, deleted, before birth, poison,
         moving)."""

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import redis
 
-from workers import commands
-from workers.redact import Redactor, url_secrets
+from threadfold.workers import commands
+from threadfold.workers.redact import Redactor, url_secrets
 
 
 def _parser() -> argparse.ArgumentParser:

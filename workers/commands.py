@@ -1,4 +1,4 @@
-"""The ``threadfold`` subcommands (argument parsing is in :mod:`workers.cli`)."""
+"""The ``threadfold`` subcommands (argument parsing is in :mod:`threadfold.workers.cli`)."""
 
 from __future__ import annotations
 
@@ -14,15 +14,15 @@ from types import FrameType
 
 from pydantic import ValidationError
 
-from workers import demo, maxmemory, recompute, recompute_job
-from workers.app import CeleryWaker, make_celery
-from workers.producer import Producer
-from workers.progress import Progress
-from workers.redact import mask, settings_error
-from workers.redis_io import sync_client
-from workers.settings import Settings
-from workers.stack import LocalStack, StackError, celery_argv, start_stack
-from workers.store import Store
+from threadfold.workers import demo, maxmemory, recompute, recompute_job
+from threadfold.workers.app import CeleryWaker, make_celery
+from threadfold.workers.producer import Producer
+from threadfold.workers.progress import Progress
+from threadfold.workers.redact import mask, settings_error
+from threadfold.workers.redis_io import sync_client
+from threadfold.workers.settings import Settings
+from threadfold.workers.stack import LocalStack, StackError, celery_argv, start_stack
+from threadfold.workers.store import Store
 
 
 class CommandError(Exception):
@@ -47,7 +47,7 @@ def _exec(argv: list[str]) -> int:
 
 
 def cmd_api(args: argparse.Namespace) -> int:
-    return _exec([sys.executable, "-m", "api"])
+    return _exec([sys.executable, "-m", "threadfold.api"])
 
 
 def cmd_worker(args: argparse.Namespace) -> int:

@@ -11,10 +11,10 @@ import json
 import time
 from typing import Any
 
-from core import dump_messages
-from core.versions import reached
-from workers.producer import Producer
-from workers.store import Store
+from threadfold.core import dump_messages
+from threadfold.core.versions import reached
+from threadfold.workers.producer import Producer
+from threadfold.workers.store import Store
 
 THREAD = "demo"
 

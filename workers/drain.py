@@ -15,14 +15,14 @@ from dataclasses import dataclass
 import msgspec
 from redis.exceptions import OutOfMemoryError
 
-from core.codec import decode_messages, decode_stored, encode_stored
-from core.fold import ThreadFold
-from core.messages import REMOVE_ALL_MESSAGES, BaseMessage, is_chunk
-from workers.metrics import BATCH_BUCKETS, LAG_BUCKETS_MS, Metrics
-from workers.ops import Batch, Committed, Found, commit_call
-from workers.redis_io import Call, RedisFull
-from workers.settings import Settings
-from workers.store import Store
+from threadfold.core.codec import decode_messages, decode_stored, encode_stored
+from threadfold.core.fold import ThreadFold
+from threadfold.core.messages import REMOVE_ALL_MESSAGES, BaseMessage, is_chunk
+from threadfold.workers.metrics import BATCH_BUCKETS, LAG_BUCKETS_MS, Metrics
+from threadfold.workers.ops import Batch, Committed, Found, commit_call
+from threadfold.workers.redis_io import Call, RedisFull
+from threadfold.workers.settings import Settings
+from threadfold.workers.store import Store
 
 log = logging.getLogger("threadfold.drain")
 

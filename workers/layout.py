@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import struct
 
-from core.pages import BUCKET_ENTRIES, MAX_PAGE_RECORDS, fingerprint, records
-from workers.ops import as_bytes, text
-from workers.store import Store
+from threadfold.core.pages import BUCKET_ENTRIES, MAX_PAGE_RECORDS, fingerprint, records
+from threadfold.workers.ops import as_bytes, text
+from threadfold.workers.store import Store
 
 _ENTRY = struct.Struct(">II")
 

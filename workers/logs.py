@@ -15,7 +15,7 @@ import logging.config
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from workers.redact import Redactor
+from threadfold.workers.redact import Redactor
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 

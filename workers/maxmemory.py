@@ -11,7 +11,7 @@ fails when one is set later.
 
 With ``noeviction`` a full Redis refuses writes instead (``OOM command not allowed``),
 which is safe: the write fails and is not acknowledged
-(:class:`workers.redis_io.RedisFull`).
+(:class:`threadfold.workers.redis_io.RedisFull`).
 
 The policy comes from CONFIG GET. Managed services often rename or deny CONFIG, so
 INFO's memory section, which carries ``maxmemory_policy`` too, is the fallback. When
@@ -32,7 +32,7 @@ from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
 from redis.exceptions import ResponseError
 
-from workers.redis_io import AsyncClient, SyncClient
+from threadfold.workers.redis_io import AsyncClient, SyncClient
 
 log = logging.getLogger("threadfold.maxmemory")
 

@@ -14,12 +14,12 @@ from typing import Any, Final
 
 import msgspec
 
-from core import scripts
-from core.codec import decode_stored
-from core.fold import Effect
-from core.keys import Keyspace, ThreadKeys
-from core.messages import BaseMessage
-from core.pages import (
+from threadfold.core import scripts
+from threadfold.core.codec import decode_stored
+from threadfold.core.fold import Effect
+from threadfold.core.keys import Keyspace, ThreadKeys
+from threadfold.core.messages import BaseMessage
+from threadfold.core.pages import (
     MAX_PAGE_RECORDS,
     body_at,
     edit_page,
@@ -29,7 +29,7 @@ from core.pages import (
     records,
     split_records,
 )
-from workers.redis_io import MAX_MERGED, Call, Command, Script
+from threadfold.workers.redis_io import MAX_MERGED, Call, Command, Script
 
 INGEST: Final = Script("ingest", scripts.INGEST)
 HEAD: Final = Script("head", scripts.HEAD)
@@ -651,7 +651,7 @@ class ThreadStatus:
     dirty_since_ms: int | None
     applied: int
     #: Entries an operator skipped (``retry --skip``), oldest first: the latest
-    #: :data:`core.scripts.SKIPPED_KEPT` of them.
+    #: :data:`threadfold.core.scripts.SKIPPED_KEPT` of them.
     skipped: list[SkippedEntry] = field(default_factory=list)
 
 

@@ -30,12 +30,12 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final, Literal
 
-from core import scripts
-from core.keys import Keyspace
-from core.pages import split_records
-from core.versions import parse_version
-from workers.ops import as_bytes, entry_key, fence, text
-from workers.redis_io import Call, Command, Item, Script, SyncClient, run_many
+from threadfold.core import scripts
+from threadfold.core.keys import Keyspace
+from threadfold.core.pages import split_records
+from threadfold.core.versions import parse_version
+from threadfold.workers.ops import as_bytes, entry_key, fence, text
+from threadfold.workers.redis_io import Call, Command, Item, Script, SyncClient, run_many
 
 PREFIX: Final = Script("prefix", scripts.PREFIX)
 LOG_FENCE: Final = Script("log_fence", scripts.LOG_FENCE)

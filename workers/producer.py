@@ -21,17 +21,17 @@ from typing import Any, cast
 
 import msgspec
 
-from core.codec import encode_messages
-from core.depth import DEFAULT_MAX_DEPTH, check_depth, containers_at_most
-from core.errors import InvalidMessage
-from core.ids import IdSource, derived_ids, ensure_ids, uuid4_str
-from core.keys import DEFAULT_TENANT, InvalidName, make_ref
-from core.pages import fingerprints
-from core.servable import check_encoded
-from workers import ops
-from workers.redis_io import AsyncClient, Call, Stream, SyncClient, arun_many, run_many
-from workers.settings import Settings
-from workers.wakeup import AsyncWaker, Waker
+from threadfold.core.codec import encode_messages
+from threadfold.core.depth import DEFAULT_MAX_DEPTH, check_depth, containers_at_most
+from threadfold.core.errors import InvalidMessage
+from threadfold.core.ids import IdSource, derived_ids, ensure_ids, uuid4_str
+from threadfold.core.keys import DEFAULT_TENANT, InvalidName, make_ref
+from threadfold.core.pages import fingerprints
+from threadfold.core.servable import check_encoded
+from threadfold.workers import ops
+from threadfold.workers.redis_io import AsyncClient, Call, Stream, SyncClient, arun_many, run_many
+from threadfold.workers.settings import Settings
+from threadfold.workers.wakeup import AsyncWaker, Waker
 
 MAX_DELTA_ID = 200
 log = logging.getLogger("threadfold.producer")
@@ -78,7 +78,7 @@ def prepare(
 ) -> _Prepared:
     """Validate and encode one delta; errors are located under ``where`` ('' for none).
 
-    A message nested deeper than ``max_depth`` levels is refused (see core.depth).
+    A message nested deeper than ``max_depth`` levels is refused (see threadfold.core.depth).
     """
 
     def at(field: str) -> str:
@@ -110,7 +110,7 @@ def prepare(
         if not payload:  # shallow enough, but the caller's own stack was near the limit
             raise InvalidMessage(at("messages"), "nested too deeply to encode here")
     # What is accepted must be servable: a message with no OpenAI form would fail
-    # every later ?format=openai read of the thread (see core.servable).
+    # every later ?format=openai read of the thread (see threadfold.core.servable).
     check_encoded(messages, payload, at("messages"))
     ids = tuple([m.id for m in messages])
     for i, ident in enumerate(ids):  # a message object is taken as built: check its id
@@ -326,7 +326,7 @@ class _Waiting:
 
 class AsyncProducer:
     """asyncio producer (the HTTP API uses it); wake-ups go through an :class:`AsyncWaker`
-    (see :mod:`workers.wakeup`), never blocking the event loop.
+    (see :mod:`threadfold.workers.wakeup`), never blocking the event loop.
 
     Calls made in the same turn of the event loop share one round trip: a server busy
     with many small requests (one delta each) then makes one script call per turn

@@ -16,15 +16,15 @@ import time
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from core.dump import dump_messages
-from core.errors import ThreadfoldError
-from core.openai import to_openai
-from core.versions import InvalidVersion, parse_version, reached
-from workers import ops
-from workers.astore import AsyncStore
-from workers.prefix import LAST, PAGE, NotReplayable, PrefixRead, Reason, read_many
-from workers.replay import state_of
-from workers.store import Store
+from threadfold.core.dump import dump_messages
+from threadfold.core.errors import ThreadfoldError
+from threadfold.core.openai import to_openai
+from threadfold.core.versions import InvalidVersion, parse_version, reached
+from threadfold.workers import ops
+from threadfold.workers.astore import AsyncStore
+from threadfold.workers.prefix import LAST, PAGE, NotReplayable, PrefixRead, Reason, read_many
+from threadfold.workers.replay import state_of
+from threadfold.workers.store import Store
 
 Format = Literal["langchain", "openai"]
 FORMATS: Final = ("langchain", "openai")
@@ -258,7 +258,7 @@ class _Waiting:
         return pause
 
 
-# Time travel is the store's (workers.prefix reads a consistent prefix of the log);
+# Time travel is the store's (threadfold.workers.prefix reads a consistent prefix of the log);
 # here only its refusals become the API's, reason by reason.
 
 _U64: Final = 2**64 - 1

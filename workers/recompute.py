@@ -4,10 +4,10 @@
 rebuild would change (messages added, removed, changed) and writes nothing; ``rebuild``
 replaces a differing live state with the replay (fenced like a commit). A thread whose
 log no longer holds its whole history is *not replayable* and is left as it is
-(:mod:`workers.replay` reads each log prefix consistently and says so).
+(:mod:`threadfold.workers.replay` reads each log prefix consistently and says so).
 
 Each Celery task runs one slice of a job's threads and records one result per thread
-in the job's hash (:mod:`workers.recompute_job` is the operator's side, which sends the
+in the job's hash (:mod:`threadfold.workers.recompute_job` is the operator's side, which sends the
 slices and waits for the results). While it runs, a slice is listed in the job's slices
 hash, so that the waiting side can tell a slice the hard time limit killed (listed long
 past the limit, threads unreported) from one still queued. A slice works through its
@@ -29,9 +29,9 @@ import msgspec
 from celery import Celery
 from celery.exceptions import SoftTimeLimitExceeded
 
-from workers.replay import Audit, NotReplayable, Reason, audit_many, rebuild_many
-from workers.settings import Settings
-from workers.store import Store
+from threadfold.workers.replay import Audit, NotReplayable, Reason, audit_many, rebuild_many
+from threadfold.workers.settings import Settings
+from threadfold.workers.store import Store
 
 RECOMPUTE_TASK: Final = "threadfold.recompute"
 Mode = Literal["audit", "dry-run", "rebuild"]

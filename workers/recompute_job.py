@@ -2,7 +2,7 @@
 
 The waiting side knows how many results to expect (one per distinct thread) and stops
 the moment they are in. A slice the hard time limit killed (or whose worker died) is
-told from a queued one by the job's slices hash (:mod:`workers.recompute`): listed for
+told from a queued one by the job's slices hash (:mod:`threadfold.workers.recompute`): listed for
 longer than the hard limit with threads unreported, it will not report them; they are
 recorded as failed, by name. On the timeout, the threads still missing are named.
 """
@@ -18,9 +18,9 @@ from typing import Final
 
 from celery import Celery
 
-from core.keys import DEFAULT_TENANT, InvalidName, check_name, make_ref
-from workers.ops import text
-from workers.recompute import (
+from threadfold.core.keys import DEFAULT_TENANT, InvalidName, check_name, make_ref
+from threadfold.workers.ops import text
+from threadfold.workers.recompute import (
     JOB_TTL_SECONDS,
     OUTCOMES,
     RESULT,
@@ -29,8 +29,8 @@ from workers.recompute import (
     encode,
     send,
 )
-from workers.settings import Settings
-from workers.store import Store
+from threadfold.workers.settings import Settings
+from threadfold.workers.store import Store
 
 #: Threads per task: a slice is short next to the time limits, and spreads over workers.
 PER_TASK: Final = 50

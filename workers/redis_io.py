@@ -75,7 +75,8 @@ Item: TypeAlias = "Call | Command"
 
 class RedisFull(OutOfMemoryError):
     """Raised when Redis refuses a write because it is over ``maxmemory`` (with the
-    policy ``noeviction``, the only one threadfold runs on: see :mod:`workers.maxmemory`).
+    policy ``noeviction``, the only one threadfold runs on: see
+    :mod:`threadfold.workers.maxmemory`).
 
     A script call is refused at its first write, or not at all: Redis lets a script
     that has written go on past the limit, so a call is never half-applied. A batch of

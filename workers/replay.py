@@ -4,7 +4,7 @@ A thread's log holds every delta it was given until a commit trims them (at once
 retention 0, after ``retention_seconds`` otherwise). While it holds them all, the
 one-delta-at-a-time fold of the log is an independent recomputation of the thread:
 ``audit`` compares it with the live state, ``rebuild`` replaces a live state that
-differs. Each reads a consistent prefix of the log (:mod:`workers.prefix`), so a trim or
+differs. Each reads a consistent prefix of the log (:mod:`threadfold.workers.prefix`), so a trim or
 a delete that races it makes the thread *not replayable* (or the read is retried),
 never a comparison with, or a rebuild from, a partial log.
 
@@ -24,13 +24,13 @@ from typing import Final
 
 import msgspec
 
-from core.codec import decode_messages, decode_stored, encode_stored
-from core.dump import dump_messages
-from core.fold import ThreadFold
-from core.messages import BaseMessage
-from core.pages import fingerprint, record
-from workers.ops import REBUILD
-from workers.prefix import (
+from threadfold.core.codec import decode_messages, decode_stored, encode_stored
+from threadfold.core.dump import dump_messages
+from threadfold.core.fold import ThreadFold
+from threadfold.core.messages import BaseMessage
+from threadfold.core.pages import fingerprint, record
+from threadfold.workers.ops import REBUILD
+from threadfold.workers.prefix import (
     ATTEMPTS,
     LAST,
     NotReplayable,
@@ -39,8 +39,8 @@ from workers.prefix import (
     Reason,
     read_many,
 )
-from workers.redis_io import Call, run_many
-from workers.store import Store
+from threadfold.workers.redis_io import Call, run_many
+from threadfold.workers.store import Store
 
 __all__ = [
     "Audit",

@@ -11,9 +11,9 @@ from typing import Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from core.depth import DEFAULT_MAX_DEPTH, HIGHEST_MAX_DEPTH
-from core.keys import Keyspace
-from workers.redact import url_secrets
+from threadfold.core.depth import DEFAULT_MAX_DEPTH, HIGHEST_MAX_DEPTH
+from threadfold.core.keys import Keyspace
+from threadfold.workers.redact import url_secrets
 
 
 class Settings(BaseSettings):
@@ -137,7 +137,10 @@ class Settings(BaseSettings):
 
     @property
     def secrets(self) -> list[str]:
-        """What no output may show: the passwords in the URLs (masked by workers.redact)."""
+        """What no output may show: the passwords in the URLs.
+
+        Masked by :mod:`threadfold.workers.redact`.
+        """
         urls = [u.get_secret_value() for u in (self.redis_url, self.broker_url) if u is not None]
         return [secret for url in urls for secret in url_secrets(url)]
 

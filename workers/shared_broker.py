@@ -17,8 +17,8 @@ from __future__ import annotations
 import logging
 from urllib.parse import urlsplit
 
-from workers.redact import mask
-from workers.settings import Settings
+from threadfold.workers.redact import mask
+from threadfold.workers.settings import Settings
 
 #: Names of this machine's loopback interface: a Redis on one of them at a port is, in
 #: practice, the Redis on the others at that port (its default binds both).

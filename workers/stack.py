@@ -28,7 +28,7 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from workers.settings import Settings
+from threadfold.workers.settings import Settings
 
 HOST = "127.0.0.1"
 
@@ -295,7 +295,7 @@ def celery_argv(kind: str, settings: Settings, *extra: str) -> list[str]:
         "-m",
         "celery",
         "-A",
-        "workers.worker",
+        "threadfold.workers.worker",
         kind,
         f"--loglevel={settings.log_level}",
     ]
@@ -322,7 +322,7 @@ def start_stack(
         api_url = f"http://{HOST}:{port}"
         stack.spawn(
             "api",
-            [sys.executable, "-m", "api"],
+            [sys.executable, "-m", "threadfold.api"],
             {"THREADFOLD_PORT": str(port), "THREADFOLD_HOST": HOST},
             # /healthz, not /readyz: a restarted API serves (503s) while Redis is down.
             ready=lambda: _http_ok(f"{api_url}/healthz"),

@@ -7,11 +7,11 @@ from typing import Any
 
 from redis.cluster import RedisCluster
 
-from core.fold import Effect
-from core.keys import Keyspace
-from core.pages import MAX_PAGE_RECORDS
-from workers import ops
-from workers.redis_io import Call, SyncClient, run, run_many, run_merged
+from threadfold.core.fold import Effect
+from threadfold.core.keys import Keyspace
+from threadfold.core.pages import MAX_PAGE_RECORDS
+from threadfold.workers import ops
+from threadfold.workers.redis_io import Call, SyncClient, run, run_many, run_merged
 
 
 class Store:

@@ -13,14 +13,14 @@ from functools import cached_property
 from celery import Celery
 from celery.signals import beat_init, worker_init, worker_process_shutdown
 
-from core.keys import Keyspace
-from workers.app import DRAIN_TASK, SWEEP_TASK, CeleryWaker
-from workers.drain import Drainer, DrainReport
-from workers.maxmemory import EvictingPolicy, check_url
-from workers.recompute import RECOMPUTE_TASK, Mode, run_slice, send
-from workers.redis_io import RedisFull, sync_client
-from workers.settings import Settings
-from workers.store import Store
+from threadfold.core.keys import Keyspace
+from threadfold.workers.app import DRAIN_TASK, SWEEP_TASK, CeleryWaker
+from threadfold.workers.drain import Drainer, DrainReport
+from threadfold.workers.maxmemory import EvictingPolicy, check_url
+from threadfold.workers.recompute import RECOMPUTE_TASK, Mode, run_slice, send
+from threadfold.workers.redis_io import RedisFull, sync_client
+from threadfold.workers.settings import Settings
+from threadfold.workers.store import Store
 
 log = logging.getLogger("threadfold.tasks")
 
@@ -122,7 +122,7 @@ def sweep_once(runtime: Runtime) -> list[str]:
 
 def refuse_an_evicting_redis(settings: Settings, who: str) -> Callable[..., None]:
     """A check for a worker's or beat's start: on a state Redis that evicts keys, they
-    would lose acknowledged deltas silently (see workers.maxmemory), so they exit with
+    would lose acknowledged deltas silently (see threadfold.workers.maxmemory), so they exit with
     the policy and the fix instead. Celery logs and swallows an Exception raised by a
     signal handler: only SystemExit stops the process."""
 
@@ -158,7 +158,7 @@ def register(app: Celery, settings: Settings) -> Runtime:
     app.task(name=DRAIN_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True)(drain)
     app.task(name=SWEEP_TASK, ignore_result=True)(sweep)
     # Within the global time limits: jobs are cut into small slices, a slice hands what
-    # it has not reached to a fresh task after half the soft limit (workers.recompute),
+    # it has not reached to a fresh task after half the soft limit (threadfold.workers.recompute),
     # and a slice run twice is harmless (an audit reads; a rebuild is fenced by the cursor).
     app.task(name=RECOMPUTE_TASK, acks_late=True, ignore_result=True)(recompute)
 

@@ -1,7 +1,7 @@
 """Wake-ups off the caller's path, coalesced across calls.
 
 Publishing a Celery message is blocking, CPU-heavy work (see
-:class:`workers.app.CeleryWaker`): about a millisecond of a worker's CPU to run the
+:class:`threadfold.workers.app.CeleryWaker`): about a millisecond of a worker's CPU to run the
 task, a few hundred microseconds of the sender's to publish it. A caller that enqueues
 one delta per call (an API process answering many requests, a backend's request
 threads, an agent loop) would publish one message per call; instead the refs woken
@@ -84,7 +84,7 @@ class BackgroundWaker:
     """For synchronous producers: ``wake`` records the refs and returns; a daemon thread
     publishes the refs of all calls made within ``window`` seconds as one batch.
 
-    Thread-safe (one :class:`~workers.producer.Producer` may serve a backend's request
+    Thread-safe (one :class:`~threadfold.workers.producer.Producer` may serve a backend's request
     threads), and safe across ``fork``: a child starts with nothing pending (the
     parent publishes its own) and its own publishing thread on its first wake-up.
     :meth:`close` (or leaving a ``with`` block) publishes what is pending; a process

@@ -1,4 +1,4 @@
-"""The process edge for ``celery -A workers.worker worker`` and ``... beat``.
+"""The process edge for ``celery -A threadfold.workers.worker worker`` and ``... beat``.
 
 The environment is read here, once; everything below gets the settings passed in.
 """
@@ -12,12 +12,12 @@ from collections.abc import Callable
 from celery.signals import beat_init, worker_init, worker_process_init
 from pydantic import ValidationError
 
-from workers import logs
-from workers.app import make_celery
-from workers.redact import settings_error
-from workers.settings import Settings
-from workers.shared_broker import warn_if_shared
-from workers.tasks import register
+from threadfold.workers import logs
+from threadfold.workers.app import make_celery
+from threadfold.workers.redact import settings_error
+from threadfold.workers.settings import Settings
+from threadfold.workers.shared_broker import warn_if_shared
+from threadfold.workers.tasks import register
 
 log = logging.getLogger("threadfold.worker")
 

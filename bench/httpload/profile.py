@@ -5,8 +5,8 @@ Python: on a CPU-bound asyncio server that is where its CPU goes), ``--native`` 
 inside msgspec, hiredis or uvloop shows as their own frames) and ``--threads`` (to tell
 the event loop from the thread that publishes Celery wake-ups). Each sample is charged
 to the first frame, from the leaf up, that belongs to a named group: a sample inside
-msgspec called by ``core.codec`` is msgspec's, one in ``core.convert`` called by the
-producer is core's. Generic frames (the interpreter, libc, asyncio streams, typing,
+msgspec called by ``threadfold.core.codec`` is msgspec's, one in ``threadfold.core.convert`` called
+by the producer is core's. Generic frames (the interpreter, libc, asyncio streams, typing,
 contextlib...) are passed over, so a socket write made by redis-py is redis-py's; a
 sample with no named frame at all is the event loop's if it is under it, else "other".
 """
@@ -45,9 +45,9 @@ GROUPS: list[tuple[str, Callable[[str], bool]]] = [
                                          "workers/app.py", "workers/wakeup.py")),
     ("uuid4 (stdlib)", _in("uuid.py")),
     ("core: validate, convert, stamp ids, encode", _in("core/")),
-    ("producer + store glue (workers.producer/ops/redis_io)",
+    ("producer + store glue (threadfold.workers.producer/ops/redis_io)",
      _in("workers/producer.py", "workers/ops.py", "workers/redis_io.py", "workers/astore.py")),
-    ("metrics (workers.metrics)", _in("workers/metrics.py")),
+    ("metrics (threadfold.workers.metrics)", _in("workers/metrics.py")),
     ("API handlers + service (api.*)", _in("api/")),
     ("Starlette", _in("starlette/")),
     # uvicorn's protocol (not its server frames, which are the root of every stack)
@@ -102,7 +102,7 @@ _ROOTS = ("(asyncio/runners.py", "(concurrent/futures/thread.py")
 def group_of(frames: Sequence[str]) -> str:
     """The group of one sample (its frames root first)."""
     # The frames above the event loop's run (or an executor thread's work loop) only
-    # start the process: python -m api -> uvicorn.run -> asyncio.run.
+    # start the process: python -m threadfold.api -> uvicorn.run -> asyncio.run.
     roots = [i for i, f in enumerate(frames) if any(r in f for r in _ROOTS)]
     work = frames[roots[-1] + 1 :] if roots else frames
     for frame in reversed(work):

@@ -20,7 +20,7 @@ from bench.checks import Check
 from bench.httpload.paced import PacedResult, run_paced
 from bench.httpload.stack import Cpu, Stack
 from bench.httpload.wrk import WrkResult, run_wrk
-from core.keys import DEFAULT_TENANT
+from threadfold.core.keys import DEFAULT_TENANT
 
 Progress = Callable[[str], None]
 DRAIN_TIMEOUT = 300.0

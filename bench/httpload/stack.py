@@ -29,10 +29,10 @@ from bench.pipeline import services
 from tests.infra.ports import free_port
 from tests.infra.processes import ManagedProcess, wait_until
 from tests.workers.harness import ROOT, start_beat, start_worker
-from workers import ops
-from workers.redis_io import run_many
-from workers.settings import Settings
-from workers.stack import settings_env
+from threadfold.workers import ops
+from threadfold.workers.redis_io import run_many
+from threadfold.workers.settings import Settings
+from threadfold.workers.stack import settings_env
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 _CHUNK = 2000
@@ -221,7 +221,7 @@ def start_api(settings: Settings, name: str, workers: int, logs: Path) -> Api:
     port = free_port()
     env = {**settings_env(settings), "PYTHONPATH": str(ROOT), "THREADFOLD_PORT": str(port),
            "THREADFOLD_API_WORKERS": str(workers), "THREADFOLD_LOG_LEVEL": "WARNING"}
-    process = ManagedProcess([sys.executable, "-m", "api"], env=env,
+    process = ManagedProcess([sys.executable, "-m", "threadfold.api"], env=env,
                              log_path=logs / f"api-{name}.log", cwd=ROOT)
     return Api(name, workers, port, process)
 
@@ -255,7 +255,7 @@ def running(api_workers: Sequence[int], celery_workers: int, logs: Path,
         apis = {f"api{n}": start_api(settings, f"api{n}", n, logs) for n in api_workers}
         for api in apis.values():
             stack.callback(api.process.kill)
-        from workers.app import make_celery  # noqa: PLC0415
+        from threadfold.workers.app import make_celery  # noqa: PLC0415
 
         app = make_celery(settings)
         stack.callback(app.close)

@@ -30,10 +30,10 @@ from bench.inputs import new_id
 from bench.pipeline import services
 from bench.pipeline.workload import ref_of, templates
 from tests.workers.harness import make_settings, store_for
-from workers.drain import Drainer
-from workers.producer import Delta, Producer
-from workers.redis_io import sync_client
-from workers.settings import Settings
+from threadfold.workers.drain import Drainer
+from threadfold.workers.producer import Delta, Producer
+from threadfold.workers.redis_io import sync_client
+from threadfold.workers.settings import Settings
 
 Progress = Callable[[str], None]
 UPDATES = "updates"

@@ -17,11 +17,11 @@ from typing import Any
 from bench.pipeline import services
 from bench.pipeline.commit_cost import NullWaker
 from bench.pipeline.workload import Mix, schedule
-from core.ids import uuid4_str
 from tests.workers.harness import make_settings
-from workers.app import CeleryWaker, make_celery
-from workers.producer import Producer, prepare
-from workers.redis_io import sync_client
+from threadfold.core.ids import uuid4_str
+from threadfold.workers.app import CeleryWaker, make_celery
+from threadfold.workers.producer import Producer, prepare
+from threadfold.workers.redis_io import sync_client
 
 Progress = Callable[[str], None]
 

@@ -22,7 +22,6 @@ from bench.checks import Check
 from bench.pipeline import services
 from bench.pipeline.services import CommandStat
 from bench.pipeline.workload import Mix, Planned, ref_of, schedule, thread_id
-from core import dump_messages
 from tests.infra.processes import ManagedProcess, wait_until
 from tests.workers.harness import (
     CountingWaker,
@@ -33,12 +32,13 @@ from tests.workers.harness import (
     version_key,
     wait_drained,
 )
-from workers.app import CeleryWaker, make_celery
-from workers.layout import layout_problems
-from workers.producer import Enqueued, Producer
-from workers.redis_io import sync_client
-from workers.settings import Settings
-from workers.store import Store
+from threadfold.core import dump_messages
+from threadfold.workers.app import CeleryWaker, make_celery
+from threadfold.workers.layout import layout_problems
+from threadfold.workers.producer import Enqueued, Producer
+from threadfold.workers.redis_io import sync_client
+from threadfold.workers.settings import Settings
+from threadfold.workers.store import Store
 
 Progress = Callable[[str], None]
 

@@ -38,10 +38,10 @@ from bench.checks import Check
 from bench.pipeline import services
 from bench.pipeline.e2e import Pipeline, verify, wait_idle
 from bench.pipeline.workload import Mix, ref_of, thread_id
-from core.keys import Keyspace
 from tests.workers.harness import Sent, version_key
-from workers.producer import Producer
-from workers.wakeup import BackgroundWaker
+from threadfold.core.keys import Keyspace
+from threadfold.workers.producer import Producer
+from threadfold.workers.wakeup import BackgroundWaker
 
 Progress = Callable[[str], None]
 Record = tuple[str, tuple[int, int], float]
@@ -49,7 +49,7 @@ Record = tuple[str, tuple[int, int], float]
 
 #: How the paced producer calls: one ``enqueue_many`` per tick ("bulk"), or one
 #: ``enqueue`` per delta, its wake-ups published by the caller ("one") or gathered by a
-#: :class:`~workers.wakeup.BackgroundWaker` ("one+background").
+#: :class:`~threadfold.workers.wakeup.BackgroundWaker` ("one+background").
 Calls = Literal["bulk", "one", "one+background"]
 
 

@@ -24,12 +24,12 @@ import redis
 from bench.inputs import text, typical_ai
 from bench.pipeline import services
 from bench.pipeline.commit_cost import NullWaker
-from core import to_message
-from core.codec import encode_message
 from tests.workers.harness import make_settings, store_for
-from workers.drain import Drainer
-from workers.producer import Delta, Producer
-from workers.redis_io import sync_client
+from threadfold.core import to_message
+from threadfold.core.codec import encode_message
+from threadfold.workers.drain import Drainer
+from threadfold.workers.producer import Delta, Producer
+from threadfold.workers.redis_io import sync_client
 
 Progress = Callable[[str], None]
 AI = "ai ~200 chars, tool call, usage"

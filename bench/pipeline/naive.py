@@ -21,9 +21,9 @@ from langchain_core.messages import messages_from_dict
 from bench.checks import Check, first_difference, lc_dump
 from bench.pipeline import naive_app, services
 from bench.pipeline.workload import Mix, ref_of, round_robin, thread_id
-from core import dump_messages
 from tests.infra.processes import ManagedProcess, wait_until
 from tests.workers.harness import CELERY, ROOT, Sent
+from threadfold.core import dump_messages
 
 Progress = Callable[[str], None]
 QUEUE = "naive"

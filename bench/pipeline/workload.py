@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from bench.inputs import message_dict, new_id, removal
-from core.keys import DEFAULT_TENANT
-from workers.producer import Delta, Enqueued
+from threadfold.core.keys import DEFAULT_TENANT
+from threadfold.workers.producer import Delta, Enqueued
 
 Dict = dict[str, Any]
 APPEND: Final = "append"

@@ -8,9 +8,9 @@ from typing import Any
 
 from starlette.testclient import TestClient
 
-from api.app import build_resources, create_app
-from api.settings import ApiSettings
 from tests.workers.harness import FAST
+from threadfold.api.app import build_resources, create_app
+from threadfold.api.settings import ApiSettings
 
 
 class Recorder:

@@ -10,11 +10,11 @@ from typing import Any
 import httpx
 import pytest
 
-from core import dump_messages
 from tests.infra.processes import wait_until
 from tests.workers.harness import Sent, make_settings, start_api, start_worker, version_key
 from tests.workers.produce import random_messages
-from workers.settings import Settings
+from threadfold.core import dump_messages
+from threadfold.workers.settings import Settings
 
 
 @pytest.fixture

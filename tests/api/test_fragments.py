@@ -8,12 +8,12 @@ import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from api.fragments import JsonFragments
-from api.schemas import StateOut
-from core import dump_messages
-from core.codec import decode_stored, encode_message, encode_stored
-from core.convert import to_messages
 from tests.support import golden_cases
+from threadfold.api.fragments import JsonFragments
+from threadfold.api.schemas import StateOut
+from threadfold.core import dump_messages
+from threadfold.core.codec import decode_stored, encode_message, encode_stored
+from threadfold.core.convert import to_messages
 
 
 # Every message of the golden cases: all types, tool calls, chunks, metadata, blocks.

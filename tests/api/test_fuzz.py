@@ -15,9 +15,9 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.config import SchemathesisConfig
 
-from api.openapi import document
 from tests.infra.redis_server import RedisServer
 from tests.workers.harness import make_settings, start_api
+from threadfold.api.openapi import document
 
 # Both valid and invalid (negative) requests, so the error paths are fuzzed too.
 _CONFIG = SchemathesisConfig.from_dict({"generation": {"mode": "all"}})

@@ -16,9 +16,9 @@ import httpx
 import msgspec
 import pytest
 
-from api.guard import GuardedHttpToolsProtocol, HttpLimits, protocol
 from tests.infra.redis_server import RedisServer
 from tests.workers.harness import make_settings, start_api
+from threadfold.api.guard import GuardedHttpToolsProtocol, HttpLimits, protocol
 
 MAX_HEAD = 4096
 GIVE_UP = 20.0  # seconds a socket waits on the server before the test fails (never a hang)

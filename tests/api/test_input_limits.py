@@ -12,10 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from api.errors import pointer
-from core.versions import MAX_PART
 from tests.api.client import api_client, api_settings
 from tests.api.test_contract import _thread_keys
+from threadfold.api.errors import pointer
+from threadfold.core.versions import MAX_PART
 
 PAST_RECURSION = 100_000  # levels: far past what any recursive decoder takes (~1,000)
 

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from api import metrics as prom
-from workers.metrics import LAG_BUCKETS_MS, LATENCY_BUCKETS_MS
+from threadfold.api import metrics as prom
+from threadfold.workers.metrics import LAG_BUCKETS_MS, LATENCY_BUCKETS_MS
 
 OPERATIONS = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
 Sample = tuple[str, tuple[tuple[str, str], ...]]

@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.infra.processes import wait_until
 from tests.workers.harness import make_settings, start_api, start_worker
-from workers.settings import Settings
+from threadfold.workers.settings import Settings
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 #: Samples that are counts since the beginning: the ones Prometheus reads a drop of as a reset.

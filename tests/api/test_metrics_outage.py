@@ -17,10 +17,10 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
-from api.app import Resources, build_resources, create_app
 from tests.api.client import Recorder, api_settings
 from tests.infra.processes import wait_until
 from tests.infra.redis_server import RedisServer
+from threadfold.api.app import Resources, build_resources, create_app
 
 
 def samples(body: str) -> dict[str, float]:

@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from tests.workers.harness import make_settings, start_api, store_for
-from workers.drain import Drainer
-from workers.settings import Settings
+from threadfold.workers.drain import Drainer
+from threadfold.workers.settings import Settings
 
 REPORTED = {"messages": [{"type": "human", "content": [{"type": "text"}], "id": "m1"}]}
 PNG = {"type": "base64", "media_type": "image/png", "data": "iVBOR"}

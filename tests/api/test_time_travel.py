@@ -13,17 +13,17 @@ from typing import Any
 import httpx
 import pytest
 
-from core.codec import encode_messages
-from core.messages import HumanMessage
 from tests.infra.processes import wait_until
 from tests.infra.redis_server import RedisServer
 from tests.workers.harness import make_settings, start_api, state_dump, store_for, version_key
 from tests.workers.replaying import NoWake, Oracle, Writer
-from workers import ops, prefix
-from workers.drain import Drainer
-from workers.producer import Producer
-from workers.settings import Settings
-from workers.store import Store
+from threadfold.core.codec import encode_messages
+from threadfold.core.messages import HumanMessage
+from threadfold.workers import ops, prefix
+from threadfold.workers.drain import Drainer
+from threadfold.workers.producer import Producer
+from threadfold.workers.settings import Settings
+from threadfold.workers.store import Store
 
 
 @pytest.fixture(scope="module")

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import HumanMessage
 
-import core
 from bench import core_bench
 from bench.checks import first_difference, same_state
 from bench.folds import TRACKED, WORKER, Prepared
 from bench.inputs import Workload, appends, batches, mix, updates
 from bench.timing import Repeats
+from threadfold import core
 
 ONCE = Repeats(least=1, most=1, budget_s=0.0)
 TINY = core_bench.Sizes(

@@ -23,10 +23,10 @@ from bench.pipeline.e2e import E2EConfig
 from bench.pipeline.memory import MemoryConfig
 from bench.pipeline.naive import NaiveConfig
 from bench.pipeline.workload import APPEND, REMOVE, UPDATE, Mix, schedule
-from core.keys import Keyspace
 from tests.infra.redis_server import RedisServer
-from workers.producer import Delta, Enqueued, Producer
-from workers.settings import Settings
+from threadfold.core.keys import Keyspace
+from threadfold.workers.producer import Delta, Enqueued, Producer
+from threadfold.workers.settings import Settings
 
 TINY = pipeline_bench.Sizes(
     e2e=(E2EConfig(threads=12, per_thread=8, bulk=24, run=4, batch_size=5),),

@@ -15,7 +15,7 @@ from tests.client.kinds import KINDS, TOKEN, open_client
 from tests.infra.redis_server import RedisServer
 from tests.workers.harness import make_settings, start_api, start_worker
 from threadfold import ClientProtocol
-from workers.settings import Settings
+from threadfold.workers.settings import Settings
 
 
 @dataclass(frozen=True)

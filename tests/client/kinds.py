@@ -22,7 +22,7 @@ from threadfold import (
     State,
     Status,
 )
-from workers.settings import Settings
+from threadfold.workers.settings import Settings
 
 KINDS = ["Client", "AsyncClient", "HttpClient", "AsyncHttpClient"]
 DIRECT = ["Client", "AsyncClient"]

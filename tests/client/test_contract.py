@@ -12,9 +12,6 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from api.errors import pointer as api_pointer
-from core import dump_messages
-from core.openai import to_openai
 from tests.client.conftest import Stack
 from tests.client.kinds import DIRECT, KINDS, new_thread, open_client
 from tests.client.proxy import Proxy
@@ -30,6 +27,9 @@ from threadfold import (
     State,
     VersionNotReached,
 )
+from threadfold.api.errors import pointer as api_pointer
+from threadfold.core import dump_messages
+from threadfold.core.openai import to_openai
 from threadfold.direct import CONNECTION_NAME
 
 WAIT = 20.0  # seconds a read-your-writes read may wait for the worker

@@ -9,7 +9,8 @@ from typing import Any
 from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
-from core import (
+from tests.support import compact_all
+from threadfold.core import (
     REMOVE_ALL_MESSAGES,
     AIMessage,
     AIMessageChunk,
@@ -21,7 +22,6 @@ from core import (
     add_messages,
     apply_deltas,
 )
-from tests.support import compact_all
 
 IDS = ["a", "b", "c", "d", "e"]
 

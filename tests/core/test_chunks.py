@@ -1,8 +1,9 @@
-"""core.chunks and core.partial_json: LangChain's chunk ``+``, by table and by difference.
+"""threadfold.core.chunks and threadfold.core.partial_json: LangChain's chunk ``+``, by table and
+by difference.
 
 The tables pin the spec's worked examples (langchain-messages.md §1.4 and §4); the
 differential tests fold thousands of seeded random chunk sequences both with
-langchain-core's ``+`` and with :func:`core.chunks.fold_chunks` and require the same
+langchain-core's ``+`` and with :func:`threadfold.core.chunks.fold_chunks` and require the same
 ``model_dump()`` (key order included) or the same refusal.
 """
 
@@ -24,11 +25,11 @@ from langchain_core.messages.base import merge_content as lc_merge_content
 from langchain_core.utils._merge import merge_dicts as lc_merge_dicts
 from langchain_core.utils.json import parse_partial_json as lc_parse_partial_json
 
-from core.ai_chunk import init_tool_calls
-from core.chunks import add_chunks, fold_chunks
-from core.errors import ChunkMergeError
-from core.merge import add_usage, merge_content, merge_dicts, merge_lists, merge_obj
-from core.messages import (
+from threadfold.core.ai_chunk import init_tool_calls
+from threadfold.core.chunks import add_chunks, fold_chunks
+from threadfold.core.errors import ChunkMergeError
+from threadfold.core.merge import add_usage, merge_content, merge_dicts, merge_lists, merge_obj
+from threadfold.core.messages import (
     CLASS_OF,
     AIMessage,
     AIMessageChunk,
@@ -39,7 +40,7 @@ from core.messages import (
     SystemMessageChunk,
     ToolMessageChunk,
 )
-from core.partial_json import parse_partial_json
+from threadfold.core.partial_json import parse_partial_json
 
 # --------------------------------------------------------------------------- helpers
 

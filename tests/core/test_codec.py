@@ -7,8 +7,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from core import InvalidMessage, dump_messages, to_messages
-from core.codec import (
+from threadfold.core import InvalidMessage, dump_messages, to_messages
+from threadfold.core.codec import (
     decode_message,
     decode_messages,
     decode_stored,

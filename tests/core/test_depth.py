@@ -1,4 +1,4 @@
-"""core.depth: where a message first nests deeper than a limit, found without recursion,
+"""threadfold.core.depth: where a message first nests deeper than a limit, found without recursion,
 the same in decoded messages and in JSON text; the msgpack bound never under-counts."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.codec import encode_messages
-from core.depth import (
+from threadfold.core.codec import encode_messages
+from threadfold.core.depth import (
     Step,
     check_depth,
     containers_at_most,
@@ -18,8 +18,8 @@ from core.depth import (
     too_deep,
     too_deep_json,
 )
-from core.errors import InvalidMessage
-from core.messages import AIMessage, BaseMessage
+from threadfold.core.errors import InvalidMessage
+from threadfold.core.messages import AIMessage, BaseMessage
 
 KEYS = st.sampled_from(["a", "b", "a.b", "x/y~", 'q"', "", "é", "0"])
 JSON = st.recursive(

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from core import InvalidMessage, ReducerError, add_messages, apply_deltas
 from tests.support import compact_all, golden_cases, golden_ids
+from threadfold.core import InvalidMessage, ReducerError, add_messages, apply_deltas
 
 CASES = golden_cases()
 IDS = [f"{i}-{c['name']}" for i, c in enumerate(CASES, 1)]

@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 import pytest
 
-from core import AIMessageChunk, HumanMessage, add_messages, apply_deltas, ensure_ids
-from core.ids import uuid4_format, uuid4_str
+from threadfold.core import AIMessageChunk, HumanMessage, add_messages, apply_deltas, ensure_ids
+from threadfold.core.ids import uuid4_format, uuid4_str
 
 CANONICAL = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 

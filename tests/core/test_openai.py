@@ -1,4 +1,4 @@
-"""``core.openai.to_openai`` against LangChain's ``convert_to_openai_messages``.
+"""``threadfold.core.openai.to_openai`` against LangChain's ``convert_to_openai_messages``.
 
 A table of readable cases first (the spec's §5 example among them), then a differential
 run over seeded random message lists compared with the real function, byte for byte
@@ -17,8 +17,8 @@ import langchain_core.messages as lc
 import pytest
 from langchain_core.messages import convert_to_openai_messages
 
-from core.errors import InvalidMessage
-from core.messages import (
+from threadfold.core.errors import InvalidMessage
+from threadfold.core.messages import (
     CLASS_OF,
     AIMessage,
     BaseMessage,
@@ -29,7 +29,7 @@ from core.messages import (
     SystemMessage,
     ToolMessage,
 )
-from core.openai import to_openai
+from threadfold.core.openai import to_openai
 
 # --- the spec's example (langchain-messages.md §5) ------------------------------------
 
@@ -811,7 +811,8 @@ Outcome = tuple[str, ...]
 def _theirs(messages: Sequence[Any], options: dict[str, Any]) -> Outcome:
     try:
         with warnings.catch_warnings():
-            # LangChain warns about files without a filename; we do not (see core.openai).
+            # LangChain warns about files without a filename; we do not
+            # (see threadfold.core.openai).
             warnings.simplefilter("ignore")
             return ("ok", repr(convert_to_openai_messages(messages, **options)))
     except Exception as exc:  # every refusal LangChain makes is a case to compare

@@ -6,7 +6,8 @@ import uuid
 
 import pytest
 
-from core import (
+from tests.support import compact_all, golden_ids
+from threadfold.core import (
     AIMessage,
     HumanMessage,
     InvalidMessage,
@@ -18,7 +19,6 @@ from core import (
     apply_deltas,
     ensure_ids,
 )
-from tests.support import compact_all, golden_ids
 
 
 def test_add_messages_without_arguments_returns_a_configured_reducer() -> None:

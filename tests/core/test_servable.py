@@ -2,8 +2,8 @@
 
 LangChain's ``convert_to_messages`` accepts messages its ``convert_to_openai_messages``
 refuses (a text block without ``text``); the producer refuses those at ingestion
-(:mod:`core.servable`). The properties here run the real ingest step
-(``workers.producer.prepare``) over generated deltas — every input form, content blocks
+(:mod:`threadfold.core.servable`). The properties here run the real ingest step
+(``threadfold.workers.producer.prepare``) over generated deltas — every input form, content blocks
 good and broken, chunks that merge — then fold what was accepted as the workers do
 (with and without chunk merging), store and load it, and render both read formats.
 """
@@ -16,16 +16,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core import AIMessage, AIMessageChunk, HumanMessage, InvalidMessage, to_message
-from core.codec import decode_messages, decode_stored, encode_stored, to_json
-from core.delta import apply_deltas
-from core.dump import dump_messages
-from core.fold import merge_chunk, replay_fold
-from core.ids import uuid4_str
-from core.messages import BaseMessage, RemoveMessage
-from core.openai import to_openai
-from core.servable import check_servable
-from workers.producer import Delta, prepare
+from threadfold.core import AIMessage, AIMessageChunk, HumanMessage, InvalidMessage, to_message
+from threadfold.core.codec import decode_messages, decode_stored, encode_stored, to_json
+from threadfold.core.delta import apply_deltas
+from threadfold.core.dump import dump_messages
+from threadfold.core.fold import merge_chunk, replay_fold
+from threadfold.core.ids import uuid4_str
+from threadfold.core.messages import BaseMessage, RemoveMessage
+from threadfold.core.openai import to_openai
+from threadfold.core.servable import check_servable
+from threadfold.workers.producer import Delta, prepare
 
 # --- generated message-likes: the input space of the API and the Python producer ----
 

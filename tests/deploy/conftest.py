@@ -6,8 +6,8 @@ from collections.abc import Mapping
 
 import pytest
 
-from api.settings import ApiSettings
 from tests.deploy.manifests import SETTING_NAMES, LoadSettings
+from threadfold.api.settings import ApiSettings
 
 
 @pytest.fixture

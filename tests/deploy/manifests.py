@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml  # type: ignore[import-untyped,unused-ignore]
 
-from api.settings import ApiSettings
+from threadfold.api.settings import ApiSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -44,15 +44,16 @@ LoadSettings = Callable[[Mapping[str, str]], ApiSettings]
 
 
 def is_known_entry(command: list[str]) -> bool:
-    """``threadfold <sub>``, ``python -m api`` or ``celery -A workers.worker ...``."""
+    """``threadfold <sub>``, ``python -m threadfold.api`` or
+    ``celery -A threadfold.workers.worker ...``."""
     match command:
         case ["threadfold", sub, *_]:
             return sub in SUBCOMMANDS
-        case ["python" | "python3", "-m", "api", *_]:
+        case ["python" | "python3", "-m", "threadfold.api", *_]:
             return True
-        case ["celery", "-A" | "--app", "workers.worker", *_]:
+        case ["celery", "-A" | "--app", "threadfold.workers.worker", *_]:
             return True
-        case ["celery", "--app=workers.worker", *_]:
+        case ["celery", "--app=threadfold.workers.worker", *_]:
             return True
     return False
 

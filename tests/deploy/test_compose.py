@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from api.settings import ApiSettings
 from tests.deploy.manifests import (
     COMPOSE,
     COMPOSE_FILES,
@@ -21,8 +20,9 @@ from tests.deploy.manifests import (
     seconds,
     service_env,
 )
-from workers.settings import Settings
-from workers.shared_broker import server, shares_state
+from threadfold.api.settings import ApiSettings
+from threadfold.workers.settings import Settings
+from threadfold.workers.shared_broker import server, shares_state
 
 
 @pytest.mark.parametrize("files", COMPOSE_FILES, ids=lambda fs: "+".join(f.name for f in fs))

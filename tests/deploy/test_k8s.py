@@ -7,10 +7,6 @@ import re
 import shutil
 import subprocess
 
-from api import metrics as prom
-from api.app import ROUTES
-from api.settings import ApiSettings
-from core.keys import Keyspace
 from tests.deploy.manifests import (
     K8S,
     KUSTOMIZATION,
@@ -31,9 +27,13 @@ from tests.deploy.manifests import (
     secret_data,
     workloads,
 )
-from workers.redis_io import async_client
-from workers.settings import Settings
-from workers.shared_broker import shares_state
+from threadfold.api import metrics as prom
+from threadfold.api.app import ROUTES
+from threadfold.api.settings import ApiSettings
+from threadfold.core.keys import Keyspace
+from threadfold.workers.redis_io import async_client
+from threadfold.workers.settings import Settings
+from threadfold.workers.shared_broker import shares_state
 
 ROUTE_PATHS = frozenset(path for path, *_ in ROUTES)
 

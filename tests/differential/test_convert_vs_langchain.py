@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 from langchain_core import messages as lc
 
-from core import InvalidMessage, dump_messages, to_messages
 from tests.differential.message_corpus import CHUNK_TYPES, corpus
+from threadfold.core import InvalidMessage, dump_messages, to_messages
 
 pytestmark = pytest.mark.differential
 

@@ -1,6 +1,6 @@
 """The fast path and the general path of conversion agree on every input the fast path takes.
 
-``core.fastpath`` recognises common dict shapes and builds them directly; this runs the
+``threadfold.core.fastpath`` recognises common dict shapes and builds them directly; this runs the
 whole random corpus, plus the common shapes with every variation that stays "common",
 through both and demands identical messages. It also checks that the fast path really
 takes the shapes the service sees most, so a change cannot silently make it useless.
@@ -12,11 +12,11 @@ import copy
 import random
 from typing import Any
 
-from core.convert import _convert
-from core.dump import dump_message
-from core.errors import InvalidMessage
-from core.fastpath import fast_message
 from tests.differential.message_corpus import corpus
+from threadfold.core.convert import _convert
+from threadfold.core.dump import dump_message
+from threadfold.core.errors import InvalidMessage
+from threadfold.core.fastpath import fast_message
 
 COMMON: list[dict[str, Any]] = [
     {"role": "user", "content": "hi"},

@@ -25,8 +25,8 @@ from langgraph.graph.message import add_messages as lg_add_messages
 from langgraph.pregel import _messages as lg_pregel_messages
 from langgraph.pregel._messages import ensure_message_ids
 
-from core import add_messages, apply_deltas, dump_messages, ensure_ids
 from tests.differential.lc import deterministic_uuid4
+from threadfold.core import add_messages, apply_deltas, dump_messages, ensure_ids
 
 pytestmark = pytest.mark.differential
 

@@ -15,9 +15,9 @@ import pytest
 from langgraph.graph.message import _messages_delta_reducer
 from langgraph.graph.message import add_messages as lg_add_messages
 
-from core import InvalidMessage, ReducerError, add_messages, apply_deltas, dump_messages
 from tests.differential.lc import deterministic_uuid4, lc_write
 from tests.support import golden_ids
+from threadfold.core import InvalidMessage, ReducerError, add_messages, apply_deltas, dump_messages
 
 pytestmark = pytest.mark.differential
 

@@ -12,11 +12,18 @@ from typing import Any
 
 import pytest
 
-from loadtests.check import Api, check_threads
-from loadtests.config import LoadConfig, Stage, options, parse_stages, stage_at, step_stages
-from loadtests.ledger import Ledger
-from loadtests.run import run_loadtest
 from tests.workers.harness import make_settings, start_api, start_worker
+from threadfold.loadtests.check import Api, check_threads
+from threadfold.loadtests.config import (
+    LoadConfig,
+    Stage,
+    options,
+    parse_stages,
+    stage_at,
+    step_stages,
+)
+from threadfold.loadtests.ledger import Ledger
+from threadfold.loadtests.run import run_loadtest
 
 # Every user class present (3 writers, 2 readers, 1 batch job at 6 users), small batches,
 # and enough probes that the VISIBLE entry has rows even in a short run.

@@ -11,14 +11,14 @@ from typing import Any
 
 import msgspec
 
-from core import BaseMessage, apply_deltas, dump_messages, to_messages
 from tests.infra.ports import free_port
 from tests.infra.processes import ManagedProcess, wait_until
-from workers.redis_io import SyncClient, sync_client
-from workers.settings import Settings
-from workers.stack import settings_env
-from workers.store import Store
-from workers.wakeup import Waker
+from threadfold.core import BaseMessage, apply_deltas, dump_messages, to_messages
+from threadfold.workers.redis_io import SyncClient, sync_client
+from threadfold.workers.settings import Settings
+from threadfold.workers.stack import settings_env
+from threadfold.workers.store import Store
+from threadfold.workers.wakeup import Waker
 
 ROOT = Path(__file__).resolve().parents[2]
 CELERY = str(Path(sys.executable).with_name("celery"))
@@ -48,7 +48,7 @@ def start_worker(
         [
             CELERY,
             "-A",
-            "workers.worker",
+            "threadfold.workers.worker",
             "worker",
             "--pool=prefork",
             f"--concurrency={concurrency}",
@@ -72,7 +72,7 @@ def start_beat(settings: Settings, log_dir: Path) -> ManagedProcess:
         [
             CELERY,
             "-A",
-            "workers.worker",
+            "threadfold.workers.worker",
             "beat",
             "-s",
             str(log_dir / "beat-schedule"),
@@ -163,12 +163,12 @@ def state_dump(store: Store, ref: str) -> list[dict[str, Any]]:
 
 
 def start_api(settings: Settings, log_dir: Path, **env: str) -> tuple[ManagedProcess, str]:
-    """A real API process (``python -m api``) on a free port, answering /healthz."""
+    """A real API process (``python -m threadfold.api``) on a free port, answering /healthz."""
     import httpx  # noqa: PLC0415  # only the HTTP tests need it
 
     port = free_port()
     api = ManagedProcess(
-        [sys.executable, "-m", "api"],
+        [sys.executable, "-m", "threadfold.api"],
         env={
             **settings_env(settings),
             "PYTHONPATH": str(ROOT),

@@ -15,10 +15,10 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from workers.app import CeleryWaker, make_celery
-from workers.producer import Delta, Enqueued, Producer
-from workers.redis_io import sync_client
-from workers.settings import Settings
+from threadfold.workers.app import CeleryWaker, make_celery
+from threadfold.workers.producer import Delta, Enqueued, Producer
+from threadfold.workers.redis_io import sync_client
+from threadfold.workers.settings import Settings
 
 POOL = [str(i) for i in range(8)]
 

@@ -8,9 +8,9 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from core import apply_deltas, dump_messages
 from tests.workers.harness import Sent, stamped, version_key
-from workers.producer import Delta, Producer
+from threadfold.core import apply_deltas, dump_messages
+from threadfold.workers.producer import Delta, Producer
 
 
 class NoWake:

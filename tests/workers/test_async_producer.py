@@ -9,17 +9,17 @@ from typing import Any
 import pytest
 import redis
 
-from core import InvalidMessage
 from tests.infra.redis_cluster import RedisCluster
 from tests.workers.harness import make_settings, state_dump, store_for
 from tests.workers.test_concurrency import NoWake
-from workers import producer as producer_module
-from workers import redis_io
-from workers.drain import Drainer
-from workers.producer import AsyncProducer, Delta
-from workers.redis_io import AsyncClient, Call, async_client
-from workers.settings import Settings
-from workers.wakeup import ThreadedWaker
+from threadfold.core import InvalidMessage
+from threadfold.workers import producer as producer_module
+from threadfold.workers import redis_io
+from threadfold.workers.drain import Drainer
+from threadfold.workers.producer import AsyncProducer, Delta
+from threadfold.workers.redis_io import AsyncClient, Call, async_client
+from threadfold.workers.settings import Settings
+from threadfold.workers.wakeup import ThreadedWaker
 
 
 async def _produce(settings: Settings, waker: NoWake) -> list[str]:

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from core import dump_messages
 from tests.infra.processes import wait_until
 from tests.workers.harness import (
     CountingWaker,
@@ -25,9 +24,10 @@ from tests.workers.harness import (
     store_for,
     wait_drained,
 )
-from workers.app import CeleryWaker, make_celery
-from workers.producer import Producer
-from workers.wakeup import BackgroundWaker
+from threadfold.core import dump_messages
+from threadfold.workers.app import CeleryWaker, make_celery
+from threadfold.workers.producer import Producer
+from threadfold.workers.wakeup import BackgroundWaker
 
 
 class Recording:

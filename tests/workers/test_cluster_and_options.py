@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from core import dump_messages
 from tests.infra.redis_cluster import RedisCluster
 from tests.infra.redis_server import RedisServer
 from tests.workers.harness import (
@@ -21,12 +20,13 @@ from tests.workers.harness import (
     wait_drained,
 )
 from tests.workers.test_concurrency import NoWake
-from workers import ops
-from workers.drain import Drainer
-from workers.producer import Producer
-from workers.settings import Settings
-from workers.stack import settings_env
-from workers.store import Store
+from threadfold.core import dump_messages
+from threadfold.workers import ops
+from threadfold.workers.drain import Drainer
+from threadfold.workers.producer import Producer
+from threadfold.workers.settings import Settings
+from threadfold.workers.stack import settings_env
+from threadfold.workers.store import Store
 
 
 def test_a_three_master_cluster_holds_state_with_the_broker_outside_it(

@@ -9,9 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from core import dump_messages
-from core.codec import decode_messages, encode_stored
-from core.fold import ThreadFold
 from tests.infra.redis_cluster import RedisCluster
 from tests.workers.harness import (
     Sent,
@@ -22,13 +19,16 @@ from tests.workers.harness import (
     wait_drained,
 )
 from tests.workers.produce import random_messages
-from workers.app import CeleryWaker, make_celery
-from workers.drain import Drainer, _decode, _mentioned
-from workers.ops import Batch, commit_call
-from workers.producer import Producer
-from workers.redis_io import Call
-from workers.settings import Settings
-from workers.store import Store
+from threadfold.core import dump_messages
+from threadfold.core.codec import decode_messages, encode_stored
+from threadfold.core.fold import ThreadFold
+from threadfold.workers.app import CeleryWaker, make_celery
+from threadfold.workers.drain import Drainer, _decode, _mentioned
+from threadfold.workers.ops import Batch, commit_call
+from threadfold.workers.producer import Producer
+from threadfold.workers.redis_io import Call
+from threadfold.workers.settings import Settings
+from threadfold.workers.store import Store
 
 
 class NoWake:

@@ -23,9 +23,9 @@ from tests.infra.processes import ManagedProcess, wait_until
 from tests.infra.redis_cluster import RedisCluster
 from tests.infra.redis_server import RedisServer
 from tests.workers.harness import ROOT, make_settings, start_beat, start_worker
-from workers.maxmemory import EvictingPolicy, NodeMemory, aread, check_url, read
-from workers.redis_io import async_client, sync_client
-from workers.stack import settings_env, start_stack
+from threadfold.workers.maxmemory import EvictingPolicy, NodeMemory, aread, check_url, read
+from threadfold.workers.redis_io import async_client, sync_client
+from threadfold.workers.stack import settings_env, start_stack
 
 THREADFOLD = str(Path(sys.executable).with_name("threadfold"))
 FIX = "set maxmemory-policy noeviction"
@@ -58,7 +58,7 @@ def test_worker_beat_and_api_refuse_to_start_naming_the_policy_and_the_fix(
 ) -> None:
     settings = make_settings(evicting.url)
     api = ManagedProcess(
-        [sys.executable, "-m", "api"],
+        [sys.executable, "-m", "threadfold.api"],
         env={**settings_env(settings), "PYTHONPATH": str(ROOT),
              "THREADFOLD_PORT": str(free_port())},
         log_path=tmp_path / "api.log",

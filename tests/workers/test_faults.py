@@ -10,8 +10,6 @@ from pathlib import Path
 import pytest
 import redis
 
-from core import InvalidMessage, dump_messages
-from core.messages import HumanMessage
 from tests.infra.processes import wait_until
 from tests.infra.redis_server import RedisServer
 from tests.workers.harness import (
@@ -25,9 +23,11 @@ from tests.workers.harness import (
 )
 from tests.workers.produce import random_messages
 from tests.workers.test_concurrency import NoWake
-from workers.app import CeleryWaker, make_celery
-from workers.producer import Delta, Producer
-from workers.settings import Settings
+from threadfold.core import InvalidMessage, dump_messages
+from threadfold.core.messages import HumanMessage
+from threadfold.workers.app import CeleryWaker, make_celery
+from threadfold.workers.producer import Delta, Producer
+from threadfold.workers.settings import Settings
 
 
 def _producer_loop(

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.keys import Keyspace
 from tests.workers.harness import make_settings, store_for, version_key
-from workers.ops import MAX_THREADS_PER_INGEST, ingest_groups
-from workers.producer import Delta, Producer
+from threadfold.core.keys import Keyspace
+from threadfold.workers.ops import MAX_THREADS_PER_INGEST, ingest_groups
+from threadfold.workers.producer import Delta, Producer
 
 KS = Keyspace(buckets=16)
 

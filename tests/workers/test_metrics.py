@@ -12,13 +12,13 @@ from hypothesis import strategies as st
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import OutOfMemoryError
 
-from api import metrics as prom
-from core.keys import Keyspace
 from tests.infra.redis_cluster import RedisCluster
 from tests.infra.redis_server import RedisServer
-from workers.metrics import BATCH_BUCKETS, LAG_BUCKETS_MS, Metrics, process_name
-from workers.ops import text
-from workers.redis_io import SyncClient, async_client, sync_client
+from threadfold.api import metrics as prom
+from threadfold.core.keys import Keyspace
+from threadfold.workers.metrics import BATCH_BUCKETS, LAG_BUCKETS_MS, Metrics, process_name
+from threadfold.workers.ops import text
+from threadfold.workers.redis_io import SyncClient, async_client, sync_client
 
 values = st.lists(
     st.one_of(st.integers(-5, 20_000), st.sampled_from([*LAG_BUCKETS_MS, *BATCH_BUCKETS])),

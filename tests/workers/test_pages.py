@@ -16,18 +16,18 @@ from typing import Any
 
 import pytest
 
-from core import dump_messages
-from core.codec import encode_stored
-from core.messages import HumanMessage
-from core.pages import record
 from tests.workers.harness import Sent, make_settings, state_dump, store_for
 from tests.workers.test_concurrency import NoWake, _commit_of
-from workers import layout, ops
-from workers.drain import Drainer
-from workers.metrics import Metrics
-from workers.producer import Producer
-from workers.replay import rebuild
-from workers.settings import Settings
+from threadfold.core import dump_messages
+from threadfold.core.codec import encode_stored
+from threadfold.core.messages import HumanMessage
+from threadfold.core.pages import record
+from threadfold.workers import layout, ops
+from threadfold.workers.drain import Drainer
+from threadfold.workers.metrics import Metrics
+from threadfold.workers.producer import Producer
+from threadfold.workers.replay import rebuild
+from threadfold.workers.settings import Settings
 
 POOL = [f"m{i}" for i in range(90)]
 
@@ -102,9 +102,11 @@ def test_forced_fingerprint_collisions_are_told_apart_and_folded_exactly(
         return ident[:2].encode().ljust(4, b"_")  # prefixes of each other collide
 
     poor = by_length if kind == "by length" else by_prefix
-    for module in ("workers.ops", "workers.layout"):
+    for module in ("threadfold.workers.ops", "threadfold.workers.layout"):
         monkeypatch.setattr(f"{module}.fingerprint", poor)
-    monkeypatch.setattr("workers.producer.fingerprints", lambda ids: b"".join(map(poor, ids)))
+    monkeypatch.setattr(
+        "threadfold.workers.producer.fingerprints", lambda ids: b"".join(map(poor, ids))
+    )
     settings = make_settings(redis_url, batch_size=5)
     drainer, _ = _run(settings, seed=12, steps=500, threads=2)
     # Lookups had rivals: most stored ids share their fingerprint with several others,

@@ -9,7 +9,6 @@ from typing import Any
 
 from langgraph.graph.message import _messages_delta_reducer
 
-from core import dump_messages
 from tests.differential.lc import lc_from_ours
 from tests.workers.harness import (
     ROOT,
@@ -24,9 +23,10 @@ from tests.workers.harness import (
 from tests.workers.harness import (
     stamped as stamped_messages,
 )
-from workers.layout import layout_problems
-from workers.settings import Settings
-from workers.stack import settings_env
+from threadfold.core import dump_messages
+from threadfold.workers.layout import layout_problems
+from threadfold.workers.settings import Settings
+from threadfold.workers.stack import settings_env
 
 PRODUCERS = 3
 THREADS = 200

@@ -13,18 +13,18 @@ from __future__ import annotations
 
 import random
 
-from core import dump_messages
-from core.codec import encode_messages
-from core.ids import ensure_ids, uuid4_str
-from core.pages import MAX_PAGE_RECORDS, records
 from tests.workers.harness import Sent, make_settings, state_dump, store_for
 from tests.workers.produce import random_messages
-from workers import ops
-from workers.drain import Drainer, _decode, _mentioned
-from workers.layout import layout_problems
-from workers.producer import Producer
-from workers.settings import Settings
-from workers.store import Store
+from threadfold.core import dump_messages
+from threadfold.core.codec import encode_messages
+from threadfold.core.ids import ensure_ids, uuid4_str
+from threadfold.core.pages import MAX_PAGE_RECORDS, records
+from threadfold.workers import ops
+from threadfold.workers.drain import Drainer, _decode, _mentioned
+from threadfold.workers.layout import layout_problems
+from threadfold.workers.producer import Producer
+from threadfold.workers.settings import Settings
+from threadfold.workers.store import Store
 
 
 class NoWake:

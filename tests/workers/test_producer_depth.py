@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage as LcAIMessage
 
-from core.errors import InvalidMessage
 from tests.workers.harness import make_settings, state_dump, store_for
 from tests.workers.test_ingest_groups import Woken
-from workers.drain import Drainer
-from workers.producer import Delta, Producer
+from threadfold.core.errors import InvalidMessage
+from threadfold.workers.drain import Drainer
+from threadfold.workers.producer import Delta, Producer
 
 DEEP = 5_000  # well past the interpreter's recursion limit (1,000)
 

@@ -15,15 +15,15 @@ from typing import Any
 
 import pytest
 
-from core import scripts
 from tests.infra.redis_cluster import RedisCluster
 from tests.workers.harness import make_settings, state_dump, store_for
-from workers import ops
-from workers import store as store_module
-from workers.drain import Drainer
-from workers.producer import Producer
-from workers.redis_io import Call, _pipelined, run_many, run_merged
-from workers.store import Store
+from threadfold.core import scripts
+from threadfold.workers import ops
+from threadfold.workers import store as store_module
+from threadfold.workers.drain import Drainer
+from threadfold.workers.producer import Producer
+from threadfold.workers.redis_io import Call, _pipelined, run_many, run_merged
+from threadfold.workers.store import Store
 
 
 class NoWake:

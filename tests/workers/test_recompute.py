@@ -10,10 +10,6 @@ from typing import Any
 
 import pytest
 
-from core import dump_messages
-from core.codec import encode_stored
-from core.messages import HumanMessage
-from core.pages import record, records
 from tests.api.client import api_client, api_settings
 from tests.workers.harness import (
     Sent,
@@ -25,14 +21,18 @@ from tests.workers.harness import (
 )
 from tests.workers.produce import random_messages
 from tests.workers.test_concurrency import NoWake
-from workers import ops
-from workers.cli import main
-from workers.drain import Drainer
-from workers.producer import Producer
-from workers.replay import NotReplayable, audit, rebuild, replay
-from workers.settings import Settings
-from workers.stack import settings_env
-from workers.store import Store
+from threadfold.core import dump_messages
+from threadfold.core.codec import encode_stored
+from threadfold.core.messages import HumanMessage
+from threadfold.core.pages import record, records
+from threadfold.workers import ops
+from threadfold.workers.cli import main
+from threadfold.workers.drain import Drainer
+from threadfold.workers.producer import Producer
+from threadfold.workers.replay import NotReplayable, audit, rebuild, replay
+from threadfold.workers.settings import Settings
+from threadfold.workers.stack import settings_env
+from threadfold.workers.store import Store
 
 
 def _written(settings: Settings, threads: int = 3, deltas: int = 120) -> tuple[Store, Sent]:

@@ -19,16 +19,16 @@ from typing import Any
 import redis
 from celery.exceptions import SoftTimeLimitExceeded
 
-from core import dump_messages
 from tests.infra.processes import ManagedProcess, wait_until
 from tests.infra.redis_server import RedisServer
 from tests.workers.harness import ROOT, make_settings, start_worker, state_dump
 from tests.workers.test_recompute import _corrupt, _written
-from workers.progress import Progress
-from workers.recompute import RESULT, run_slice
-from workers.settings import Settings
-from workers.stack import settings_env
-from workers.store import Store
+from threadfold.core import dump_messages
+from threadfold.workers.progress import Progress
+from threadfold.workers.recompute import RESULT, run_slice
+from threadfold.workers.settings import Settings
+from threadfold.workers.stack import settings_env
+from threadfold.workers.store import Store
 
 THREADFOLD = str(Path(sys.executable).with_name("threadfold"))
 

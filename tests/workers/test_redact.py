@@ -1,4 +1,7 @@
-"""Secrets masked in URLs, texts, settings errors and log lines (workers.redact, .logs)."""
+"""Secrets masked in URLs, texts, settings errors and log lines.
+
+The masking is :mod:`threadfold.workers.redact`; the log formatter :mod:`threadfold.workers.logs`.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +12,10 @@ import logging.config
 import pytest
 from pydantic import ValidationError
 
-from api.settings import ApiSettings
-from workers import logs
-from workers.redact import MASK, Redactor, mask, settings_error, url_secrets
-from workers.settings import Settings
+from threadfold.api.settings import ApiSettings
+from threadfold.workers import logs
+from threadfold.workers.redact import MASK, Redactor, mask, settings_error, url_secrets
+from threadfold.workers.settings import Settings
 
 PW = "s3cr3t-Pa55word"
 

@@ -18,7 +18,6 @@ from typing import Any
 import httpx
 import pytest
 
-from core import dump_messages
 from tests.infra.processes import ManagedProcess, wait_until
 from tests.infra.redis_server import RedisServer
 from tests.workers.harness import (
@@ -33,11 +32,12 @@ from tests.workers.harness import (
 )
 from tests.workers.produce import random_messages
 from tests.workers.test_concurrency import NoWake
-from workers.app import CeleryWaker, make_celery
-from workers.producer import Delta, Producer
-from workers.redis_io import RedisFull
-from workers.store import Store
-from workers.tasks import Runtime, sweep_once
+from threadfold.core import dump_messages
+from threadfold.workers.app import CeleryWaker, make_celery
+from threadfold.workers.producer import Delta, Producer
+from threadfold.workers.redis_io import RedisFull
+from threadfold.workers.store import Store
+from threadfold.workers.tasks import Runtime, sweep_once
 
 PAD = "x" * 1500  # a big message per delta fills Redis in a few dozen bulks
 THREADS = 20

@@ -1,4 +1,4 @@
-"""Replay reads one consistent prefix of a log (workers.prefix): a trim or a delete that
+"""Replay reads one consistent prefix of a log (threadfold.workers.prefix): a trim or a delete that
 races an audit or a rebuild makes the thread not replayable (or the read is retried),
 never a comparison with, or a rebuild from, a partial log; a log trimmed at retention 0
 is known as such; a poison entry is named."""
@@ -11,18 +11,18 @@ from typing import Any
 
 import pytest
 
-from core import dump_messages
-from core.codec import encode_messages
-from core.messages import HumanMessage
 from tests.infra.redis_cluster import RedisCluster
 from tests.workers.harness import make_settings, state_dump, store_for
 from tests.workers.replaying import NoWake, Oracle, Writer
-from workers import ops, prefix
-from workers.astore import AsyncStore
-from workers.drain import Drainer
-from workers.producer import Producer
-from workers.redis_io import Call, async_client, run, run_many
-from workers.replay import (
+from threadfold.core import dump_messages
+from threadfold.core.codec import encode_messages
+from threadfold.core.messages import HumanMessage
+from threadfold.workers import ops, prefix
+from threadfold.workers.astore import AsyncStore
+from threadfold.workers.drain import Drainer
+from threadfold.workers.producer import Producer
+from threadfold.workers.redis_io import Call, async_client, run, run_many
+from threadfold.workers.replay import (
     Audit,
     NotReplayable,
     Reason,
@@ -33,8 +33,8 @@ from workers.replay import (
     replay,
     state_of,
 )
-from workers.settings import Settings
-from workers.store import Store
+from threadfold.workers.settings import Settings
+from threadfold.workers.store import Store
 
 
 def _stored(store: Store, ref: str) -> dict[str, Any]:

@@ -7,8 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from core.codec import encode_messages
-from core.messages import HumanMessage
 from tests.api.client import api_client, api_settings
 from tests.infra.processes import wait_until
 from tests.workers.harness import (
@@ -21,13 +19,15 @@ from tests.workers.harness import (
     wait_drained,
 )
 from tests.workers.test_concurrency import NoWake
-from workers import ops
-from workers.app import CeleryWaker, make_celery
-from workers.drain import Drainer
-from workers.producer import Producer
-from workers.settings import Settings
-from workers.stack import settings_env
-from workers.store import Store
+from threadfold.core.codec import encode_messages
+from threadfold.core.messages import HumanMessage
+from threadfold.workers import ops
+from threadfold.workers.app import CeleryWaker, make_celery
+from threadfold.workers.drain import Drainer
+from threadfold.workers.producer import Producer
+from threadfold.workers.settings import Settings
+from threadfold.workers.stack import settings_env
+from threadfold.workers.store import Store
 
 THREADFOLD = str(Path(sys.executable).with_name("threadfold"))
 WHY = "cannot fold: the incremental fold needs message ids; stamp them at ingestion"

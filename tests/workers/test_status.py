@@ -11,12 +11,12 @@ import pytest
 
 from tests.workers.harness import make_settings, store_for
 from tests.workers.test_concurrency import NoWake
-from workers import ops
-from workers.cli import main
-from workers.drain import Drainer
-from workers.producer import Producer
-from workers.settings import Settings
-from workers.stack import settings_env
+from threadfold.workers import ops
+from threadfold.workers.cli import main
+from threadfold.workers.drain import Drainer
+from threadfold.workers.producer import Producer
+from threadfold.workers.settings import Settings
+from threadfold.workers.stack import settings_env
 
 LISTED = re.compile(r"^  (\S+)\s+backlog\s+(\d+)\s+(?:version|entry) ", re.MULTILINE)
 

@@ -8,17 +8,17 @@ from typing import Any
 
 import pytest
 
-from core import dump_messages
-from core.errors import InvalidMessage
 from tests.workers.harness import Sent, make_settings, state_dump, store_for, version_key
 from tests.workers.produce import random_messages
 from tests.workers.test_ingest_groups import Woken
-from workers import ops
-from workers.drain import Drainer
-from workers.producer import Delta, Enqueued, Producer
-from workers.redis_io import sync_client
-from workers.settings import Settings
-from workers.store import Store
+from threadfold.core import dump_messages
+from threadfold.core.errors import InvalidMessage
+from threadfold.workers import ops
+from threadfold.workers.drain import Drainer
+from threadfold.workers.producer import Delta, Enqueued, Producer
+from threadfold.workers.redis_io import sync_client
+from threadfold.workers.settings import Settings
+from threadfold.workers.store import Store
 
 
 def _bulks(rng: random.Random, count: int, threads: int, prefix: str) -> list[list[Delta]]:

@@ -21,11 +21,11 @@ import httpx
 import pytest
 import redis
 
-from core import dump_messages
 from tests.infra.ports import HOST
 from tests.infra.processes import ManagedProcess, wait_until
 from tests.workers.harness import FAST, ROOT, Sent, make_settings, state_dump, store_for
-from workers.stack import MAX_RESTARTS, LocalStack, StackError
+from threadfold.core import dump_messages
+from threadfold.workers.stack import MAX_RESTARTS, LocalStack, StackError
 
 THREADFOLD = str(Path(sys.executable).with_name("threadfold"))
 RESTARTED = (

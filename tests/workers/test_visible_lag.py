@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import math
 
-from core.keys import Keyspace
-from workers.drain import Decoded, Drainer, lag_ms
-from workers.metrics import LAG_BUCKETS_MS, Metrics
-from workers.redis_io import sync_client
-from workers.settings import Settings
-from workers.store import Store
+from threadfold.core.keys import Keyspace
+from threadfold.workers.drain import Decoded, Drainer, lag_ms
+from threadfold.workers.metrics import LAG_BUCKETS_MS, Metrics
+from threadfold.workers.redis_io import sync_client
+from threadfold.workers.settings import Settings
+from threadfold.workers.store import Store
 
 NOW_MS = 1_700_000_000_000
 
