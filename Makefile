@@ -27,7 +27,7 @@ test-fast: install
 	$(BIN)/python -m pytest -m "not differential and not slow"
 
 bench: install
-	$(BIN)/python -m bench.core_bench
+	$(BIN)/python -m bench.core
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

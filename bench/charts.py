@@ -2,8 +2,8 @@
 
     python -m bench.charts [--results bench/results] [--out docs/img]
 
-Reads ``core.json`` and ``pipeline.json`` (written by ``bench.core_bench`` and
-``bench.pipeline_bench``) and writes three PNGs: reducer throughput against thread
+Reads ``core.json`` and ``pipeline.json`` (written by ``bench.core`` and
+``bench.pipeline``) and writes three PNGs: reducer throughput against thread
 length (threadfold vs LangGraph), per-delta cost against thread length (the fold and
 the Redis commit), and end-to-end throughput against the naive baseline.
 """

@@ -263,4 +263,4 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if not Path("bench").is_dir():
         raise CommandError("the benchmarks run from a source checkout (no bench/ folder here)")
     extra = ["--quick"] if args.quick else []
-    return subprocess.call([sys.executable, "-m", f"bench.{args.which}_bench", *extra])  # noqa: S603
+    return subprocess.call([sys.executable, "-m", f"bench.{args.which}", *extra])  # noqa: S603

@@ -26,10 +26,11 @@ from typing import Any
 
 import redis
 
-from bench.inputs import new_id
+from bench.common import cpu
+from bench.common.inputs import new_id
+from bench.common.store import NullWaker, in_process_settings, store_for
 from bench.pipeline import services
 from bench.pipeline.workload import ref_of, templates
-from tests.workers.harness import make_settings, store_for
 from threadfold.workers.drain import Drainer
 from threadfold.workers.producer import Delta, Producer
 from threadfold.workers.redis_io import sync_client
@@ -48,13 +49,6 @@ _LONG_LIMITS: dict[str, Any] = {
     "drain_seconds": 100.0, "task_soft_time_limit": 110.0, "task_time_limit": 120.0,
     "visibility_timeout": 300.0,
 }
-
-
-class NullWaker:
-    """No Celery here: the benchmark drains by hand."""
-
-    def wake(self, refs: Sequence[str]) -> None:
-        del refs
 
 
 @dataclass(frozen=True)
@@ -115,7 +109,7 @@ class _Bench:
         self.cfg = cfg
         self.rng = random.Random(cfg.seed)
         self.templates = templates(cfg.seed)
-        base = make_settings(url, **_LONG_LIMITS)
+        base = in_process_settings(url, **_LONG_LIMITS)
         self.store = store_for(base)
         self.client: redis.Redis = self.store.client  # type: ignore[assignment]
         self.producer = Producer(sync_client(url, cluster=False, retries=0), base, NullWaker())
@@ -128,7 +122,7 @@ class _Bench:
 
     @staticmethod
     def _settings(url: str, batch: int) -> Settings:
-        return make_settings(url, batch_size=batch, **_LONG_LIMITS)
+        return in_process_settings(url, batch_size=batch, **_LONG_LIMITS)
 
     def message(self, ident: str) -> dict[str, Any]:
         return {**self.templates[self.rng.randrange(len(self.templates))], "id": ident}
@@ -177,7 +171,7 @@ class _Bench:
         # walking them inside one timed drain cost tens of milliseconds at random.
         gc.collect()
         gc.freeze()
-        cpu0, redis0 = time.thread_time(), services.redis_cpu(self.client)
+        cpu0, redis0 = time.thread_time(), cpu.redis_cpu(self.client)
         try:
             with services.script_log(self.client) as scripts:
                 start = time.perf_counter()
@@ -188,7 +182,7 @@ class _Bench:
         n = self.cfg.deltas
         row.wall_us.append(wall / n * 1e6)
         row.drainer_cpu_us.append((time.thread_time() - cpu0) / n * 1e6)
-        row.redis_cpu_us.append((services.redis_cpu(self.client) - redis0) / n * 1e6)
+        row.redis_cpu_us.append((cpu.redis_cpu(self.client) - redis0) / n * 1e6)
         row.scripts_us = {name: round(median(us), 1) for name, us in scripts.items()}
 
 

@@ -14,10 +14,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from bench.common.store import NullWaker, in_process_settings
 from bench.pipeline import services
-from bench.pipeline.commit_cost import NullWaker
 from bench.pipeline.workload import Mix, schedule
-from tests.workers.harness import make_settings
 from threadfold.core.ids import uuid4_str
 from threadfold.workers.app import CeleryWaker, make_celery
 from threadfold.workers.producer import Producer, prepare
@@ -42,7 +41,7 @@ class Components:
 def _producer(url: str, deltas: int, per_call: int) -> tuple[float, float, float]:
     """CPU us/delta of enqueue_many and of prepare, and the ingest script's us per delta,
     with bulks of 1000 deltas spread so that each thread gets ``per_call`` of them."""
-    settings = make_settings(url)
+    settings = in_process_settings(url)
     client = sync_client(url, cluster=False, retries=0)
     producer = Producer(client, settings, NullWaker())
     threads = 1000 // per_call
@@ -68,7 +67,7 @@ def _producer(url: str, deltas: int, per_call: int) -> tuple[float, float, float
 
 def _wake(url: str, refs: int) -> tuple[float, float]:
     """CPU and wall us per woken thread of ``CeleryWaker.wake`` (bulks of 100)."""
-    settings = make_settings(url)
+    settings = in_process_settings(url)
     app = make_celery(settings)
     waker = CeleryWaker(app, settings.queue)
     waker.wake(["_/warm"])

@@ -18,20 +18,15 @@ from typing import Any
 
 import redis
 
-from bench.checks import Check
+from bench.common import cpu
+from bench.common.checks import Check
+from bench.common.oracle import Sent, state_dump, version_key
+from bench.common.store import CountingWaker, store_for
 from bench.pipeline import services
 from bench.pipeline.services import CommandStat
 from bench.pipeline.workload import Mix, Planned, ref_of, schedule, thread_id
 from tests.infra.processes import ManagedProcess, wait_until
-from tests.workers.harness import (
-    CountingWaker,
-    Sent,
-    start_worker,
-    state_dump,
-    store_for,
-    version_key,
-    wait_drained,
-)
+from tests.workers.harness import start_worker, wait_drained
 from threadfold.core import dump_messages
 from threadfold.workers.app import CeleryWaker, make_celery
 from threadfold.workers.layout import layout_problems
@@ -257,7 +252,7 @@ def run(cfg: E2EConfig, line: Pipeline, progress: Progress, prefix: str = "e2e")
     line.waker.sent = 0
     for c in (client, broker):
         services.reset_stats(c)
-    cpu0 = (services.processes_cpu(workers), services.redis_cpu(client), services.redis_cpu(broker))
+    cpu0 = (cpu.processes_cpu(workers), cpu.redis_cpu(client), cpu.redis_cpu(broker))
     planned = plan(mix, bulks, prefix)
     # The deltas made in advance are the harness's, not the producer's: out of the
     # collector's way (it would walk all 100,000 of them on every full collection).
@@ -274,7 +269,7 @@ def run(cfg: E2EConfig, line: Pipeline, progress: Progress, prefix: str = "e2e")
     wait_applied(client, line.settings, counts, workers)
     wall = time.perf_counter() - start
     end_ms = last_commit_ms(client, line.settings, list(counts))
-    cpu1 = (services.processes_cpu(workers), services.redis_cpu(client), services.redis_cpu(broker))
+    cpu1 = (cpu.processes_cpu(workers), cpu.redis_cpu(client), cpu.redis_cpu(broker))
     commands, broker_commands = services.commandstats(client), services.commandstats(broker)
     progress(f"e2e batch_size={cfg.batch_size} run={cfg.run}: {cfg.deltas:,} deltas in "
              f"{wall:.2f}s; verifying")

@@ -34,11 +34,12 @@ from typing import Any, Literal
 
 import redis
 
-from bench.checks import Check
+from bench.common import cpu
+from bench.common.checks import Check
+from bench.common.oracle import Sent, version_key
 from bench.pipeline import services
 from bench.pipeline.e2e import Pipeline, verify, wait_idle
 from bench.pipeline.workload import Mix, ref_of, thread_id
-from tests.workers.harness import Sent, version_key
 from threadfold.core.keys import Keyspace
 from threadfold.workers.producer import Producer
 from threadfold.workers.wakeup import BackgroundWaker
@@ -275,7 +276,7 @@ def run(cfg: LatencyConfig, line: Pipeline, progress: Progress,
             raise RuntimeError("the poller did not start")
         line.waker.sent = 0
         services.reset_stats(line.broker)
-        cpu0 = services.processes_cpu(line.workers)
+        cpu0 = cpu.processes_cpu(line.workers)
         # The pacing loop keeps everything it sent; a full collection there stalls it,
         # and the schedule then catches up with one oversized burst. A load generator
         # must not stall on its own bookkeeping: no collector while it paces, nor until
@@ -294,7 +295,7 @@ def run(cfg: LatencyConfig, line: Pipeline, progress: Progress,
             latencies, loops, handoffs, unresolved, poller_share = _answer(outbox, poller)
         finally:
             gc.enable()
-        worker_cpu = services.processes_cpu(line.workers) - cpu0
+        worker_cpu = cpu.processes_cpu(line.workers) - cpu0
         published = services.commandstats(line.broker).get("lpush")
         poller.join(timeout=10)
     finally:

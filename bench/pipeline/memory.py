@@ -21,10 +21,9 @@ from typing import Any
 
 import redis
 
-from bench.inputs import text, typical_ai
+from bench.common.inputs import text, typical_ai
+from bench.common.store import NullWaker, in_process_settings, store_for
 from bench.pipeline import services
-from bench.pipeline.commit_cost import NullWaker
-from tests.workers.harness import make_settings, store_for
 from threadfold.core import to_message
 from threadfold.core.codec import encode_message
 from threadfold.workers.drain import Drainer
@@ -87,7 +86,7 @@ class _Loader:
     """Producer and drainer on one server (no Celery: drains are run by hand)."""
 
     def __init__(self, url: str) -> None:
-        self.settings = make_settings(url, batch_size=1000, **LIMITS)
+        self.settings = in_process_settings(url, batch_size=1000, **LIMITS)
         self.producer = Producer(sync_client(url, cluster=False, retries=0), self.settings,
                                  NullWaker())
         self.store = store_for(self.settings)
@@ -135,7 +134,7 @@ class _Loader:
 
 def _key_usage(client: redis.Redis, url: str, ref: str, count: int) -> tuple[dict[str, float],
                                                                             dict[str, str]]:
-    ks = make_settings(url, **LIMITS).keyspace.thread(ref)
+    ks = in_process_settings(url, **LIMITS).keyspace.thread(ref)
     keys = {"pages": ks.pages, "index": ks.index, "meta": ks.meta, "log": ks.log}
     usage = {name: (client.memory_usage(key, samples=0) or 0) / count
              for name, key in keys.items()}

@@ -18,11 +18,13 @@ from typing import Any
 import redis
 from langchain_core.messages import messages_from_dict
 
-from bench.checks import Check, first_difference, lc_dump
+from bench.common import cpu
+from bench.common.checks import Check, first_difference, lc_dump
+from bench.common.oracle import Sent
 from bench.pipeline import naive_app, services
 from bench.pipeline.workload import Mix, ref_of, round_robin, thread_id
 from tests.infra.processes import ManagedProcess, wait_until
-from tests.workers.harness import CELERY, ROOT, Sent
+from tests.workers.harness import CELERY, ROOT
 from threadfold.core import dump_messages
 
 Progress = Callable[[str], None]
@@ -124,7 +126,7 @@ def verify(client: redis.Redis, sent: Sent) -> Check:
 def celery_floor(app: Any, client: redis.Redis, workers: Sequence[ManagedProcess],
                  tasks: int) -> CeleryFloor:
     """``tasks`` no-op tasks: the per-task cost of Celery on the Redis broker."""
-    cpu0 = services.processes_cpu(workers)
+    cpu0 = cpu.processes_cpu(workers)
     start, start_cpu = time.perf_counter(), time.thread_time()
     with app.producer_or_acquire() as producer:
         for _ in range(tasks):
@@ -133,7 +135,7 @@ def celery_floor(app: Any, client: redis.Redis, workers: Sequence[ManagedProcess
     wait_until(lambda: int(client.get(naive_app.NOOPS) or 0) >= tasks, 600, interval=0.02,
                message="no-op tasks not done")
     seconds = time.perf_counter() - start
-    worker_cpu = services.processes_cpu(workers) - cpu0
+    worker_cpu = cpu.processes_cpu(workers) - cpu0
     return CeleryFloor(tasks, seconds, send_cpu / tasks * 1e6, worker_cpu / tasks * 1e6)
 
 
@@ -174,13 +176,13 @@ def _timed(cfg: NaiveConfig, app: Any, client: redis.Redis,
     progress("naive: workers ready and warm")
     mix = Mix(cfg.threads, cfg.seed, client_ids=1.0)
     order = list(round_robin(cfg.threads, cfg.per_thread))
-    cpu0 = services.processes_cpu(workers), services.redis_cpu(client)
+    cpu0 = cpu.processes_cpu(workers), cpu.redis_cpu(client)
     start, start_cpu = time.time(), time.thread_time()
     sent = _send(app, mix, order)
     send_seconds, sender_cpu = time.time() - start, time.thread_time() - start_cpu
     _wait_done(client, len(order), workers)
     end = float(client.get(naive_app.LAST) or time.time())
-    cpu1 = services.processes_cpu(workers), services.redis_cpu(client)
+    cpu1 = cpu.processes_cpu(workers), cpu.redis_cpu(client)
     progress(f"naive: {len(order):,} deltas in {end - start:.1f}s; verifying")
     return NaiveResult(
         config=cfg, deltas=len(order), ops=dict(mix.ops), seconds=end - start,

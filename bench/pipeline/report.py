@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from bench.common.tables import rate, report, table, target_table
+from bench.common.target import Target
 from bench.pipeline.commit_cost import CostRow
 from bench.pipeline.components import Components
 from bench.pipeline.e2e import E2EResult
@@ -12,13 +14,6 @@ from bench.pipeline.latency import LatencyResult
 from bench.pipeline.memory import MemoryRow
 from bench.pipeline.naive import NaiveResult
 from bench.pipeline.targets import length_ratios
-from bench.report import rate, target_table
-from bench.targets import Target
-
-
-def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-    return lines + ["| " + " | ".join(row) + " |" for row in rows]
 
 
 def _ok(check: Any) -> str:
@@ -42,7 +37,7 @@ def e2e_table(results: Sequence[E2EResult], headline: E2EResult) -> list[str]:
                      f"{r.wakes_sent_by_producer:,}", f"{tasks.calls:,}" if tasks else "-",
                      f"{cpu} = {r.cpu_per_delta_us:.0f}",
                      rate(r.capacity), _ok(r.check)])
-    return _table(head, rows)
+    return table(head, rows)
 
 
 def naive_table(headline: E2EResult, naive: NaiveResult) -> list[str]:
@@ -64,7 +59,7 @@ def naive_table(headline: E2EResult, naive: NaiveResult) -> list[str]:
         rows.append([f"Celery floor: no-op tasks ({f.tasks:,})", "-", f"{f.rate:,.0f} tasks/s",
                      f"{f.worker_cpu_us:.0f} per task", "-", "-",
                      f"sender {f.send_cpu_us:.0f} us CPU per task"])
-    return _table(head, rows)
+    return table(head, rows)
 
 
 def cost_table(rows: Sequence[CostRow]) -> list[str]:
@@ -77,7 +72,7 @@ def cost_table(rows: Sequence[CostRow]) -> list[str]:
              str(r.commits)] for r in rows]
     ratios = "; ".join(f"{x.name}: CPU x{x.cpu:.2f}, wall x{x.wall:.2f}"
                        for x in length_ratios(rows))
-    return [*_table(head, body), "",
+    return [*table(head, body), "",
             f"Long/short per delta (median of the rounds' ratios): {ratios}"]
 
 
@@ -86,7 +81,7 @@ def latency_table(results: Sequence[LatencyResult], headline: E2EResult) -> list
             "achieved", "deltas", "p50 ms", "p90 ms", "p99 ms", "max ms", "poll loop ms",
             "hand-over p99 / max ms", "poller CPU", "wakes", "tasks", "worker CPU us/delta",
             "state"]
-    return _table(head, [[_CALLS[r.config.calls], str(r.config.run),
+    return table(head, [[_CALLS[r.config.calls], str(r.config.run),
                           f"{r.config.rate / headline.rate:.2f}",
                           f"{r.config.rate:,.0f}/s",
                           f"{r.achieved_rate:,.0f}/s", f"{r.deltas:,}", f"{r.p50_ms:.1f}",
@@ -110,7 +105,7 @@ def memory_table(rows: Sequence[MemoryRow]) -> list[str]:
              f"{r.keys_per_message['pages']:.0f}", f"{r.keys_per_message['index']:.0f}",
              "/".join(r.encodings.values()), f"{r.append_drain_us:.1f}",
              f"{r.update_drain_us:.1f}"] for r in rows]
-    return _table(head, body)
+    return table(head, body)
 
 
 def components_table(c: Components) -> list[str]:
@@ -118,14 +113,14 @@ def components_table(c: Components) -> list[str]:
             "ingest script us/delta (deltas per thread per bulk)",
             "CeleryWaker.wake CPU us/thread", "wall us/thread"]
     ingest = ", ".join(f"{us:.1f} ({k})" for k, us in c.ingest_us_per_delta.items())
-    return _table(head, [[f"{c.producer_cpu_us:.1f}", f"{c.prepare_cpu_us:.1f}", ingest,
+    return table(head, [[f"{c.producer_cpu_us:.1f}", f"{c.prepare_cpu_us:.1f}", ingest,
                           f"{c.wake_cpu_us:.0f}", f"{c.wake_wall_us:.0f}"]])
 
 
 def commands_table(stats: Mapping[str, Any], n: int = 10) -> list[str]:
     head = ["command (state Redis, headline run)", "calls", "usec/call", "total ms"]
     top = sorted(stats.items(), key=lambda kv: -kv[1].usec)[:n]
-    return _table(head, [[k, f"{v.calls:,}", f"{v.usec_per_call:.1f}", f"{v.usec / 1000:.0f}"]
+    return table(head, [[k, f"{v.calls:,}", f"{v.usec_per_call:.1f}", f"{v.usec / 1000:.0f}"]
                          for k, v in top])
 
 
@@ -147,4 +142,4 @@ def markdown(targets: Sequence[Target], e2e: Sequence[E2EResult], headline: E2ER
         ["## Redis commandstats", "", *commands_table(headline.commands)],
         ["## Machine", "", machine],
     ]
-    return "\n\n".join("\n".join(s) for s in sections) + "\n"
+    return report(sections)

@@ -6,12 +6,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import median
 
+from bench.common.target import Target
 from bench.pipeline.commit_cost import UPDATES, CostRow
 from bench.pipeline.e2e import E2EResult
 from bench.pipeline.latency import LatencyResult
 from bench.pipeline.memory import AI, HUMAN, MemoryRow
 from bench.pipeline.naive import NaiveResult
-from bench.targets import Target
 
 E2E_RATE = 30_000.0
 NAIVE_SPEEDUP = 30.0

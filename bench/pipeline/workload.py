@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from bench.inputs import message_dict, new_id, removal
+from bench.common.inputs import message_dict, new_id, removal
 from threadfold.core.keys import DEFAULT_TENANT
 from threadfold.workers.producer import Delta, Enqueued
 

@@ -1,1 +1,2 @@
-"""The replay benchmark's parts: the threads it replays, and the timed runs."""
+"""The replay benchmark (``python -m bench.replay``; :mod:`bench.replay.main`): the threads
+it replays, and the timed runs."""

@@ -22,9 +22,9 @@ from dataclasses import asdict, dataclass
 from multiprocessing.connection import Connection
 from typing import Any, Literal
 
-from bench.pipeline import services
+from bench.common import cpu
+from bench.common.store import store_for
 from bench.replay.workload import settings_for
-from tests.workers.harness import store_for
 from threadfold.workers import replay
 from threadfold.workers.store import Store
 
@@ -81,6 +81,7 @@ def _child(url: str, refs: list[str], op: Op, start: Any, out: Connection) -> No
     results = _run(store, refs, op)
     out.send(_outcome(results, time.process_time() - began))
     out.close()
+    store.client.close()
 
 
 @dataclass(frozen=True)
@@ -126,14 +127,15 @@ def timed(url: str, refs: Sequence[str], op: Op, processes: int, label: str) -> 
         pipes.append(receive)
         children.append(child)
     admin = store_for(settings_for(url)).client
-    redis_before = services.redis_cpu(admin)  # type: ignore[arg-type]
+    redis_before = cpu.redis_cpu(admin)  # type: ignore[arg-type]
     began = time.perf_counter()
     start.set()
     outcomes: list[Outcome] = [pipe.recv() for pipe in pipes]
     seconds = time.perf_counter() - began
-    redis_after = services.redis_cpu(admin)  # type: ignore[arg-type]
+    redis_after = cpu.redis_cpu(admin)  # type: ignore[arg-type]
     for child in children:
         child.join()
+    admin.close()
     return Run(
         op=label,
         shape="",

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bench.common.store import NullWaker, in_process_settings, store_for
 from bench.pipeline.workload import Mix, ref_of, schedule, thread_id
-from tests.workers.harness import make_settings, store_for
 from threadfold.workers.drain import Drainer
 from threadfold.workers.producer import Producer
 from threadfold.workers.store import Store
@@ -34,15 +34,8 @@ class Shape:
         return self.threads * self.per_thread
 
 
-class _NoWake:
-    """The benchmark drains by hand: wake-ups go nowhere."""
-
-    def wake(self, refs: Sequence[str]) -> None:
-        del refs
-
-
 def settings_for(url: str) -> Any:
-    return make_settings(url, retention_seconds=RETENTION_SECONDS, batch_size=1000,
+    return in_process_settings(url, retention_seconds=RETENTION_SECONDS, batch_size=1000,
                          drain_seconds=600.0, task_soft_time_limit=700.0,
                          task_time_limit=800.0, visibility_timeout=900.0)
 
@@ -51,7 +44,7 @@ def fill(url: str, shape: Shape, prefix: str, seed: int = 11) -> list[str]:
     """Write and drain the shape's threads; their refs."""
     settings = settings_for(url)
     store = store_for(settings)
-    producer = Producer(store.client, settings, _NoWake())
+    producer = Producer(store.client, settings, NullWaker())
     mix = Mix(shape.threads, seed)
     run = min(shape.per_thread, 25)
     for bulk in schedule(shape.threads, shape.per_thread, 1000, run, seed):
@@ -61,6 +54,7 @@ def fill(url: str, shape: Shape, prefix: str, seed: int = 11) -> list[str]:
     drainer = Drainer(store, settings)
     for at in range(0, len(refs), 200):
         drainer.drain_many(refs[at : at + 200])
+    store.client.close()
     return refs
 
 

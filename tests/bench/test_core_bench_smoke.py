@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import HumanMessage
 
-from bench import core_bench
-from bench.checks import first_difference, same_state
-from bench.folds import TRACKED, WORKER, Prepared
-from bench.inputs import Workload, appends, batches, mix, updates
-from bench.timing import Repeats
+from bench.common.checks import first_difference, same_state
+from bench.common.inputs import Workload, appends, batches, mix, updates
+from bench.common.timing import Repeats
+from bench.core import main as core_bench
+from bench.core.folds import TRACKED, WORKER, Prepared
 from threadfold import core
 
 ONCE = Repeats(least=1, most=1, budget_s=0.0)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from bench import http_bench
-from bench.httpload import paced, profile, report, wrk
+from bench.http import main as http_bench
+from bench.http import paced, profile, report, wrk
 
 HAVE_WRK = wrk.wrk_path() is not None
 

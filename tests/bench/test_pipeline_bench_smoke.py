@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from bench import pipeline_bench
 from bench.pipeline import latency, naive_app
+from bench.pipeline import main as pipeline_bench
 from bench.pipeline.commit_cost import CostConfig
 from bench.pipeline.e2e import E2EConfig
 from bench.pipeline.memory import MemoryConfig

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench import replay_bench
+from bench.replay import main as replay_bench
 from bench.replay.workload import Shape
 
 TINY = replay_bench.Sizes(shapes=(Shape(12, 5), Shape(2, 60)), processes=(1, 2), rounds=1)

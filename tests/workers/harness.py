@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-import json
 import sys
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
+# The oracle and the counting waker are the benchmarks' too (bench never imports tests).
+from bench.common.oracle import Sent as Sent  # noqa: PLC0414  # re-exported
+from bench.common.oracle import stamped as stamped  # noqa: PLC0414  # re-exported
+from bench.common.oracle import state_dump as state_dump  # noqa: PLC0414  # re-exported
+from bench.common.oracle import version_key as version_key  # noqa: PLC0414  # re-exported
+from bench.common.store import CountingWaker as CountingWaker  # noqa: PLC0414  # re-exported
 from tests.infra.ports import free_port
 from tests.infra.processes import ManagedProcess, wait_until
-from threadfold.core import BaseMessage, apply_deltas, dump_messages, to_messages
 from threadfold.workers.redis_io import SyncClient, sync_client
 from threadfold.workers.settings import Settings
 from threadfold.workers.stack import settings_env
 from threadfold.workers.store import Store
-from threadfold.workers.wakeup import Waker
 
 ROOT = Path(__file__).resolve().parents[2]
 CELERY = str(Path(sys.executable).with_name("celery"))
@@ -118,50 +118,6 @@ def wait_drained(store: Store, refs: Iterable[str], timeout: float) -> None:
     )
 
 
-@dataclass
-class Sent:
-    """What producers were told: per thread, the accepted deltas with their stamped ids."""
-
-    deltas: dict[str, list[tuple[str, list[Any], list[str]]]] = field(default_factory=dict)
-
-    def add(self, ref: str, version: str, messages: list[Any], ids: Sequence[str]) -> None:
-        self.deltas.setdefault(ref, []).append((version, messages, list(ids)))
-
-    @property
-    def count(self) -> int:
-        """Deltas recorded, over all threads."""
-        return sum(len(d) for d in self.deltas.values())
-
-    def load_jsonl(self, path: Path) -> None:
-        for line in path.read_text().splitlines():
-            row = json.loads(line)
-            if not row["duplicate"]:
-                self.add(row["ref"], row["version"], row["messages"], row["ids"])
-
-    def expected(self, ref: str) -> list[BaseMessage]:
-        """The one-delta-at-a-time fold of the thread's accepted deltas, in version order."""
-        state: list[BaseMessage] = []
-        for _, messages, ids in sorted(self.deltas.get(ref, []), key=lambda d: version_key(d[0])):
-            state = apply_deltas(state, [stamped(messages, ids)])
-        return state
-
-
-def version_key(version: str) -> tuple[int, int]:
-    ms, _, seq = version.partition("-")
-    return int(ms), int(seq)
-
-
-def stamped(messages: list[Any], ids: Sequence[str]) -> list[BaseMessage]:
-    return [
-        msgspec.structs.replace(m, id=i) for m, i in zip(to_messages(messages), ids, strict=True)
-    ]
-
-
-def state_dump(store: Store, ref: str) -> list[dict[str, Any]]:
-    page = store.read_state(ref)
-    return [] if page is None else dump_messages(page.messages)
-
-
 def start_api(settings: Settings, log_dir: Path, **env: str) -> tuple[ManagedProcess, str]:
     """A real API process (``python -m threadfold.api``) on a free port, answering /healthz."""
     import httpx  # noqa: PLC0415  # only the HTTP tests need it
@@ -190,17 +146,3 @@ def start_api(settings: Settings, log_dir: Path, **env: str) -> tuple[ManagedPro
         api.kill()
         raise
     return api, url
-
-
-class CountingWaker:
-    """A waker that counts what it passes on to ``inner``: refs woken and publishes."""
-
-    def __init__(self, inner: Waker) -> None:
-        self.inner = inner
-        self.sent = 0
-        self.publishes = 0
-
-    def wake(self, refs: Sequence[str]) -> None:
-        self.sent += len(refs)
-        self.publishes += 1
-        self.inner.wake(refs)

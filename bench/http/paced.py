@@ -13,7 +13,7 @@ It is raw asyncio protocols on uvloop with prebuilt request bytes, a few tens of
 microseconds of CPU per request, so it can pace a few thousand requests per second
 while sharing two cores with the server; its own CPU time is reported beside it.
 
-Run as ``python -m bench.httpload.paced --port P --rate R --seconds S ...``: one
+Run as ``python -m bench.http.paced --port P --rate R --seconds S ...``: one
 ``PACEDJSON {...}`` line on stdout.
 """
 
@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from bench.httpload.wrk import MESSAGE, pinned, run_child
+from bench.http.wrk import MESSAGE, pinned, run_child
 
 HOST = "127.0.0.1"
 _LOST = 0  # status recorded for a request whose connection was lost
@@ -267,7 +267,7 @@ class PacedResult:
 def run_paced(port: int, *, prefix: str, ids: int, rate: float, seconds: float,
               connections: int = 64, grace: float = 3.0, cpus: str | None = None) -> PacedResult:
     """POST one message per request to ``ids`` threads at ``rate``/s, in a child process."""
-    argv = [sys.executable, "-m", "bench.httpload.paced", "--port", str(port), "--prefix",
+    argv = [sys.executable, "-m", "bench.http.paced", "--port", str(port), "--prefix",
             prefix, "--ids", str(ids), "--rate", str(rate), "--seconds", str(seconds),
             "--connections", str(connections), "--grace", str(grace)]
     code, text, cpu = run_child(pinned(argv, cpus), timeout=seconds + grace + 60)
@@ -280,7 +280,7 @@ def run_paced(port: int, *, prefix: str, ids: int, rate: float, seconds: float,
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.httpload.paced")
+    parser = argparse.ArgumentParser(prog="python -m bench.http.paced")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--prefix", default="paced-")
     parser.add_argument("--ids", type=int, default=10_000)

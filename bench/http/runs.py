@@ -16,10 +16,10 @@ from typing import Any
 
 import httpx
 
-from bench.checks import Check
-from bench.httpload.paced import PacedResult, run_paced
-from bench.httpload.stack import Cpu, Stack
-from bench.httpload.wrk import WrkResult, run_wrk
+from bench.common.checks import Check
+from bench.http.paced import PacedResult, run_paced
+from bench.http.stack import Cpu, Stack
+from bench.http.wrk import WrkResult, run_wrk
 from threadfold.core.keys import DEFAULT_TENANT
 
 Progress = Callable[[str], None]

@@ -4,29 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bench.folds import FoldRow, LengthCost
-from bench.micro import OURS, Comparison
-from bench.reducers import LG_ADD, LG_DELTA, ReducerRow
-from bench.targets import REDUCER_SPEEDUP, Target, floor_ratio, length_ratios
-
-
-def rate(value: float) -> str:
-    """A per-second rate, short: ``1.23M``, ``456k``, ``789``."""
-    if value >= 1e6:
-        return f"{value / 1e6:.2f}M"
-    if value >= 1e3:
-        return f"{value / 1e3:.1f}k"
-    return f"{value:.0f}"
-
-
-def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return lines
-
-
-def _mark(ok: bool) -> str:
-    return "pass" if ok else "FAIL"
+from bench.common.tables import mark, rate, report, table, target_table
+from bench.common.target import Target
+from bench.core.folds import FoldRow, LengthCost
+from bench.core.micro import OURS, Comparison
+from bench.core.reducers import LG_ADD, LG_DELTA, ReducerRow
+from bench.core.targets import REDUCER_SPEEDUP, floor_ratio, length_ratios
 
 
 def reducer_table(rows: Sequence[ReducerRow]) -> list[str]:
@@ -37,11 +20,11 @@ def reducer_table(rows: Sequence[ReducerRow]) -> list[str]:
         [r.workload, r.variant, f"{r.batch:,}", f"{r.calls:,}", f"{r.rounds} x {r.loops}",
          rate(r.rate("apply_deltas")),
          rate(r.rate(LG_DELTA)), rate(r.rate(LG_ADD)), f"{r.speedup(LG_DELTA):.1f}",
-         f"{r.speedup(LG_ADD):.1f}", _mark(r.speedup(LG_DELTA) >= REDUCER_SPEEDUP),
+         f"{r.speedup(LG_ADD):.1f}", mark(r.speedup(LG_DELTA) >= REDUCER_SPEEDUP),
          "equal" if r.check.ok else f"MISMATCH: {r.check.detail}"]
         for r in rows
     ]
-    return _table(head, body)
+    return table(head, body)
 
 
 def fold_table(rows: Sequence[FoldRow]) -> list[str]:
@@ -52,7 +35,7 @@ def fold_table(rows: Sequence[FoldRow]) -> list[str]:
          str(r.rounds), "equal" if r.check.ok else f"MISMATCH: {r.check.detail}"]
         for r in rows
     ]
-    return _table(head, body)
+    return table(head, body)
 
 
 def length_table(rows: Sequence[FoldRow], costs: Sequence[LengthCost]) -> list[str]:
@@ -63,7 +46,7 @@ def length_table(rows: Sequence[FoldRow], costs: Sequence[LengthCost]) -> list[s
     floor = floor_ratio(costs)
     if floor is not None:
         ratios.append(f"bare dict stores of the same updates: x{floor:.2f}")
-    return [*_table(head, body), "", "Long/short per-delta cost: " + "; ".join(ratios)]
+    return [*table(head, body), "", "Long/short per-delta cost: " + "; ".join(ratios)]
 
 
 def comparison_table(results: Sequence[Comparison]) -> list[str]:
@@ -75,12 +58,7 @@ def comparison_table(results: Sequence[Comparison]) -> list[str]:
             speedup = "" if name == OURS else f"x{c.speedup(name):.2f}"
             body.append([c.name, label, rate(c.rate(name)), speedup,
                          f"{c.best_s[name] * 1e3:.1f}", str(c.rounds)])
-    return _table(head, body)
-
-
-def target_table(targets: Sequence[Target]) -> list[str]:
-    head = ["target", "goal", "measured (worst)", "result", "detail"]
-    return _table(head, [[t.name, t.goal, t.value, _mark(t.passed), t.detail] for t in targets])
+    return table(head, body)
 
 
 def markdown(reducers: Sequence[ReducerRow], folds: Sequence[FoldRow],
@@ -95,4 +73,4 @@ def markdown(reducers: Sequence[ReducerRow], folds: Sequence[FoldRow],
          *length_table(folds, costs)],
         ["## Conversion and codec", "", *comparison_table(comparisons)],
     ]
-    return "\n\n".join("\n".join(s) for s in sections) + "\n"
+    return report(sections)

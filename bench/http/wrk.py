@@ -3,7 +3,7 @@
 wrk is a closed-loop generator (each connection sends its next request when the last
 answer arrives), so its runs measure the most requests per second at a given number of
 connections, and their latencies are those of a saturated server. Fixed-rate latency
-comes from :mod:`bench.httpload.paced` instead.
+comes from :mod:`bench.http.paced` instead.
 
 Every script ends in the same ``done()``, which prints one ``WRKJSON {...}`` line: the
 summary, socket errors and latency percentiles in microseconds. wrk's own CPU time is

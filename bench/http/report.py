@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bench.httpload.profile import Profile
-from bench.httpload.runs import PacedRun, Run
-from bench.report import rate, target_table
-from bench.targets import Target
+from bench.common.tables import rate, report, table, target_table
+from bench.common.target import Target
+from bench.http.profile import Profile
+from bench.http.runs import PacedRun, Run
 
 POST_RPS = 3000.0
 PACED_RATE = 3000.0
@@ -182,11 +182,6 @@ def _held(p: PacedRun) -> bool:
 # -- tables ----------------------------------------------------------------------------------
 
 
-def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-    return lines + ["| " + " | ".join(row) + " |" for row in rows]
-
-
 def _ms(value: float | None) -> str:
     return "unanswered" if value is None else f"{value:,.1f}"
 
@@ -231,7 +226,7 @@ def throughput_table(summaries: Sequence[Summary]) -> list[str]:
             f"{s.median(lambda r: r.drain.seconds if r.drain else 0):.1f}" if writes else "-",
             _kept(s), "verified" if s.ok else "WRONG",
         ])
-    return _table(head, rows)
+    return table(head, rows)
 
 
 def paced_table(paced: Sequence[PacedRun]) -> list[str]:
@@ -252,7 +247,7 @@ def paced_table(paced: Sequence[PacedRun]) -> list[str]:
             f"{p.drain.deltas:,}",
             f"{p.drain.seconds:.1f}", "verified" if p.check.ok else f"WRONG: {p.check.detail}",
         ])
-    return _table(head, rows)
+    return table(head, rows)
 
 
 def profile_tables(profiles: Sequence[Profile]) -> list[str]:
@@ -264,12 +259,12 @@ def profile_tables(profiles: Sequence[Profile]) -> list[str]:
         mode = "native + Python frames" if prof.native else "Python frames only"
         lines += [f"**{prof.what}**: {prof.samples:,} samples of threads holding the GIL "
                   f"({prof.rate} Hz for {prof.seconds:g} s, {mode})", ""]
-        lines += _table(["where (first known frame from the leaf up)", "share"],
+        lines += table(["where (first known frame from the leaf up)", "share"],
                         [[g, f"{prof.share(n):.1%}"] for g, n in prof.groups])
         lines += ["", "Threads (share of samples; share of the time holding the GIL): "
                   + "; ".join(f"{t} {prof.share(n):.0%}; {prof.busy(n):.0%}"
                               for t, n in prof.threads), ""]
-        lines += _table(["hottest frame (innermost file:line or native symbol)", "share"],
+        lines += table(["hottest frame (innermost file:line or native symbol)", "share"],
                         [[f.replace("|", "/"), f"{prof.share(n):.1%}"] for f, n in prof.leaves])
         lines.append("")
     return lines
@@ -291,4 +286,4 @@ def markdown(targets: Sequence[Target], summaries: Sequence[Summary], *,
     if checks:
         sections.append(["## Checks", "", *(f"- {c}" for c in checks)])
     sections.append(["## Notes", "", *(f"- {n}" for n in notes)])
-    return "\n\n".join("\n".join(s) for s in sections) + "\n"
+    return report(sections)

@@ -20,9 +20,9 @@ from typing import Any, Final
 from langchain_core.messages import convert_to_messages
 from langgraph.graph.message import _messages_delta_reducer
 
-from bench.checks import Check, first_difference, lc_dump
-from bench.inputs import Workload, appends, batches, thread, updates
-from bench.timing import Case, Repeats, Timing, interleaved, many_short
+from bench.common.checks import Check, first_difference, lc_dump
+from bench.common.inputs import Workload, appends, batches, thread, updates
+from bench.common.timing import Case, Repeats, Timing, interleaved, many_short
 from threadfold import core
 
 WORKER: Final = "worker"

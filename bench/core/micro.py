@@ -20,9 +20,9 @@ from typing import Any, Final
 
 from langchain_core.messages import AIMessage, convert_to_messages
 
-from bench.checks import Check, same_state
-from bench.inputs import thread, typical_ai
-from bench.timing import Case, Repeats, interleaved
+from bench.common.checks import Check, same_state
+from bench.common.inputs import thread, typical_ai
+from bench.common.timing import Case, Repeats, interleaved
 from threadfold import core
 from threadfold.core.codec import decode_message, encode_message
 

@@ -20,9 +20,9 @@ from typing import Any, Final
 from langchain_core.messages import convert_to_messages
 from langgraph.graph.message import _messages_delta_reducer, add_messages
 
-from bench.checks import Check, lc_dump, same_state
-from bench.inputs import Workload, batches
-from bench.timing import Case, Repeats, interleaved, run_once
+from bench.common.checks import Check, lc_dump, same_state
+from bench.common.inputs import Workload, batches
+from bench.common.timing import Case, Repeats, interleaved, run_once
 from threadfold import core
 
 OURS: Final = "apply_deltas"

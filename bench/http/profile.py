@@ -23,10 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.workers.harness import ROOT
-
 INSTALL_HINT = ".venv/bin/pip install py-spy"
-_PROJECT = str(ROOT)
+#: The checkout (frames of our files are shown relative to it).
+_PROJECT = str(Path(__file__).resolve().parents[2])
 EVENT_LOOP = "event loop + scheduling (uvloop, asyncio)"
 OTHER = "other (interpreter, unresolved)"
 

@@ -8,18 +8,35 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
+
+S = TypeVar("S")
+
+
+class Failed(Protocol):
+    """A failed result check, as every benchmark reports it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def detail(self) -> str: ...
 
 
 def parser(name: str, doc: str | None, quick_help: str) -> argparse.ArgumentParser:
     """``--quick`` and ``--out`` (default ``bench/results/<name>[-quick].json``)."""
-    made = argparse.ArgumentParser(prog=f"python -m bench.{name}_bench", description=doc,
+    made = argparse.ArgumentParser(prog=f"python -m bench.{name}", description=doc,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     made.add_argument("--quick", action="store_true", help=quick_help)
     made.add_argument("--out", type=Path, default=None,
                       help=f"JSON path (default bench/results/{name}.json, "
                            f"or {name}-quick.json with --quick)")
     return made
+
+
+def sizes(args: argparse.Namespace, full: S, quick: S) -> tuple[str, S]:
+    """The mode's name (as the results file records it) and its sizes."""
+    return ("quick", quick) if args.quick else ("full", full)
 
 
 def out_path(name: str, args: argparse.Namespace) -> Path:
@@ -41,5 +58,11 @@ def write(out: Path, data: Any) -> None:
     out.write_text(json.dumps(data, indent=2, default=str) + "\n")
 
 
-def parse(made: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
-    return made.parse_args(argv)
+def finish(out: Path, data: Any, report: str, failed: Sequence[Failed]) -> int:
+    """Write the JSON, print the report and every failed check; the exit status (1 when
+    a check failed: a fast wrong answer is a failure, not a result)."""
+    write(out, data)
+    print(report)
+    for check in failed:
+        print(f"CHECK FAILED: {check.name}: {check.detail}", file=sys.stderr)
+    return 1 if failed else 0

@@ -6,28 +6,17 @@ A configuration whose result check failed never passes, whatever its speed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from bench.folds import APPEND, FLOOR, WORKER, FoldRow, LengthCost
-from bench.micro import Comparison
-from bench.reducers import LG_DELTA, ReducerRow
+from bench.common.target import Target
+from bench.core.folds import APPEND, FLOOR, WORKER, FoldRow, LengthCost
+from bench.core.micro import Comparison
+from bench.core.reducers import LG_DELTA, ReducerRow
 
 REDUCER_SPEEDUP = 3.0
 FOLD_RATE = 1_000_000.0
 FOLD_LENGTH_RATIO = 1.5
 CONVERSION_SPEEDUP = 5.0
 CODEC_SPEEDUP = 5.0
-
-
-@dataclass(frozen=True)
-class Target:
-    """One target: what it asks, the worst value measured, and where."""
-
-    name: str
-    goal: str
-    value: str
-    passed: bool
-    detail: str
 
 
 def reducer(rows: Sequence[ReducerRow]) -> Target:

@@ -1,1 +1,0 @@
-"""The HTTP benchmark's parts: wrk runs, a paced generator, the stack, profiles, report."""

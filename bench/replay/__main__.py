@@ -1,0 +1,7 @@
+"""``python -m bench.replay``: see :mod:`bench.replay.main`."""
+
+import sys
+
+from bench.replay.main import main
+
+sys.exit(main())

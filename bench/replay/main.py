@@ -1,0 +1,217 @@
+"""Benchmark replay for recomputation: audit and rebuild, in deltas replayed per second.
+
+Run ``python -m bench.replay [--quick] [--out PATH]``: prints a markdown report and
+writes the results as JSON. On a private redis-server, two shapes of threads (the full
+run: 2,000 threads of 25 deltas, and 25 threads of 2,000 deltas; 50,000 deltas each),
+written with retention on and drained (untimed). Then, timed, in 1 and in 2 processes
+(a recomputation runs as Celery slices on the workers; 2 processes for the 2 cores):
+
+* ``audit``: every thread's live state against the replay of its log (all match);
+* ``rebuild, matching``: the same, nothing to write;
+* ``rebuild, differing``: every thread's first page removed beforehand (untimed), so
+  every thread is rewritten from its replay.
+
+Each run is checked: every delta replayed, no thread not replayable, the differences
+expected and no other, and after a rebuild every thread's state equal to its state
+before the damage (the workers' fold) — a wrong run fails the benchmark. Rounds
+alternate the process counts; the best round of each configuration is judged against
+the target of 50,000 deltas/s (2 processes).
+
+``--before DIR`` also times the code of another tree (a ``git archive`` of the commit
+before a change, with this tree's ``bench/`` copied in), on the same threads
+and server, each of its runs next to the same run of this tree, in alternating order:
+the before/after figures come from one run, as every comparison here does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.common import cli
+from bench.common.machine import load_average
+from bench.common.store import store_for
+from bench.common.tables import table
+from bench.pipeline import services
+from bench.replay import runs, workload
+from bench.replay.runs import Run
+from bench.replay.workload import Shape
+from threadfold.core import dump_messages
+from threadfold.workers.store import Store
+
+Progress = Callable[[str], None]
+TARGET = 50_000.0
+AUDIT, MATCHING, DIFFERING = "audit", "rebuild, matching", "rebuild, differing"
+
+
+@dataclass(frozen=True)
+class Sizes:
+    shapes: tuple[Shape, ...]
+    processes: tuple[int, ...]
+    rounds: int
+
+
+FULL = Sizes((Shape(2000, 25), Shape(25, 2000)), (1, 2), 3)
+QUICK = Sizes((Shape(200, 25), Shape(5, 400)), (1, 2), 1)
+
+
+def _states(store: Store, refs: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    out = {}
+    for ref in refs:
+        page = store.read_state(ref)
+        out[ref] = dump_messages(page.messages) if page is not None else []
+    return out
+
+
+def _check(run: Run, shape: Shape, restored: bool | None) -> str:
+    """Why the run is wrong ('' when it is right)."""
+    problems = []
+    if run.errors:
+        problems.append(f"not replayable: {run.errors[0]}")
+    if run.deltas != shape.deltas or run.threads != shape.threads:
+        problems.append(f"{run.deltas} deltas of {run.threads} threads replayed")
+    want = shape.threads if run.op == DIFFERING else 0
+    if run.differing != want:
+        problems.append(f"{run.differing} threads differing, expected {want}")
+    if restored is False:
+        problems.append("a rebuilt state is not the state before the damage")
+    return "; ".join(problems)
+
+
+def _timed(url: str, refs: Sequence[str], op: str, processes: int, tree: Path | None) -> Run:
+    """A run of this tree's code, or of ``tree``'s (in a process started there)."""
+    kind: runs.Op = "audit" if op == AUDIT else "rebuild"
+    if tree is None:
+        return runs.timed(url, refs, kind, processes, op)
+    with tempfile.NamedTemporaryFile("w", suffix=".refs") as listed:
+        listed.write("\n".join(refs))
+        listed.flush()
+        out = subprocess.run(
+            [sys.executable, "-m", "bench.replay.one", url, op, str(processes), listed.name],
+            cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True,
+            text=True, check=True,
+        )
+    fields = json.loads(out.stdout)
+    return Run(**{k: v for k, v in fields.items() if k in Run.__dataclass_fields__})
+
+
+def measure(sizes: Sizes, progress: Progress,
+            before: Path | None = None) -> tuple[list[dict[str, Any]], str]:
+    """Every run of every shape (and of the code in ``before``, next to each); the
+    machine's description."""
+    rows: list[dict[str, Any]] = []
+    load = load_average()
+    codes: list[Path | None] = [None] if before is None else [None, before]
+    with services.redis_server() as server:
+        store = store_for(workload.settings_for(server.url))
+        for k, shape in enumerate(sizes.shapes):
+            refs = workload.fill(server.url, shape, prefix=f"s{k}")
+            states = _states(store, refs)
+            progress(f"{shape.name}: written and drained")
+            for n in range(sizes.rounds):
+                order = sizes.processes if n % 2 == 0 else tuple(reversed(sizes.processes))
+                for processes in order:
+                    for op in (AUDIT, MATCHING, DIFFERING):
+                        for tree in codes if n % 2 == 0 else codes[::-1]:
+                            if op == DIFFERING:
+                                workload.damage(store, refs)
+                            run = _timed(server.url, refs, op, processes, tree)
+                            restored = None if op == AUDIT else _states(store, refs) == states
+                            wrong = _check(run, shape, restored)
+                            code = "after" if tree is None else "before"
+                            rows.append({**run.to_json(), "shape": shape.name, "round": n,
+                                         "code": code, "check": wrong or "ok"})
+                            progress(f"{shape.name}, {op}, {processes} proc, {code}: "
+                                     f"{run.rate:,.0f} deltas/s"
+                                     f"{' WRONG: ' + wrong if wrong else ''}")
+        store.client.close()
+        machine = (f"{os.cpu_count()} cores; load average before {load}, after {load_average()}; "
+                   "Redis and the replaying processes on this machine")
+    return rows, machine
+
+
+def best(rows: Sequence[dict[str, Any]],
+         code: str = "after") -> dict[tuple[str, str, int], dict[str, Any]]:
+    """The best round of each (shape, op, processes) of ``code``."""
+    out: dict[tuple[str, str, int], dict[str, Any]] = {}
+    for row in rows:
+        if row.get("code", "after") != code:
+            continue
+        key = (row["shape"], row["op"], row["processes"])
+        if key not in out or row["rate"] > out[key]["rate"]:
+            out[key] = row
+    return out
+
+
+def judge(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Audit and rebuild at >= 50k deltas/s with 2 processes, every shape, runs right."""
+    top = best(rows)  # this tree's code
+    judged = [r for (_, _, p), r in top.items() if p == max(k[2] for k in top)]
+    worst = min(judged, key=lambda r: r["rate"])
+    wrong = [r for r in rows if r["check"] != "ok" and r.get("code", "after") == "after"]
+    return {
+        "name": "audit and rebuild, deltas replayed per second",
+        "goal": f">= {TARGET:,.0f}/s on the 2 cores, every shape",
+        "value": f"min {worst['rate']:,.0f}/s ({worst['shape']}, {worst['op']}, "
+                 f"{worst['processes']} processes)",
+        "passed": worst["rate"] >= TARGET and not wrong,
+        "wrong_runs": len(wrong),
+    }
+
+
+def render(rows: Sequence[dict[str, Any]], verdict: dict[str, Any], machine: str) -> str:
+    top, old = best(rows), best(rows, "before")
+    head = ["shape", "op", "processes", "deltas/s (best)", "all rounds", "client µs/delta",
+            "Redis µs/delta", "before: deltas/s", "speed-up"]
+    body = []
+    for (shape, op, processes), row in top.items():
+        rounds = ", ".join(f"{r['rate'] / 1000:.1f}k" for r in rows
+                           if (r["shape"], r["op"], r["processes"]) == (shape, op, processes)
+                           and r.get("code", "after") == "after")
+        was = old.get((shape, op, processes))
+        body.append([shape, op, str(processes), f"{row['rate']:,.0f}", rounds,
+                     f"{row['client_cpu_us_per_delta']:.1f}",
+                     f"{row['redis_cpu_us_per_delta']:.1f}",
+                     f"{was['rate']:,.0f}" if was else "—",
+                     f"{row['rate'] / was['rate']:.1f}x" if was else "—"])
+    lines = [f"Machine: {machine}", "", *table(head, body), "",
+             f"Target: {verdict['goal']}: {verdict['value']}: "
+             f"{'pass' if verdict['passed'] else 'FAIL'}"]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = cli.parser("replay", __doc__, "small sizes, about half a minute")
+    parser.add_argument("--before", type=Path, default=None,
+                        help="a tree of the code before a change, timed beside this one")
+    args = parser.parse_args(argv)
+    mode, sizes = ("quick", QUICK) if args.quick else ("full", FULL)
+    started = time.perf_counter()
+    rows, machine = measure(sizes, cli.progress(started), args.before)
+    verdict = judge(rows)
+    meta = {"mode": mode, "seconds": round(time.perf_counter() - started, 1),
+            "python": sys.version.split()[0], "platform": platform.platform(),
+            "machine": machine, "sizes": asdict(sizes),
+            "rate": "deltas replayed / wall seconds from the processes' start to the last's end",
+            "before": "rows with code 'before': the tree given with --before, timed beside"
+                      if args.before else None}
+    cli.write(cli.out_path("replay", args), {"meta": meta, "target": verdict, "runs": rows})
+    print(render(rows, verdict, machine))
+    wrong = [r for r in rows if r["check"] != "ok"]
+    for row in wrong:
+        print(f"CHECK FAILED: {row['code']}: {row['shape']}, {row['op']}: {row['check']}",
+              file=sys.stderr)
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
