@@ -39,7 +39,7 @@ from bench.common import cli
 from bench.common.checks import Check
 from bench.common.machine import load_average, program_version
 from bench.common.target import Target
-from bench.http import report, stack
+from bench.http import report, stack, summary, targets
 from bench.http.profile import Profile, profile_during
 from bench.http.runs import (
     VARIANTS,
@@ -77,7 +77,7 @@ class Sizes:
     paced_half_max: bool = True
     paced_connections: int = 64
     paced_grace: float = 3.0
-    paced_rate: float = report.PACED_RATE
+    paced_rate: float = targets.PACED_RATE
     warmup_seconds: int = 1
     profile_seconds: int = 5
     celery_workers: int = 2
@@ -94,11 +94,11 @@ QUICK = Sizes(rounds=1, seconds=1, bulk_seconds=1, variants=("api1", "api2"),
 def scenarios(sizes: Sizes) -> list[Scenario]:
     c = sizes.connections
     return [
-        Scenario(report.HEALTHZ, "healthz", c),
-        Scenario(report.POST, "post_one", c, ids=sizes.post_ids),
+        Scenario(summary.HEALTHZ, "healthz", c),
+        Scenario(summary.POST, "post_one", c, ids=sizes.post_ids),
         Scenario("post-100", "post_one", c, ids=sizes.hot_ids),
-        Scenario(report.STATE, "get_state", c, ids=sizes.state_threads, prefix=STATE_PREFIX),
-        Scenario(report.BULK, "post_bulk", sizes.bulk_connections, ids=sizes.bulk_threads,
+        Scenario(summary.STATE, "get_state", c, ids=sizes.state_threads, prefix=STATE_PREFIX),
+        Scenario(summary.BULK, "post_bulk", sizes.bulk_connections, ids=sizes.bulk_threads,
                  per_request=sizes.bulk_per_request, bodies=sizes.bulk_bodies),
     ]
 
@@ -115,8 +115,8 @@ class Results:
     notes: list[str]
 
     @property
-    def summaries(self) -> list[report.Summary]:
-        return report.summarize(self.runs)
+    def summaries(self) -> list[summary.Summary]:
+        return summary.summarize(self.runs)
 
     @property
     def checks(self) -> list[Check]:
@@ -149,7 +149,7 @@ def _rounds(line: stack.Stack, scripts: dict[str, Path], sizes: Sizes,
         order = variants[rnd % len(variants):] + variants[: rnd % len(variants)]
         for variant in order:
             for scenario in scenarios(sizes):
-                seconds = sizes.bulk_seconds if scenario.name == report.BULK else sizes.seconds
+                seconds = sizes.bulk_seconds if scenario.name == summary.BULK else sizes.seconds
                 run = run_scenario(line, scripts, scenario, variant, rnd=rnd, seconds=seconds)
                 runs.append(run)
                 drained = (f", backlog {run.drain.deltas:,} drained in {run.drain.seconds:.1f}s"
@@ -163,11 +163,11 @@ def _rounds(line: stack.Stack, scripts: dict[str, Path], sizes: Sizes,
 def _paced(line: stack.Stack, sizes: Sizes, runs: Sequence[Run],
            progress: Progress) -> list[PacedRun]:
     out = []
-    summaries = {(s.scenario, s.variant): s for s in report.summarize(runs)}
+    summaries = {(s.scenario, s.variant): s for s in summary.summarize(runs)}
     for name in sizes.variants:
         variant = VARIANTS[name]
         plan = [("target", sizes.paced_rate)]
-        post = summaries.get((report.POST, name))
+        post = summaries.get((summary.POST, name))
         if sizes.paced_half_max and post is not None:
             plan.append(("half-max", round(post.rps / 2)))
         for label, rate in plan:
@@ -190,7 +190,7 @@ def _profiles(line: stack.Stack, scripts: dict[str, Path], sizes: Sizes, workdir
         return []
     out = []
     for scenario in scenarios(sizes):
-        if scenario.name not in (report.POST, report.STATE, report.BULK):
+        if scenario.name not in (summary.POST, summary.STATE, summary.BULK):
             continue
 
         def load(seconds: float, scenario: Scenario = scenario) -> object:
@@ -283,9 +283,9 @@ def measure(sizes: Sizes, progress: Progress, keep: bool = False) -> Results:
             import shutil  # noqa: PLC0415
 
             shutil.rmtree(workdir, ignore_errors=True)
-    targets = report.judge(report.summarize(runs), paced)
+    judged = targets.judge(summary.summarize(runs), paced)
     notes = _notes(sizes, load_before, workdir if keep else None)
-    return Results(runs, paced, profiles, prefill, targets, notes)
+    return Results(runs, paced, profiles, prefill, judged, notes)
 
 
 def to_json(results: Results, mode: str, sizes: Sizes, seconds: float) -> dict[str, Any]:

@@ -40,16 +40,16 @@ from typing import Any
 from bench.common import cli
 from bench.common.machine import load_average
 from bench.common.store import store_for
-from bench.common.tables import table
 from bench.pipeline import services
 from bench.replay import runs, workload
+from bench.replay.report import render
 from bench.replay.runs import Run
+from bench.replay.targets import judge
 from bench.replay.workload import Shape
 from threadfold.core import dump_messages
 from threadfold.workers.store import Store
 
 Progress = Callable[[str], None]
-TARGET = 50_000.0
 AUDIT, MATCHING, DIFFERING = "audit", "rebuild, matching", "rebuild, differing"
 
 
@@ -139,62 +139,12 @@ def measure(sizes: Sizes, progress: Progress,
     return rows, machine
 
 
-def best(rows: Sequence[dict[str, Any]],
-         code: str = "after") -> dict[tuple[str, str, int], dict[str, Any]]:
-    """The best round of each (shape, op, processes) of ``code``."""
-    out: dict[tuple[str, str, int], dict[str, Any]] = {}
-    for row in rows:
-        if row.get("code", "after") != code:
-            continue
-        key = (row["shape"], row["op"], row["processes"])
-        if key not in out or row["rate"] > out[key]["rate"]:
-            out[key] = row
-    return out
-
-
-def judge(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Audit and rebuild at >= 50k deltas/s with 2 processes, every shape, runs right."""
-    top = best(rows)  # this tree's code
-    judged = [r for (_, _, p), r in top.items() if p == max(k[2] for k in top)]
-    worst = min(judged, key=lambda r: r["rate"])
-    wrong = [r for r in rows if r["check"] != "ok" and r.get("code", "after") == "after"]
-    return {
-        "name": "audit and rebuild, deltas replayed per second",
-        "goal": f">= {TARGET:,.0f}/s on the 2 cores, every shape",
-        "value": f"min {worst['rate']:,.0f}/s ({worst['shape']}, {worst['op']}, "
-                 f"{worst['processes']} processes)",
-        "passed": worst["rate"] >= TARGET and not wrong,
-        "wrong_runs": len(wrong),
-    }
-
-
-def render(rows: Sequence[dict[str, Any]], verdict: dict[str, Any], machine: str) -> str:
-    top, old = best(rows), best(rows, "before")
-    head = ["shape", "op", "processes", "deltas/s (best)", "all rounds", "client µs/delta",
-            "Redis µs/delta", "before: deltas/s", "speed-up"]
-    body = []
-    for (shape, op, processes), row in top.items():
-        rounds = ", ".join(f"{r['rate'] / 1000:.1f}k" for r in rows
-                           if (r["shape"], r["op"], r["processes"]) == (shape, op, processes)
-                           and r.get("code", "after") == "after")
-        was = old.get((shape, op, processes))
-        body.append([shape, op, str(processes), f"{row['rate']:,.0f}", rounds,
-                     f"{row['client_cpu_us_per_delta']:.1f}",
-                     f"{row['redis_cpu_us_per_delta']:.1f}",
-                     f"{was['rate']:,.0f}" if was else "—",
-                     f"{row['rate'] / was['rate']:.1f}x" if was else "—"])
-    lines = [f"Machine: {machine}", "", *table(head, body), "",
-             f"Target: {verdict['goal']}: {verdict['value']}: "
-             f"{'pass' if verdict['passed'] else 'FAIL'}"]
-    return "\n".join(lines)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = cli.parser("replay", __doc__, "small sizes, about half a minute")
     parser.add_argument("--before", type=Path, default=None,
                         help="a tree of the code before a change, timed beside this one")
     args = parser.parse_args(argv)
-    mode, sizes = ("quick", QUICK) if args.quick else ("full", FULL)
+    mode, sizes = cli.sizes(args, FULL, QUICK)
     started = time.perf_counter()
     rows, machine = measure(sizes, cli.progress(started), args.before)
     verdict = judge(rows)
