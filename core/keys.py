@@ -65,19 +65,20 @@ class ThreadKeys:
 
     @property
     def meta(self) -> str:
-        """HASH: cursor (version), next position, message count, times, failures, quarantine."""
+        """HASH: cursor (version), next position, message count, times, failures,
+        quarantine: its fields are in :mod:`threadfold.workers.storage.meta`."""
         return f"{self.tag}:{self.ref}:meta"
 
     @property
     def pages(self) -> str:
-        """HASH: page number -> the records of its positions (:mod:`threadfold.core.pages`)."""
+        """HASH: page number -> its records (:mod:`threadfold.workers.storage.pages`)."""
         return f"{self.tag}:{self.ref}:pages"
 
     @property
     def index(self) -> str:
         """HASH: bucket -> (id fingerprint, position) entries, a linear hash.
 
-        The format is in :mod:`threadfold.core.pages`.
+        The format is in :mod:`threadfold.workers.storage.pages`.
         """
         return f"{self.tag}:{self.ref}:index"
 

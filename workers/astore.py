@@ -17,6 +17,7 @@ from threadfold.workers.prefix import (
 )
 from threadfold.workers.redis_io import AsyncClient, Call, Item, arun
 from threadfold.workers.replay import state_of
+from threadfold.workers.storage.meta import VERSION_FIELDS, version_of
 
 
 class AsyncStore:
@@ -41,11 +42,8 @@ class AsyncStore:
 
     async def version(self, ref: str) -> str | None:
         """The thread's version (cursor), or None when it was never written."""
-        k = self.keyspace.thread(ref)
-        cursor, enqueued = await self.client.hmget(k.meta, ["c", "e"])
-        if cursor is None and enqueued is None:
-            return None
-        return ops.text(cursor) if cursor is not None else "0-0"
+        meta = self.keyspace.thread(ref).meta
+        return version_of(await self.client.hmget(meta, [*VERSION_FIELDS]))
 
     async def status(self, ref: str) -> ops.ThreadStatus | None:
         return ops.parse_status(await arun(self.client, ops.status_call(self.keyspace, ref)))

@@ -236,7 +236,7 @@ class Drainer:
         return commit_call(
             self.store.keyspace,
             ref,
-            batch=batch,
+            fence=batch.cursor,
             new_cursor=decoded[-1][0],
             next_position=fold.next_position,
             effect=fold.take_effect(),

@@ -9,8 +9,14 @@ from __future__ import annotations
 
 import struct
 
-from threadfold.core.pages import BUCKET_ENTRIES, MAX_PAGE_RECORDS, fingerprint, records
-from threadfold.workers.ops import as_bytes, text
+from threadfold.workers.redis_io import as_bytes, text
+from threadfold.workers.storage import meta
+from threadfold.workers.storage.pages import (
+    BUCKET_ENTRIES,
+    MAX_PAGE_RECORDS,
+    fingerprint,
+    records,
+)
 from threadfold.workers.store import Store
 
 _ENTRY = struct.Struct(">II")
@@ -32,9 +38,8 @@ def layout_problems(store: Store, ref: str) -> list[str]:
     problems: list[str] = []
     pages = sorted((int(text(n)), as_bytes(v)) for n, v in client.hgetall(k.pages).items())
     buckets = {int(text(n)): as_bytes(v) for n, v in client.hgetall(k.index).items()}
-    count, width, per = (
-        int(text(v)) if v is not None else None for v in client.hmget(k.meta, "m", "ib", "pp")
-    )
+    fields = client.hmget(k.meta, meta.MESSAGES, meta.INDEX_BUCKETS, meta.PER_PAGE)
+    count, width, per = (int(text(v)) if v is not None else None for v in fields)
     count, width, per = count or 0, width or 0, per or MAX_PAGE_RECORDS
     held: list[tuple[int, int]] = []  # (fingerprint, position) of every record
     last = -1

@@ -1,8 +1,8 @@
 """Script calls built and answers parsed: the pure half of the store.
 
-Each ``*_call`` returns a :class:`Call` (script, keys, args) and each ``parse_*`` turns
-the script's raw answer into a typed value, so the sync store, the asyncio store and
-the producer share one definition of every exchange with Redis.
+The exchanges themselves are in :mod:`threadfold.workers.storage`, one module per
+script; this module holds the read of a batch (HEAD, XREAD, CANDIDATES) and the names
+its importers still use.
 """
 
 from __future__ import annotations
@@ -12,119 +12,65 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Final
 
-import msgspec
-
-from threadfold.core import scripts
-from threadfold.core.codec import decode_stored
-from threadfold.core.fold import Effect
 from threadfold.core.keys import Keyspace, ThreadKeys
-from threadfold.core.messages import BaseMessage
-from threadfold.core.pages import (
-    MAX_PAGE_RECORDS,
-    body_at,
-    edit_page,
-    fingerprint,
-    id_at,
-    record,
-    records,
-    split_records,
+from threadfold.workers.redis_io import MAX_MERGED, Call, Command, as_bytes, text
+from threadfold.workers.storage import (
+    backlog,
+    candidates,
+    commit,
+    delete,
+    fail,
+    head,
+    ingest,
+    lookup,
+    read_state,
+    rebuild,
+    retry,
+    scripts,
+    status,
+    wake,
 )
-from threadfold.workers.redis_io import MAX_MERGED, Call, Command, Script
+from threadfold.workers.storage.backlog import Listed, Listing
+from threadfold.workers.storage.commit import Committed, commit_call
+from threadfold.workers.storage.ingest import MAX_THREADS_PER_INGEST, IngestAnswer, IngestGroup
+from threadfold.workers.storage.lookup import Found
+from threadfold.workers.storage.meta import ENTRY_FINGERPRINTS, ENTRY_PAYLOAD, fence
+from threadfold.workers.storage.pages import MAX_PAGE_RECORDS, id_at
+from threadfold.workers.storage.read_state import StateBodies, StatePage
+from threadfold.workers.storage.retry import Retried
+from threadfold.workers.storage.status import SkippedEntry, ThreadStatus
 
-INGEST: Final = Script("ingest", scripts.INGEST)
-HEAD: Final = Script("head", scripts.HEAD)
-CANDIDATES: Final = Script("candidates", scripts.CANDIDATES)
-COMMIT: Final = Script("commit", scripts.COMMIT)
-FAIL: Final = Script("fail", scripts.FAIL)
-RETRY: Final = Script("retry", scripts.RETRY)
-WAKE: Final = Script("wake", scripts.WAKE)
-READ_STATE: Final = Script("read_state", scripts.READ_STATE)
-DELETE: Final = Script("delete", scripts.DELETE)
-STATUS: Final = Script("status", scripts.STATUS)
-REBUILD: Final = Script("rebuild", scripts.REBUILD)
-BACKLOG: Final = Script("backlog", scripts.BACKLOG)
-LOOKUP: Final = Script("lookup", scripts.LOOKUP)
-ALL_SCRIPTS: Final = (
-    INGEST,
-    HEAD,
-    CANDIDATES,
-    COMMIT,
-    FAIL,
-    RETRY,
-    WAKE,
-    READ_STATE,
-    DELETE,
-    STATUS,
-    REBUILD,
-    LOOKUP,
-    BACKLOG,
-)
+__all__ = [
+    "IngestAnswer", "IngestGroup", "Listed", "Listing", "Committed", "Found", "Retried",
+    "SkippedEntry", "StateBodies", "StatePage", "ThreadStatus", "MAX_THREADS_PER_INGEST",
+    "as_bytes", "commit_call", "fence", "text",
+]
 
+INGEST: Final = ingest.SCRIPT
+HEAD: Final = head.SCRIPT
+CANDIDATES: Final = candidates.SCRIPT
+COMMIT: Final = commit.SCRIPT
+FAIL: Final = fail.SCRIPT
+RETRY: Final = retry.SCRIPT
+WAKE: Final = wake.SCRIPT
+READ_STATE: Final = read_state.SCRIPT
+DELETE: Final = delete.SCRIPT
+STATUS: Final = status.SCRIPT
+REBUILD: Final = rebuild.SCRIPT
+BACKLOG: Final = backlog.SCRIPT
+LOOKUP: Final = lookup.SCRIPT
+ALL_SCRIPTS: Final = scripts.ALL
 
-def text(value: Any) -> str:
-    """A Redis reply as text (clients may or may not decode responses)."""
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-# -- ingestion ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class IngestAnswer:
-    """One thread's part of an ingest call: each delta's version and whether it is new
-    (not a retried delta_id), and whether this call set the wake-up flag."""
-
-    versions: list[str]
-    new: list[bool]
-    woke: bool
-
-
-IngestGroup = tuple[str, Sequence[tuple[str, bytes, bytes]]]
-
-
-def ingest_call(ks: Keyspace, groups: Sequence[IngestGroup], dedupe_ms: int, wake_ms: int) -> Call:
-    """Append deltas to one or more threads, each thread's in order: ``groups`` holds
-    ``(ref, [(delta_id or '', payload, encoded ids or ''), ...])``. On a cluster every
-    thread of one call must be in one bucket (:func:`ingest_groups`)."""
-    keys: list[str] = []
-    args: list[str | bytes | int] = [dedupe_ms, wake_ms, len(groups)]
-    for ref, deltas in groups:
-        keys += _ingest_keys(ks, ref)
-        args += [ref, len(deltas)]
-        for delta_id, payload, mentioned in deltas:
-            args += [delta_id, payload, mentioned]
-    return Call(INGEST, keys, args)
-
-
-def ingest_groups(ks: Keyspace, refs: Sequence[str], cluster: bool) -> list[list[str]]:
-    """Which threads share an ingest call: all of them on one server (keys may span
-    slots there), the threads of each bucket on a cluster (a script's keys must share
-    a slot). Calls are capped so one script never holds the server for long."""
-    if not cluster:
-        return [
-            list(refs[i : i + MAX_THREADS_PER_INGEST])
-            for i in range(0, len(refs), MAX_THREADS_PER_INGEST)
-        ]
-    by_bucket: dict[int, list[str]] = {}
-    for ref in refs:
-        by_bucket.setdefault(ks.bucket_of(ref), []).append(ref)
-    return [
-        group[i : i + MAX_THREADS_PER_INGEST]
-        for group in by_bucket.values()
-        for i in range(0, len(group), MAX_THREADS_PER_INGEST)
-    ]
-
-
-#: Most threads in one ingest call (a few hundred microseconds of server time).
-MAX_THREADS_PER_INGEST: Final = 200
-
-
-# Key names per thread, memoized: building seven f-strings per call was a visible share of
-# a bulk ingest's CPU, and a busy process touches the same threads again and again.
-@lru_cache(maxsize=65_536)
-def _ingest_keys(ks: Keyspace, ref: str) -> tuple[str, ...]:
-    k = ks.thread(ref)
-    return (k.log, k.meta, k.sched, k.dirty, k.threads, k.dedupe, k.dedupe_expiry, k.births)
+ingest_call = ingest.call
+ingest_groups = ingest.groups_of
+parse_ingest = ingest.parse
+parse_lookup = lookup.parse
+parse_commit = commit.parse
+parse_retry = retry.parse
+parse_read_state = read_state.parse
+parse_read_state_bodies = read_state.parse_bodies
+parse_status = status.parse
+parse_listing = backlog.parse
 
 
 @lru_cache(maxsize=65_536)
@@ -133,23 +79,40 @@ def thread_keys(ks: Keyspace, ref: str) -> ThreadKeys:
     return ks.thread(ref)
 
 
-@lru_cache(maxsize=65_536)
-def _drain_keys(ks: Keyspace, ref: str) -> tuple[str, ...]:
-    """meta log pages index sched dirty"""
-    k = ks.thread(ref)
-    return (k.meta, k.log, *k.state, k.sched, k.dirty)
+def lookup_call(ks: Keyspace, ref: str, ids: Sequence[str]) -> Call:
+    return lookup.call(ks.thread(ref), ids)
 
 
-def parse_ingest(raw: list[Any], counts: Sequence[int]) -> list[IngestAnswer]:
-    """One answer per thread of the call; ``counts`` are their numbers of deltas."""
-    answers, at = [], 0
-    for n in counts:
-        end = at + 1 + 2 * n
-        versions = [text(v) for v in raw[at + 1 : end : 2]]
-        new = [flag == 1 for flag in raw[at + 2 : end : 2]]
-        answers.append(IngestAnswer(versions, new, raw[at] == 1))
-        at = end
-    return answers
+def fail_call(
+    ks: Keyspace, ref: str, *, limit: int, reason: str, entry: str, backoff_ms: int
+) -> Call:
+    return fail.call(ks.thread(ref), fail.Args(limit, reason, entry, ref, backoff_ms))
+
+
+def retry_call(ks: Keyspace, ref: str, wake_ms: int, skip: bool) -> Call:
+    return retry.call(ks.thread(ref), wake_ms, skip)
+
+
+def wake_call(ks: Keyspace, ref: str, wake_ms: int) -> Call:
+    return wake.call(ks.thread(ref), wake_ms)
+
+
+def read_state_call(
+    ks: Keyspace, ref: str, mode: str = "all", anchor: str = "", limit: int = -1
+) -> Call:
+    return read_state.call(ks.thread(ref), mode, anchor, limit)
+
+
+def delete_call(ks: Keyspace, ref: str) -> Call:
+    return delete.call(ks.thread(ref))
+
+
+def status_call(ks: Keyspace, ref: str) -> Call:
+    return status.call(ks.thread(ref))
+
+
+def backlog_call(ks: Keyspace, bucket: int, limit: int) -> Call:
+    return backlog.call(ks, bucket, limit)
 
 
 # -- draining ----------------------------------------------------------------------------------
@@ -208,16 +171,6 @@ class Batch:  # dataclass's __init__ sets each field through object.__setattr__
         return found
 
 
-def fence(cursor: Any, generation: Any, incarnation: Any) -> str:
-    """What a commit compares (as the scripts' ``fence()`` builds it from meta c, g, i)."""
-    out = text(cursor) if cursor is not None else "0-0"
-    if generation is not None:
-        out += "@" + text(generation)
-    if incarnation is not None:
-        out += "#" + text(incarnation)
-    return out
-
-
 def entry_key(entry: str) -> tuple[int, int]:
     """A stream entry id as numbers, for ordering."""
     ms, _, seq = entry.partition("-")
@@ -244,7 +197,7 @@ def read_calls(
             part = members[at : at + MAX_MERGED]
             logs = [k.log for k in part]
             starts = [hints.get(k.ref) or "0-0" for k in part]
-            calls.append(Call(HEAD, [k.meta for k in part], []))
+            calls.append(head.call([k.meta for k in part]))
             xread: tuple[str | int, ...] = ("XREAD", "COUNT", max_entries, "STREAMS")
             xread += (*logs, *starts)
             calls.append(Command(xread, logs[0]))
@@ -331,421 +284,27 @@ def _fields(fields: Any) -> tuple[bytes, bytes | None]:
     payload, mentioned = b"", None
     for j in range(0, len(fields) - 1, 2):
         name = fields[j]
-        if name in (b"d", "d"):
+        if name in (b"d", ENTRY_PAYLOAD):
             payload = as_bytes(fields[j + 1])
-        elif name in (b"f", "f"):
+        elif name in (b"f", ENTRY_FINGERPRINTS):
             mentioned = as_bytes(fields[j + 1])
     return payload, mentioned
 
 
 def candidates_call(ks: Keyspace, ref: str, batch: Batch) -> Call:
-    """The second step, if the fence is still the one read with the entries: count the
-    read as an attempt, and the candidate positions of the fingerprints the entries list
-    with the pages holding them. Calls of many threads merge into one (``run_merged``);
-    a call's answer is one section per thread (:func:`add_candidates` takes one)."""
-    meta, _, pages, index, _, _ = _drain_keys(ks, ref)
-    return Call(CANDIDATES, [meta, pages, index], [batch.cursor, batch.mentioned or b""])
+    """The second step (:mod:`threadfold.workers.storage.candidates`) for a batch."""
+    return candidates.call(ks, ref, batch.cursor, batch.mentioned)
 
 
 def add_candidates(batch: Batch, raw: list[Any]) -> None:
     """Complete a batch with the answer of its :func:`candidates_call`: when the fence
     moved since the read, it is to be read again (its entries are dropped)."""
-    if int(raw[0]) < 0:
+    found = candidates.parse(raw, batch.mentioned is not None)
+    if found is None:
         batch.entries = []
         batch.reread = True
         return
-    batch.attempts, batch.per, c = int(raw[0]), int(raw[1]), int(raw[2])
-    if batch.mentioned is None:
-        return  # candidates is None: the worker looks the ids up
-    candidates: dict[bytes, list[int]] = {}
-    end = 3 + 2 * c
-    for i in range(3, end, 2):
-        candidates.setdefault(as_bytes(raw[i]), []).append(int(raw[i + 1]))
-    batch.candidates = candidates
-    batch.pages = {int(raw[i]): as_bytes(raw[i + 1]) for i in range(end, len(raw), 2)}
-
-
-def lookup_call(ks: Keyspace, ref: str, ids: Sequence[str]) -> Call:
-    """Where the thread holds these ids, and the pages that hold them."""
-    k = ks.thread(ref)
-    args: list[str | bytes] = []
-    for ident in ids:
-        args += [ident, fingerprint(ident)]
-    return Call(LOOKUP, [k.meta, *k.state], args)
-
-
-@dataclass(frozen=True, slots=True)
-class Found:
-    """Where a thread holds some ids: positions by id, the pages holding them."""
-
-    positions: dict[str, int]
-    pages: dict[int, bytes]
-    per: int
-
-    def bodies(self) -> dict[str, bytes]:
-        """The stored bodies by id."""
-        found = {}
-        for key, position in self.positions.items():
-            body = body_at(self.pages.get(position // self.per, b""), position)
-            if body is not None:
-                found[key] = body
-        return found
-
-
-def parse_lookup(raw: list[Any]) -> Found:
-    found, held, per = raw
-    positions = {text(found[i]): int(found[i + 1]) for i in range(0, len(found), 2)}
-    pages = {int(held[i]): as_bytes(held[i + 1]) for i in range(0, len(held), 2)}
-    return Found(positions, pages, int(per))
-
-
-def as_bytes(value: Any) -> bytes:
-    """A Redis reply as bytes."""
-    return value if isinstance(value, bytes) else str(value).encode()
-
-
-def commit_call(
-    ks: Keyspace,
-    ref: str,
-    *,
-    batch: Batch,
-    new_cursor: str,
-    next_position: int,
-    effect: Effect,
-    known: Mapping[str, int],
-    pages: Mapping[int, bytes],
-    per: int,
-    applied: int,
-    retention_ms: int,
-    wake_ms: int,
-    encode: Any,
-) -> Call:
-    """The compare-and-set commit of one folded batch: only its net effect is written.
-
-    ``known`` are the stored positions the batch was folded over, confirmed against
-    ``pages``, the stored pages holding them (``per`` positions each) as of the batch's
-    fence. An upsert at its
-    known position is rewritten in place; one at a new position is appended, and a
-    known id re-added after a remove in the batch has its old record removed. The
-    pages edited are rewritten here and sent whole: Redis's Lua hashes every byte of
-    every string it makes, and a page spliced in a script was made three times (read,
-    cut, joined), where a page spliced here is made once in the commit's arguments.
-    """
-    meta, log, pages_key, index, sched, dirty = _drain_keys(ks, ref)
-    if effect.cleared:
-        known = {}  # the clear took every stored record
-    removed: list[bytes | int] = []
-    changes: dict[int, bytes | None] = {}
-    inserts: list[tuple[int, str, BaseMessage]] = []
-    for key in effect.removed:
-        old = known.get(key)
-        if old is not None:  # else it was new in this batch: nothing stored
-            removed += [fingerprint(key), old]
-            changes[old] = None
-    for key, (position, message) in effect.upserts.items():
-        old = known.get(key)
-        if old == position:
-            changes[position] = record(key, position, encode(message))
-            continue
-        if old is not None:
-            removed += [fingerprint(key), old]
-            changes[old] = None
-        inserts.append((position, key, message))
-    inserts.sort(key=_first)
-    edited = _edited_pages(changes, per, pages)
-    args: list[str | bytes | int] = [
-        batch.cursor,
-        new_cursor,
-        next_position,
-        "1" if effect.cleared else "0",
-        len(removed) // 2,
-        len(edited) // 2,
-        len(inserts),
-        retention_ms,
-        wake_ms,
-        ref,
-        applied,
-        *removed,
-        *edited,
-    ]
-    for position, key, message in inserts:
-        args += [fingerprint(key), position, record(key, position, encode(message))]
-    keys = [meta, pages_key, index, log, sched, dirty]
-    # Counted, so that calls of many threads merge into one (``run_merged``); a call's
-    # answer is a list of one section per thread (``parse_commit`` takes one).
-    return Call(COMMIT, keys, [len(args), *args])
-
-
-def _edited_pages(
-    changes: Mapping[int, bytes | None], per: int, pages: Mapping[int, bytes]
-) -> list[bytes | int]:
-    """``{page_number, page}*`` of the pages ``changes`` rewrite (b"" when emptied)."""
-    by_page: dict[int, dict[int, bytes | None]] = {}
-    for position, change in changes.items():
-        by_page.setdefault(position // per, {})[position] = change
-    out: list[bytes | int] = []
-    for number, edits in by_page.items():
-        out += [number, edit_page(pages[number], edits)]
-    return out
-
-
-def _first(item: tuple[int, str, BaseMessage]) -> int:
-    return item[0]
-
-
-@dataclass(frozen=True, slots=True)
-class Committed:
-    """A commit's answer: refused (the fence moved), or done, with backlog left or not."""
-
-    ok: bool
-    more: bool = False
-    now_ms: int = 0
-
-
-def parse_commit(raw: list[Any]) -> Committed:
-    if int(raw[0]) != 1:
-        return Committed(ok=False)
-    return Committed(ok=True, more=bool(int(raw[1])), now_ms=int(raw[2]))
-
-
-def fail_call(
-    ks: Keyspace, ref: str, *, limit: int, reason: str, entry: str, backoff_ms: int
-) -> Call:
-    k = ks.thread(ref)
-    return Call(
-        FAIL, [k.meta, k.sched, k.dirty, k.quarantine], [limit, reason, entry, ref, backoff_ms]
-    )
-
-
-def retry_call(ks: Keyspace, ref: str, wake_ms: int, skip: bool) -> Call:
-    k = ks.thread(ref)
-    return Call(
-        RETRY,
-        [k.meta, k.sched, k.dirty, k.quarantine, k.log],
-        [ref, wake_ms, "1" if skip else "0", scripts.SKIPPED_KEPT],
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class Retried:
-    """What a retry did: whether the thread was quarantined, whether this call set its
-    wake-up flag (the caller sends the wake-up), the entry it skipped ('' for none),
-    when a skip was asked for and none happened, why, and whether a backlog is left."""
-
-    was_quarantined: bool
-    woke: bool
-    skipped: str
-    not_skipped: str
-    backlog: bool
-
-
-def parse_retry(raw: list[Any]) -> Retried | None:
-    """None when the thread does not exist (the script then wrote nothing)."""
-    if int(raw[0]) < 0:
-        return None
-    was, woke, skipped, why, backlog = raw
-    return Retried(bool(int(was)), bool(int(woke)), text(skipped), text(why), bool(int(backlog)))
-
-
-def wake_call(ks: Keyspace, ref: str, wake_ms: int) -> Call:
-    k = ks.thread(ref)
-    return Call(WAKE, [k.meta, k.log, k.sched, k.dirty], [ref, wake_ms])
-
-
-# -- reading -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class StatePage:
-    """A consistent read of a thread (one script): messages in order and their version."""
-
-    version: str
-    total: int
-    has_more: bool
-    anchor_found: bool
-    messages: list[BaseMessage]
-
-
-def read_state_call(
-    ks: Keyspace, ref: str, mode: str = "all", anchor: str = "", limit: int = -1
-) -> Call:
-    k = ks.thread(ref)
-    return Call(READ_STATE, [k.meta, *k.state], [mode, anchor, limit, fingerprint(anchor)])
-
-
-def parse_read_state(raw: list[Any], mode: str = "all", limit: int = -1) -> StatePage | None:
-    """The answer to ``read_state_call(..., mode, anchor, limit)``."""
-    found = parse_read_state_bodies(raw, mode, limit)
-    if found is None:
-        return None
-    messages = [decode_stored(b, i.decode()) for i, b in zip(found.ids, found.bodies, strict=True)]
-    return StatePage(found.version, found.total, found.has_more, found.anchor_found, messages)
-
-
-@dataclass(frozen=True, slots=True)
-class StateBodies:
-    """A :class:`StatePage` with its messages still encoded, as stored."""
-
-    version: str
-    total: int
-    has_more: bool
-    anchor_found: bool
-    ids: list[bytes]  # as Redis sent them (UTF-8): decoded only where a message is built
-    bodies: list[bytes]
-
-
-def parse_read_state_bodies(
-    raw: list[Any], mode: str = "all", limit: int = -1
-) -> StateBodies | None:
-    """The records of the pages the script sent, cut to the range it was asked for."""
-    if not raw:
-        return None
-    version, total, found = text(raw[0]), int(raw[1]), bool(int(raw[2]))
-    anchor = int(raw[3])
-    numbered = sorted(zip(map(int, raw[4::2]), raw[5::2], strict=True))
-    if mode == "all" and limit < 0:  # a whole thread: the reads' hot path
-        ids: list[bytes] = []
-        bodies: list[bytes] = []
-        for _, page in numbered:
-            split_records(as_bytes(page), ids, bodies)
-        return StateBodies(version, total, False, found, ids, bodies)
-    held = [r for _, page in numbered for r in records(as_bytes(page))]
-    if mode == "after":
-        held = [r for r in held if r[0] > anchor]
-    elif mode == "before":
-        held = [r for r in held if r[0] < anchor]
-    more = 0 <= limit < len(held)
-    if more:
-        held = held[-limit:] if mode == "before" and limit else held[:limit]
-    return StateBodies(version, total, more, found, [r[1] for r in held], [r[2] for r in held])
-
-
-def delete_call(ks: Keyspace, ref: str) -> Call:
-    k = ks.thread(ref)
-    keys = [
-        k.log,
-        k.meta,
-        *k.state,
-        k.sched,
-        k.dedupe,
-        k.dedupe_expiry,
-        k.dirty,
-        k.quarantine,
-        k.threads,
-    ]
-    return Call(DELETE, keys, [ref])
-
-
-@dataclass(frozen=True, slots=True)
-class ThreadStatus:
-    """What ``status`` reports about one thread."""
-
-    version: str
-    last_enqueued: str
-    backlog: int
-    messages: int
-    last_commit_ms: int | None
-    attempts: int
-    quarantined: str
-    quarantined_entry: str
-    dirty_since_ms: int | None
-    applied: int
-    #: Entries an operator skipped (``retry --skip``), oldest first: the latest
-    #: :data:`threadfold.core.scripts.SKIPPED_KEPT` of them.
-    skipped: list[SkippedEntry] = field(default_factory=list)
-
-
-class SkippedEntry(msgspec.Struct, frozen=True):
-    """A log entry ``retry --skip`` removed: its id, why the drain failed on it, when."""
-
-    entry: str
-    reason: str
-    at_ms: int
-
-
-# The retry script writes the list with Lua's cjson (numbers as %.14g: a ms time is 13
-# digits, so it stays an integer).
-_SKIPPED: Final = msgspec.json.Decoder(list[SkippedEntry])
-
-
-def status_call(ks: Keyspace, ref: str) -> Call:
-    k = ks.thread(ref)
-    return Call(STATUS, [k.meta, k.log, k.dirty], [ref])
-
-
-def parse_status(raw: list[Any]) -> ThreadStatus | None:
-    if not raw:
-        return None
-    c, e, t, a, q, qe, applied, added, count, dirty, skipped = (text(x) for x in raw)
-    return ThreadStatus(
-        version=c,
-        last_enqueued=e,
-        backlog=int(added) - int(applied),
-        messages=int(count),
-        last_commit_ms=int(t) if t else None,
-        attempts=int(a),
-        quarantined=q,
-        quarantined_entry=qe,
-        dirty_since_ms=int(float(dirty)) if dirty else None,
-        applied=int(applied),
-        skipped=_SKIPPED.decode(skipped),
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class Listed:
-    """A thread in the status listing, with its backlog and version as one read saw
-    them together with its listing (``reason`` and ``entry`` for a quarantined one)."""
-
-    ref: str
-    since_ms: int
-    backlog: int
-    version: str
-    reason: str = ""
-    entry: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Listing:
-    """Threads with a backlog and quarantined threads: how many, and the oldest of each."""
-
-    with_backlog: int
-    backlog: list[Listed]
-    quarantined: int
-    quarantine: list[Listed]
-
-
-def backlog_call(ks: Keyspace, bucket: int, limit: int) -> Call:
-    """One bucket's part of the status listing (its threads' keys are built in the
-    script from what surrounds the ref in their names here)."""
-    b = ks.bucket_keys(bucket)
-    probe = ThreadKeys("\0", b.tag)
-    meta_before, meta_after = probe.meta.split("\0")
-    log_before, log_after = probe.log.split("\0")
-    return Call(
-        BACKLOG, [b.dirty, b.quarantine], [limit, meta_before, meta_after, log_before, log_after]
-    )
-
-
-def parse_listing(raws: Sequence[list[Any]], limit: int) -> Listing:
-    """The buckets' answers to :func:`backlog_call` as one listing, oldest first."""
-    with_backlog, quarantined = 0, 0
-    backlog: list[Listed] = []
-    quarantine: list[Listed] = []
-    for n_dirty, dirty, n_quarantined, held in raws:
-        with_backlog += int(n_dirty)
-        quarantined += int(n_quarantined)
-        backlog += (_listed(row) for row in dirty)
-        quarantine += (_listed(row) for row in held)
-    backlog.sort(key=_since)
-    quarantine.sort(key=_since)
-    return Listing(with_backlog, backlog[:limit], quarantined, quarantine[:limit])
-
-
-def _listed(row: list[Any]) -> Listed:
-    ref, since, backlog, version, *extra = (text(x) for x in row)
-    return Listed(ref, int(float(since)), int(backlog), version, *extra)
-
-
-def _since(listed: Listed) -> int:
-    return listed.since_ms
+    batch.attempts, batch.per = found.attempts, found.per
+    if found.positions is not None:
+        batch.candidates = found.positions
+        batch.pages = found.pages

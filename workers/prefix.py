@@ -30,15 +30,13 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final, Literal
 
-from threadfold.core import scripts
 from threadfold.core.keys import Keyspace
-from threadfold.core.pages import split_records
 from threadfold.core.versions import parse_version
-from threadfold.workers.ops import as_bytes, entry_key, fence, text
-from threadfold.workers.redis_io import Call, Command, Item, Script, SyncClient, run_many
-
-PREFIX: Final = Script("prefix", scripts.PREFIX)
-LOG_FENCE: Final = Script("log_fence", scripts.LOG_FENCE)
+from threadfold.workers.ops import entry_key
+from threadfold.workers.redis_io import Command, Item, SyncClient, as_bytes, run_many, text
+from threadfold.workers.storage import log_fence, prefix
+from threadfold.workers.storage.meta import ENTRY_PAYLOAD, fence
+from threadfold.workers.storage.pages import split_records
 
 #: Log entries per page.
 PAGE: Final = 1000
@@ -160,8 +158,7 @@ class PrefixRead:
             raise ValueError("time travel reads its first page with the live state")
         if upto:
             parse_version(upto)  # InvalidVersion (a ValueError) before Redis sees it
-        k = ks.thread(ref)
-        self._keys = (k.meta, k.pages, k.log)
+        self._keys = ks.thread(ref)
         self.ref, self.mode, self.upto = ref, mode, upto
         self.first_page, self.page = first_page, page
         self.result: Prefix | None = None
@@ -175,13 +172,13 @@ class PrefixRead:
         self._state: tuple[list[bytes], list[bytes]] = ([], [])
 
     def calls(self) -> list[Item]:
-        meta, pages, log = self._keys
+        k = self._keys
         if not self._begun:
-            return [Call(PREFIX, [meta, pages, log], [self.mode, self.upto, self.first_page])]
+            return [prefix.call(k, prefix.Args(self.mode, self.upto, self.first_page))]
         start = "(" + self._entries[-1][0] if self._entries else "-"
         return [
-            Command(("XRANGE", log, start, self.upto, "COUNT", self.page), log),
-            Call(LOG_FENCE, [meta, log], []),
+            Command(("XRANGE", k.log, start, self.upto, "COUNT", self.page), k.log),
+            log_fence.call(k),
         ]
 
     def feed(self, replies: Sequence[Any]) -> None:
@@ -192,38 +189,36 @@ class PrefixRead:
 
     def _begin(self, raw: Sequence[Any]) -> None:
         self._begun = True
-        status = text(raw[0])
-        if status == "missing":
+        found = prefix.parse(raw)
+        if isinstance(found, prefix.Missing):
             raise NotReplayable(self.ref, Reason.NEVER_WRITTEN, "it has never been written")
-        if status == "unborn":
-            born = text(raw[1])
+        if isinstance(found, prefix.Unborn):
             raise NotReplayable(
                 self.ref,
                 Reason.BEFORE_BIRTH,
-                f"version {self.upto} precedes its first entry {born}: no state of this "
-                "thread (an earlier one of this name was deleted, or none was written yet)",
-                first_version=born,
+                f"version {self.upto} precedes its first entry {found.birth}: no state of "
+                "this thread (an earlier one of this name was deleted, or none was written "
+                "yet)",
+                first_version=found.birth,
             )
-        if status == "gone":
-            cursor = text(raw[1])
+        if isinstance(found, prefix.Gone):
             raise NotReplayable(
                 self.ref,
                 Reason.TRIMMED,
                 "retention trimmed its log: it no longer holds the thread's whole history, "
                 "so no version before the live one can be replayed; the oldest version "
-                f"served is {cursor}",
-                oldest_version=cursor,
+                f"served is {found.cursor}",
+                oldest_version=found.cursor,
             )
-        c, g, i, first = (text(x) for x in raw[1:5])
-        entries, held = raw[6], raw[7]
+        c, i, first = found.cursor, found.incarnation, found.first
         self._cursor, self._incarnation = c, i
-        self._fence = fence(c, g or None, i or None)
-        self._live = status == "live"
-        if held:
-            self._state = _records(held)
+        self._fence = fence(c, found.generation or None, i or None)
+        self._live = found.live
+        if found.pages:
+            self._state = _records(found.pages)
         if self.mode == "audit":
             self.upto = c
-        self._take(entries, self.first_page)
+        self._take(found.entries, self.first_page)
         if self.result is None and not self._entries:
             # Nothing read yet: the next page must still find the log's first entry.
             self._anchor = first
@@ -231,7 +226,7 @@ class PrefixRead:
                 self._finish()  # an empty log (every entry skipped), or nothing applied
 
     def _continue(self, page: Sequence[Any], check: Sequence[Any]) -> None:
-        exists, incarnation, first = int(check[0]), text(check[1]), text(check[2])
+        exists, incarnation, first = log_fence.parse(check)
         if not exists or incarnation != self._incarnation:
             raise Moved(f"thread {self.ref} was deleted while its log was read")
         if not first or entry_key(first) > entry_key(self._anchor):
@@ -273,10 +268,10 @@ def _payload(fields: Any) -> bytes:
     """A log entry's delta bytes (field ``d``): from the flat list Redis sends, or the
     dict redis-py makes of it (a command it parsed itself). b"" when absent."""
     if isinstance(fields, dict):
-        found = fields.get(b"d", fields.get("d"))
+        found = fields.get(b"d", fields.get(ENTRY_PAYLOAD))
         return as_bytes(found) if found is not None else b""
     for at in range(0, len(fields) - 1, 2):
-        if fields[at] in (b"d", "d"):
+        if fields[at] in (b"d", ENTRY_PAYLOAD):
             return as_bytes(fields[at + 1])
     return b""
 

@@ -26,11 +26,11 @@ from threadfold.core.depth import DEFAULT_MAX_DEPTH, check_depth, containers_at_
 from threadfold.core.errors import InvalidMessage
 from threadfold.core.ids import IdSource, derived_ids, ensure_ids, uuid4_str
 from threadfold.core.keys import DEFAULT_TENANT, InvalidName, make_ref
-from threadfold.core.pages import fingerprints
 from threadfold.core.servable import check_encoded
 from threadfold.workers import ops
 from threadfold.workers.redis_io import AsyncClient, Call, Stream, SyncClient, arun_many, run_many
 from threadfold.workers.settings import Settings
+from threadfold.workers.storage.pages import fingerprints
 from threadfold.workers.wakeup import AsyncWaker, Waker
 
 MAX_DELTA_ID = 200

@@ -24,6 +24,7 @@ from threadfold.workers import ops
 from threadfold.workers.astore import AsyncStore
 from threadfold.workers.prefix import LAST, PAGE, NotReplayable, PrefixRead, Reason, read_many
 from threadfold.workers.replay import state_of
+from threadfold.workers.storage.meta import VERSION_FIELDS, version_of
 from threadfold.workers.store import Store
 
 Format = Literal["langchain", "openai"]
@@ -223,14 +224,6 @@ def page_of(whole: ops.StatePage, mode: str, anchor: str, limit: int) -> ops.Sta
     return ops.StatePage(whole.version, whole.total, more, True, messages)
 
 
-def _version_of(meta: list[Any]) -> str | None:
-    """The version of a thread from its meta's cursor and last enqueued entry (HMGET c e)."""
-    cursor, enqueued = meta
-    if cursor is None and enqueued is None:
-        return None
-    return ops.text(cursor) if cursor is not None else "0-0"
-
-
 class _Waiting:
     """When to look at the version again, and when to give up."""
 
@@ -311,7 +304,7 @@ def travel_error(exc: NotReplayable, thread_id: str, version: str) -> ReadError:
 
 def version(store: Store, ref: str) -> str | None:
     """The thread's version (cursor), or None when it was never written."""
-    return _version_of(store.client.hmget(store.keyspace.thread(ref).meta, ["c", "e"]))
+    return version_of(store.client.hmget(store.keyspace.thread(ref).meta, [*VERSION_FIELDS]))
 
 
 def wait_for(store: Store, ref: str, thread_id: str, wanted: str, wait: float) -> str:
@@ -352,7 +345,9 @@ def read(store: Store, ref: str, thread_id: str, q: Query, *, merge_chunks: bool
 
 
 async def aversion(store: AsyncStore, ref: str) -> str | None:
-    return _version_of(await store.client.hmget(store.keyspace.thread(ref).meta, ["c", "e"]))
+    return version_of(
+        await store.client.hmget(store.keyspace.thread(ref).meta, [*VERSION_FIELDS])
+    )
 
 
 async def await_for(

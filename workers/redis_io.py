@@ -73,6 +73,16 @@ class Command:
 Item: TypeAlias = "Call | Command"
 
 
+def text(value: Any) -> str:
+    """A Redis reply as text (clients may or may not decode responses)."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def as_bytes(value: Any) -> bytes:
+    """A Redis reply as bytes."""
+    return value if isinstance(value, bytes) else str(value).encode()
+
+
 class RedisFull(OutOfMemoryError):
     """Raised when Redis refuses a write because it is over ``maxmemory`` (with the
     policy ``noeviction``, the only one threadfold runs on: see

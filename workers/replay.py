@@ -28,8 +28,6 @@ from threadfold.core.codec import decode_messages, decode_stored, encode_stored
 from threadfold.core.dump import dump_messages
 from threadfold.core.fold import ThreadFold
 from threadfold.core.messages import BaseMessage
-from threadfold.core.pages import fingerprint, record
-from threadfold.workers.ops import REBUILD
 from threadfold.workers.prefix import (
     ATTEMPTS,
     LAST,
@@ -40,6 +38,7 @@ from threadfold.workers.prefix import (
     read_many,
 )
 from threadfold.workers.redis_io import Call, run_many
+from threadfold.workers.storage import rebuild as rebuild_script
 from threadfold.workers.store import Store
 
 __all__ = [
@@ -237,11 +236,9 @@ def audit(store: Store, ref: str, *, merge_chunks: bool = False) -> Audit:
 
 
 def _rebuild_call(store: Store, prefix: Prefix, replayed: _Replay) -> Call:
+    messages = list(zip(replayed.ids, replayed.positions, replayed.bodies, strict=True))
     k = store.keyspace.thread(prefix.ref)
-    args: list[str | bytes | int] = [prefix.fence, replayed.next_position, len(replayed.ids)]
-    for key, position, body in zip(replayed.ids, replayed.positions, replayed.bodies, strict=True):
-        args += [fingerprint(key), position, record(key, position, body)]
-    return Call(REBUILD, [k.meta, *k.state], args)
+    return rebuild_script.call(k, prefix.fence, replayed.next_position, messages)
 
 
 def rebuild_many(

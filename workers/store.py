@@ -9,9 +9,9 @@ from redis.cluster import RedisCluster
 
 from threadfold.core.fold import Effect
 from threadfold.core.keys import Keyspace
-from threadfold.core.pages import MAX_PAGE_RECORDS
 from threadfold.workers import ops
 from threadfold.workers.redis_io import Call, SyncClient, run, run_many, run_merged
+from threadfold.workers.storage.pages import MAX_PAGE_RECORDS
 
 
 class Store:
@@ -80,7 +80,7 @@ class Store:
         call = ops.commit_call(
             self.keyspace,
             ref,
-            batch=batch,
+            fence=batch.cursor,
             new_cursor=new_cursor,
             next_position=next_position,
             effect=effect,

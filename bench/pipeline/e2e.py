@@ -33,6 +33,7 @@ from threadfold.workers.layout import layout_problems
 from threadfold.workers.producer import Enqueued, Producer
 from threadfold.workers.redis_io import sync_client
 from threadfold.workers.settings import Settings
+from threadfold.workers.storage import meta
 from threadfold.workers.store import Store
 
 Progress = Callable[[str], None]
@@ -157,7 +158,7 @@ def wait_applied(client: redis.Redis, settings: Settings, counts: Mapping[str, i
         pipe = client.pipeline(transaction=False)
         refs = list(pending)
         for ref in refs:
-            pipe.hget(ks.thread(ref).meta, "k")
+            pipe.hget(ks.thread(ref).meta, meta.APPLIED)
         for ref, applied in zip(refs, pipe.execute(), strict=True):
             if applied is not None and int(applied) >= pending[ref]:
                 del pending[ref]
@@ -169,7 +170,7 @@ def wait_applied(client: redis.Redis, settings: Settings, counts: Mapping[str, i
 def last_commit_ms(client: redis.Redis, settings: Settings, refs: Sequence[str]) -> int:
     pipe = client.pipeline(transaction=False)
     for ref in refs:
-        pipe.hget(settings.keyspace.thread(ref).meta, "t")
+        pipe.hget(settings.keyspace.thread(ref).meta, meta.COMMITTED_MS)
     return max(int(t) for t in pipe.execute())
 
 

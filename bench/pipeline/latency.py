@@ -42,6 +42,8 @@ from bench.pipeline.e2e import Pipeline, verify, wait_idle
 from bench.pipeline.workload import Mix, ref_of, thread_id
 from threadfold.core.keys import Keyspace
 from threadfold.workers.producer import Producer
+from threadfold.workers.redis_io import run as run_call
+from threadfold.workers.storage import cursors as storage_cursors
 from threadfold.workers.wakeup import BackgroundWaker
 
 Progress = Callable[[str], None]
@@ -97,12 +99,8 @@ class LatencyResult:
 def _cursors(client: redis.Redis) -> Callable[..., list[Any]]:
     """Every given meta hash's cursor in one command (a standalone server: keys may span
     slots): far less client CPU than a pipeline of one HGET per thread."""
-    script = client.register_script(
-        "local out = {} for i, k in ipairs(KEYS) do "
-        "out[i] = redis.call('HGET', k, 'c') or '' end return out")
-
     def cursors(*keys: str) -> list[Any]:
-        return list(script(keys=list(keys)))
+        return list(run_call(client, storage_cursors.call(keys)))
 
     return cursors
 

@@ -153,7 +153,7 @@ def _commit_of(settings: Settings, ref: str, batch: Batch) -> Call:
     return commit_call(
         settings.keyspace,
         ref,
-        batch=batch,
+        fence=batch.cursor,
         new_cursor=batch.entries[-1][0],
         next_position=fold.next_position,
         effect=fold.take_effect(),

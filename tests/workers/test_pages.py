@@ -1,4 +1,4 @@
-"""The packed thread state (core/pages.py) against the one-delta-at-a-time fold.
+"""The packed thread state (workers/storage/pages.py) against the one-delta-at-a-time fold.
 
 Threads long enough to span many pages and index buckets, edited at random; after
 every drain the pages and index must be exactly consistent (``layout_problems``) and
@@ -21,13 +21,13 @@ from tests.workers.test_concurrency import NoWake, _commit_of
 from threadfold.core import dump_messages
 from threadfold.core.codec import encode_stored
 from threadfold.core.messages import HumanMessage
-from threadfold.core.pages import record
 from threadfold.workers import layout, ops
 from threadfold.workers.drain import Drainer
 from threadfold.workers.metrics import Metrics
 from threadfold.workers.producer import Producer
 from threadfold.workers.replay import rebuild
 from threadfold.workers.settings import Settings
+from threadfold.workers.storage.pages import record
 
 POOL = [f"m{i}" for i in range(90)]
 
@@ -102,7 +102,9 @@ def test_forced_fingerprint_collisions_are_told_apart_and_folded_exactly(
         return ident[:2].encode().ljust(4, b"_")  # prefixes of each other collide
 
     poor = by_length if kind == "by length" else by_prefix
-    for module in ("threadfold.workers.ops", "threadfold.workers.layout"):
+    storage = "threadfold.workers.storage"
+    users = ("commit", "lookup", "read_state", "rebuild")
+    for module in (*(f"{storage}.{name}" for name in users), "threadfold.workers.layout"):
         monkeypatch.setattr(f"{module}.fingerprint", poor)
     monkeypatch.setattr(
         "threadfold.workers.producer.fingerprints", lambda ids: b"".join(map(poor, ids))

@@ -18,12 +18,12 @@ from tests.workers.produce import random_messages
 from threadfold.core import dump_messages
 from threadfold.core.codec import encode_messages
 from threadfold.core.ids import ensure_ids, uuid4_str
-from threadfold.core.pages import MAX_PAGE_RECORDS, records
 from threadfold.workers import ops
 from threadfold.workers.drain import Drainer, _decode, _mentioned
 from threadfold.workers.layout import layout_problems
 from threadfold.workers.producer import Producer
 from threadfold.workers.settings import Settings
+from threadfold.workers.storage.pages import MAX_PAGE_RECORDS, records
 from threadfold.workers.store import Store
 
 

@@ -17,12 +17,12 @@ import pytest
 
 from tests.infra.redis_cluster import RedisCluster
 from tests.workers.harness import make_settings, state_dump, store_for
-from threadfold.core import scripts
 from threadfold.workers import ops
 from threadfold.workers import store as store_module
 from threadfold.workers.drain import Drainer
 from threadfold.workers.producer import Producer
 from threadfold.workers.redis_io import Call, _pipelined, run_many, run_merged
+from threadfold.workers.storage import lua
 from threadfold.workers.store import Store
 
 
@@ -84,7 +84,7 @@ def test_a_commit_between_the_steps_counts_no_attempt(
 
 def test_the_fence_built_from_meta_is_the_one_the_scripts_build(redis_url: str) -> None:
     store: Store = store_for(make_settings(redis_url))
-    lua = scripts._LUA_HELPERS + "\nreturn fence_of(KEYS[1])"
+    source = lua.source("common") + "\nreturn fence_of(KEYS[1])"
     values = {"c": [None, "5-3", "0-0"], "g": [None, "0", "12"], "i": [None, "7"]}
     for n, (c, g, i) in enumerate(itertools.product(*values.values())):
         key = f"meta{n}"
@@ -92,7 +92,7 @@ def test_the_fence_built_from_meta_is_the_one_the_scripts_build(redis_url: str) 
         fields.update((name, v) for name, v in zip("cgi", (c, g, i), strict=True) if v)
         store.client.hset(key, mapping=fields)  # type: ignore[arg-type]
         ((meta,),) = run_many(store.client, [Call(ops.HEAD, [key], [])])  # as a read gets it
-        assert ops.fence(*meta[:3]) == ops.text(store.client.eval(lua, 1, key)), (c, g, i)
+        assert ops.fence(*meta[:3]) == ops.text(store.client.eval(source, 1, key)), (c, g, i)
 
 
 def test_reads_sent_to_the_wrong_cluster_node_are_followed_in_order(

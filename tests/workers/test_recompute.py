@@ -24,7 +24,7 @@ from tests.workers.test_concurrency import NoWake
 from threadfold.core import dump_messages
 from threadfold.core.codec import encode_stored
 from threadfold.core.messages import HumanMessage
-from threadfold.core.pages import record, records
+from threadfold.workers.storage.pages import record, records
 from threadfold.workers import ops
 from threadfold.workers.cli import main
 from threadfold.workers.drain import Drainer

@@ -9,7 +9,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from threadfold.core.pages import body_at, edit_page, id_at, record, records
+from threadfold.workers.storage.pages import body_at, edit_page, id_at, record, records
 
 # A page: records at ascending positions, ids of any length (UTF-8), bodies of any bytes.
 _records = st.lists(

@@ -1,0 +1,155 @@
+"""COMMIT (``commit.lua``): compare-and-set commits of folded batches, one or more
+threads per call (each stands or fails on its own): only a batch's net effect is
+written, the pages it edits sent whole."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Final, NamedTuple
+
+from threadfold.core.fold import Effect
+from threadfold.core.keys import Keyspace
+from threadfold.core.messages import BaseMessage
+from threadfold.workers.redis_io import Call
+from threadfold.workers.storage.contract import keys_of
+from threadfold.workers.storage.lua import script
+from threadfold.workers.storage.pages import edit_page, fingerprint, record
+
+SCRIPT: Final = script("commit", "common", "state")
+
+#: Calls of many threads merge into one (``run_merged``): per thread, its ARGV counted.
+PER_THREAD: Final = True
+
+
+class Keys(NamedTuple):
+    meta: str
+    pages: str
+    index: str  # type: ignore[assignment]  # the key, as ThreadKeys names it (tuple.index unused)
+    log: str
+    sched: str
+    dirty: str
+
+
+class Args(NamedTuple):
+    """A thread's ARGV before its removals, pages and inserts."""
+
+    fence: str
+    new_cursor: str
+    next_position: int
+    cleared: str  # '1' | '0'
+    n_removed: int
+    n_pages: int
+    n_inserts: int
+    retention_ms: int
+    sched_ms: int
+    ref: str
+    n_entries: int
+
+
+@lru_cache(maxsize=65_536)
+def _keys(ks: Keyspace, ref: str) -> Keys:
+    return keys_of(Keys, ks.thread(ref))
+
+
+def commit_call(
+    ks: Keyspace,
+    ref: str,
+    *,
+    fence: str,
+    new_cursor: str,
+    next_position: int,
+    effect: Effect,
+    known: Mapping[str, int],
+    pages: Mapping[int, bytes],
+    per: int,
+    applied: int,
+    retention_ms: int,
+    wake_ms: int,
+    encode: Any,
+) -> Call:
+    """The compare-and-set commit of one folded batch: only its net effect is written.
+
+    ``known`` are the stored positions the batch was folded over, confirmed against
+    ``pages``, the stored pages holding them (``per`` positions each) as of the batch's
+    fence. An upsert at its
+    known position is rewritten in place; one at a new position is appended, and a
+    known id re-added after a remove in the batch has its old record removed. The
+    pages edited are rewritten here and sent whole: Redis's Lua hashes every byte of
+    every string it makes, and a page spliced in a script was made three times (read,
+    cut, joined), where a page spliced here is made once in the commit's arguments.
+    """
+    if effect.cleared:
+        known = {}  # the clear took every stored record
+    removed: list[bytes | int] = []
+    changes: dict[int, bytes | None] = {}
+    inserts: list[tuple[int, str, BaseMessage]] = []
+    for key in effect.removed:
+        old = known.get(key)
+        if old is not None:  # else it was new in this batch: nothing stored
+            removed += [fingerprint(key), old]
+            changes[old] = None
+    for key, (position, message) in effect.upserts.items():
+        old = known.get(key)
+        if old == position:
+            changes[position] = record(key, position, encode(message))
+            continue
+        if old is not None:
+            removed += [fingerprint(key), old]
+            changes[old] = None
+        inserts.append((position, key, message))
+    inserts.sort(key=_first)
+    edited = _edited_pages(changes, per, pages)
+    head = Args(
+        fence,
+        new_cursor,
+        next_position,
+        "1" if effect.cleared else "0",
+        len(removed) // 2,
+        len(edited) // 2,
+        len(inserts),
+        retention_ms,
+        wake_ms,
+        ref,
+        applied,
+    )
+    args: list[str | bytes | int] = [*head, *removed, *edited]
+    for position, key, message in inserts:
+        args += [fingerprint(key), position, record(key, position, encode(message))]
+    # Counted, so that calls of many threads merge into one (``run_merged``); a call's
+    # answer is a list of one section per thread (``parse`` takes one).
+    return Call(SCRIPT, _keys(ks, ref), [len(args), *args])
+
+
+def _edited_pages(
+    changes: Mapping[int, bytes | None], per: int, pages: Mapping[int, bytes]
+) -> list[bytes | int]:
+    """``{page_number, page}*`` of the pages ``changes`` rewrite (b"" when emptied)."""
+    by_page: dict[int, dict[int, bytes | None]] = {}
+    for position, change in changes.items():
+        by_page.setdefault(position // per, {})[position] = change
+    out: list[bytes | int] = []
+    for number, edits in by_page.items():
+        out += [number, edit_page(pages[number], edits)]
+    return out
+
+
+def _first(item: tuple[int, str, BaseMessage]) -> int:
+    return item[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Committed:
+    """A commit's answer: refused (the fence moved), or done, with backlog left or not."""
+
+    ok: bool
+    more: bool = False
+    now_ms: int = 0
+
+
+def parse(raw: list[Any]) -> Committed:
+    """One thread's section of the answer."""
+    if int(raw[0]) != 1:
+        return Committed(ok=False)
+    return Committed(ok=True, more=bool(int(raw[1])), now_ms=int(raw[2]))

@@ -1,0 +1,90 @@
+-- One call appends for one or more threads (the producer groups a bulk's threads by
+-- bucket, or all of them on a standalone server): the fixed cost of a script call is
+-- paid once per group instead of once per thread.
+-- KEYS per thread: log meta sched dirty threads dedupe dedupe_expiry births
+-- ARGV: dedupe_ms sched_ms n_threads, then per thread: ref n {delta_id payload fps}*n
+--       (delta_id '' = no dedupe; fps: the index fingerprints of the ids the delta
+--       mentions, 4 bytes each, in order)
+-- -> per thread, in order: woke(0|1), then {version, new(0|1)} per delta
+-- Every redis.call costs about a microsecond on top of its command: the common path
+-- (no delta_id, flag already set) makes four per thread plus one per delta.
+local dedupe_ms, sched_ms, threads = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local now = false
+local out = {}
+
+local function ingest(k, ref, n, a)
+  local log, meta, sched, dirty, all, dd, ddx, births = KEYS[k + 1], KEYS[k + 2],
+    KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6], KEYS[k + 7], KEYS[k + 8]
+  local deduping = false
+  for i = 0, n - 1 do
+    if ARGV[a + 3 * i] ~= '' then deduping = true end
+  end
+  if deduping then
+    -- Expired delta_ids are dropped by the calls that add new ones: the index stays
+    -- bounded by what a window holds, and the whole key lapses a window after the last.
+    now = now or now_ms()
+    local expired = redis.call('ZRANGEBYSCORE', ddx, '-inf', now, 'LIMIT', 0, 2 * n + 8)
+    if #expired > 0 then
+      chunked('HDEL', dd, expired, 1)
+      chunked('ZREM', ddx, expired, 1)
+    end
+  end
+  local woke = #out + 1
+  out[woke] = 0
+  local first, added, recorded = false, false, false
+  for i = 0, n - 1 do
+    local delta_id, payload, ids = ARGV[a + 3 * i], ARGV[a + 1 + 3 * i], ARGV[a + 2 + 3 * i]
+    local seen = false
+    if delta_id ~= '' then seen = redis.call('HGET', dd, delta_id) end
+    if seen then
+      out[#out + 1] = seen
+      out[#out + 1] = 0
+    else
+      local v
+      if ids ~= '' then
+        v = redis.call('XADD', log, '*', 'd', payload, 'f', ids)
+      else
+        v = redis.call('XADD', log, '*', 'd', payload)
+      end
+      if delta_id ~= '' then
+        redis.call('HSET', dd, delta_id, v)
+        redis.call('ZADD', ddx, now + dedupe_ms, delta_id)
+        recorded = true
+      end
+      out[#out + 1] = v
+      out[#out + 1] = 1
+      first = first or v
+      added = v
+    end
+  end
+  if not added then return end
+  -- 'e' is new only on a thread's first append (or its first after a delete): the
+  -- thread is born, and takes its incarnation (see fence()).
+  if redis.call('HSET', meta, 'e', added) == 1 then
+    redis.call('SADD', all, ref)
+    -- 'b': its first entry. A log that no longer starts there lost entries, and a
+    -- version before it is no state of this incarnation (see PREFIX).
+    redis.call('HSET', meta, 'i', redis.call('INCR', births), 'b', first)
+  end
+  if recorded and dedupe_ms > 0 then
+    redis.call('PEXPIRE', dd, dedupe_ms)
+    redis.call('PEXPIRE', ddx, dedupe_ms)
+  end
+  -- A set flag implies the thread is already in its bucket's dirty set (ingest and
+  -- retry add it before setting the flag; only a commit without backlog or a
+  -- quarantine removes it, and they clear the flag with it). A quarantined thread
+  -- stays out of the dirty set until an operator retries it.
+  local quarantined = redis.call('HGET', meta, 'q')
+  if not quarantined and redis.call('SET', sched, '1', 'NX', 'PX', sched_ms) then
+    redis.call('ZADD', dirty, 'NX', ms_of(first), ref)
+    out[woke] = 1
+  end
+end
+
+local a = 4
+for t = 0, threads - 1 do
+  local ref, n = ARGV[a], tonumber(ARGV[a + 1])
+  ingest(8 * t, ref, n, a + 2)
+  a = a + 2 + 3 * n
+end
+return out

@@ -1,0 +1,106 @@
+"""INGEST (``ingest.lua``): append deltas to one or more threads, each thread's in
+order, de-duplicated by ``delta_id``, waking the threads that need it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Final, NamedTuple
+
+from threadfold.core.keys import Keyspace
+from threadfold.workers.redis_io import Call, text
+from threadfold.workers.storage.contract import keys_of
+from threadfold.workers.storage.lua import script
+
+SCRIPT: Final = script("ingest", "common")
+
+#: Per thread.
+PER_THREAD: Final = True
+
+
+class Keys(NamedTuple):
+    log: str
+    meta: str
+    sched: str
+    dirty: str
+    threads: str
+    dedupe: str
+    dedupe_expiry: str
+    births: str
+
+
+class Args(NamedTuple):
+    """The call's ARGV before its threads' (each: ref n {delta_id payload fps}*n)."""
+
+    dedupe_ms: int
+    sched_ms: int
+    n_threads: int
+
+
+#: Most threads in one ingest call (a few hundred microseconds of server time).
+MAX_THREADS_PER_INGEST: Final = 200
+
+#: One thread's part of a call: ``(ref, [(delta_id or '', payload, encoded ids or ''), ...])``.
+IngestGroup = tuple[str, Sequence[tuple[str, bytes, bytes]]]
+
+
+@dataclass(frozen=True, slots=True)
+class IngestAnswer:
+    """One thread's part of an ingest call: each delta's version and whether it is new
+    (not a retried delta_id), and whether this call set the wake-up flag."""
+
+    versions: list[str]
+    new: list[bool]
+    woke: bool
+
+
+# Key names per thread, memoized: building eight f-strings per call was a visible share
+# of a bulk ingest's CPU, and a busy process touches the same threads again and again.
+@lru_cache(maxsize=65_536)
+def _keys(ks: Keyspace, ref: str) -> Keys:
+    return keys_of(Keys, ks.thread(ref))
+
+
+def call(ks: Keyspace, groups: Sequence[IngestGroup], dedupe_ms: int, wake_ms: int) -> Call:
+    """One call for ``groups``. On a cluster every thread of one call must be in one
+    bucket (:func:`groups_of`)."""
+    keys: list[str] = []
+    args: list[str | bytes | int] = [*Args(dedupe_ms, wake_ms, len(groups))]
+    for ref, deltas in groups:
+        keys += _keys(ks, ref)
+        args += [ref, len(deltas)]
+        for delta_id, payload, mentioned in deltas:
+            args += [delta_id, payload, mentioned]
+    return Call(SCRIPT, keys, args)
+
+
+def groups_of(ks: Keyspace, refs: Sequence[str], cluster: bool) -> list[list[str]]:
+    """Which threads share an ingest call: all of them on one server (keys may span
+    slots there), the threads of each bucket on a cluster (a script's keys must share
+    a slot). Calls are capped so one script never holds the server for long."""
+    if not cluster:
+        return [
+            list(refs[i : i + MAX_THREADS_PER_INGEST])
+            for i in range(0, len(refs), MAX_THREADS_PER_INGEST)
+        ]
+    by_bucket: dict[int, list[str]] = {}
+    for ref in refs:
+        by_bucket.setdefault(ks.bucket_of(ref), []).append(ref)
+    return [
+        group[i : i + MAX_THREADS_PER_INGEST]
+        for group in by_bucket.values()
+        for i in range(0, len(group), MAX_THREADS_PER_INGEST)
+    ]
+
+
+def parse(raw: list[Any], counts: Sequence[int]) -> list[IngestAnswer]:
+    """One answer per thread of the call; ``counts`` are their numbers of deltas."""
+    answers, at = [], 0
+    for n in counts:
+        end = at + 1 + 2 * n
+        versions = [text(v) for v in raw[at + 1 : end : 2]]
+        new = [flag == 1 for flag in raw[at + 2 : end : 2]]
+        answers.append(IngestAnswer(versions, new, raw[at] == 1))
+        at = end
+    return answers

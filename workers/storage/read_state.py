@@ -1,0 +1,94 @@
+"""READ_STATE (``read_state.lua``): a consistent read of a thread's messages, whole or a
+page of them around an anchor id, in one call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final, NamedTuple
+
+from threadfold.core.codec import decode_stored
+from threadfold.core.keys import ThreadKeys
+from threadfold.core.messages import BaseMessage
+from threadfold.workers.redis_io import Call, as_bytes, text
+from threadfold.workers.storage.contract import keys_of
+from threadfold.workers.storage.lua import script
+from threadfold.workers.storage.pages import fingerprint, records, split_records
+
+SCRIPT: Final = script("read_state", "common", "state")
+
+
+class Keys(NamedTuple):
+    meta: str
+    pages: str
+    index: str  # type: ignore[assignment]  # the key, as ThreadKeys names it (tuple.index unused)
+
+
+class Args(NamedTuple):
+    mode: str  # 'all' | 'after' | 'before'
+    anchor_id: str
+    limit: int  # -1 = all
+    anchor_fingerprint: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class StatePage:
+    """A consistent read of a thread (one script): messages in order and their version."""
+
+    version: str
+    total: int
+    has_more: bool
+    anchor_found: bool
+    messages: list[BaseMessage]
+
+
+@dataclass(frozen=True, slots=True)
+class StateBodies:
+    """A :class:`StatePage` with its messages still encoded, as stored."""
+
+    version: str
+    total: int
+    has_more: bool
+    anchor_found: bool
+    ids: list[bytes]  # as Redis sent them (UTF-8): decoded only where a message is built
+    bodies: list[bytes]
+
+    def decoded(self) -> StatePage:
+        """The page with its messages built."""
+        messages = [
+            decode_stored(b, i.decode()) for i, b in zip(self.ids, self.bodies, strict=True)
+        ]
+        return StatePage(self.version, self.total, self.has_more, self.anchor_found, messages)
+
+
+def call(k: ThreadKeys, mode: str = "all", anchor: str = "", limit: int = -1) -> Call:
+    return Call(SCRIPT, keys_of(Keys, k), Args(mode, anchor, limit, fingerprint(anchor)))
+
+
+def parse(raw: list[Any], mode: str = "all", limit: int = -1) -> StatePage | None:
+    """The answer to ``call(..., mode, anchor, limit)``; None when never written."""
+    found = parse_bodies(raw, mode, limit)
+    return found.decoded() if found is not None else None
+
+
+def parse_bodies(raw: list[Any], mode: str = "all", limit: int = -1) -> StateBodies | None:
+    """The records of the pages the script sent, cut to the range it was asked for."""
+    if not raw:
+        return None
+    version, total, found = text(raw[0]), int(raw[1]), bool(int(raw[2]))
+    anchor = int(raw[3])
+    numbered = sorted(zip(map(int, raw[4::2]), raw[5::2], strict=True))
+    if mode == "all" and limit < 0:  # a whole thread: the reads' hot path
+        ids: list[bytes] = []
+        bodies: list[bytes] = []
+        for _, page in numbered:
+            split_records(as_bytes(page), ids, bodies)
+        return StateBodies(version, total, False, found, ids, bodies)
+    held = [r for _, page in numbered for r in records(as_bytes(page))]
+    if mode == "after":
+        held = [r for r in held if r[0] > anchor]
+    elif mode == "before":
+        held = [r for r in held if r[0] < anchor]
+    more = 0 <= limit < len(held)
+    if more:
+        held = held[-limit:] if mode == "before" and limit else held[:limit]
+    return StateBodies(version, total, more, found, [r[1] for r in held], [r[2] for r in held])

@@ -1,0 +1,48 @@
+"""Every script of the data model, for what loads them all (a benchmark's script cache
+warm-up, the tests' syntax check)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from threadfold.workers.redis_io import Script
+from threadfold.workers.storage import (
+    backlog,
+    candidates,
+    commit,
+    cursors,
+    delete,
+    fail,
+    head,
+    ingest,
+    log_fence,
+    lookup,
+    prefix,
+    read_state,
+    rebuild,
+    retry,
+    status,
+    wake,
+)
+
+#: Each script's module: its SCRIPT, KEYS (``Keys``) and fixed ARGV (``Args``, if any).
+MODULES: Final = (
+    ingest,
+    head,
+    candidates,
+    commit,
+    fail,
+    retry,
+    wake,
+    read_state,
+    lookup,
+    delete,
+    status,
+    backlog,
+    rebuild,
+    prefix,
+    log_fence,
+    cursors,
+)
+
+ALL: Final[tuple[Script, ...]] = tuple(m.SCRIPT for m in MODULES)
