@@ -16,12 +16,13 @@ from pydantic import ValidationError
 
 from threadfold.workers import demo, maxmemory, recompute, recompute_job
 from threadfold.workers.app import CeleryWaker, make_celery
+from threadfold.workers.processes import API_ARGV, celery_argv
 from threadfold.workers.producer import Producer
 from threadfold.workers.progress import Progress
 from threadfold.workers.redact import mask, settings_error
 from threadfold.workers.redis_io import sync_client
 from threadfold.workers.settings import Settings
-from threadfold.workers.stack import LocalStack, StackError, celery_argv, start_stack
+from threadfold.workers.stack import LocalStack, StackError, start_stack
 from threadfold.workers.store import Store
 
 
@@ -47,7 +48,7 @@ def _exec(argv: list[str]) -> int:
 
 
 def cmd_api(args: argparse.Namespace) -> int:
-    return _exec([sys.executable, "-m", "threadfold.api"])
+    return _exec(API_ARGV)
 
 
 def cmd_worker(args: argparse.Namespace) -> int:

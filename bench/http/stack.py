@@ -2,7 +2,7 @@
 
 A private state Redis and broker Redis, Celery workers and beat (the sweeper), and one
 API process group per ``THREADFOLD_API_WORKERS`` value, all on free loopback ports
-(child processes killed with their owner, from the test infrastructure). The APIs run
+(child processes killed with their owner, from threadfold.workers.processes). The APIs run
 side by side on one Redis so their runs can be interleaved; an idle API costs nothing
 but a metrics flush a second.
 
@@ -15,7 +15,6 @@ load generator) to core 1, with ``sched_setaffinity`` on every thread.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager, suppress
@@ -26,15 +25,22 @@ import httpx
 import redis
 
 from bench.pipeline import services
-from tests.infra.ports import free_port
-from tests.infra.processes import ManagedProcess, wait_until
-from tests.workers.harness import ROOT, start_beat, start_worker
 from threadfold.workers import ops
+from threadfold.workers.processes import (
+    API_ARGV,
+    ManagedProcess,
+    api_url,
+    celery_argv,
+    free_port,
+    named_worker_argv,
+    start_service,
+    wait_until,
+)
 from threadfold.workers.redis_io import run_many
 from threadfold.workers.settings import Settings
-from threadfold.workers.stack import settings_env
 
 _TICKS = os.sysconf("SC_CLK_TCK")
+ROOT = Path(__file__).resolve().parents[2]
 _CHUNK = 2000
 
 
@@ -116,7 +122,7 @@ class Api:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return api_url(self.port)
 
 
 @dataclass
@@ -219,11 +225,20 @@ def _set_affinity(roots: Sequence[int], cpus: set[int]) -> None:
 
 def start_api(settings: Settings, name: str, workers: int, logs: Path) -> Api:
     port = free_port()
-    env = {**settings_env(settings), "PYTHONPATH": str(ROOT), "THREADFOLD_PORT": str(port),
-           "THREADFOLD_API_WORKERS": str(workers), "THREADFOLD_LOG_LEVEL": "WARNING"}
-    process = ManagedProcess([sys.executable, "-m", "threadfold.api"], env=env,
-                             log_path=logs / f"api-{name}.log", cwd=ROOT)
+    env = {"THREADFOLD_PORT": str(port), "THREADFOLD_API_WORKERS": str(workers),
+           "THREADFOLD_LOG_LEVEL": "WARNING"}
+    process = start_service(API_ARGV, settings, logs / f"api-{name}.log", env, ROOT)
     return Api(name, workers, port, process)
+
+
+def start_worker(settings: Settings, name: str, logs: Path) -> ManagedProcess:
+    argv = named_worker_argv(settings, name, loglevel="WARNING")
+    return start_service(argv, settings, logs / f"{name}.log", cwd=ROOT)
+
+
+def start_beat(settings: Settings, logs: Path) -> ManagedProcess:
+    argv = celery_argv("beat", settings, "-s", str(logs / "beat-schedule"), loglevel="WARNING")
+    return start_service(argv, settings, logs / "beat.log", cwd=ROOT)
 
 
 def _wait_api(api: Api, timeout: float = 60.0) -> None:

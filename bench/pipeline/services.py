@@ -1,7 +1,8 @@
 """Real services for the benchmark and the accounting of what they cost.
 
-Redis servers and Celery workers come from the test infrastructure (child processes on
-free loopback ports, killed with their owner). CPU is read from ``/proc`` for worker
+Redis servers and Celery workers come from the supervision module,
+threadfold.workers.processes (child processes on free loopback ports, killed with their
+owner). CPU is read from ``/proc`` for worker
 process trees and from ``INFO cpu`` for Redis, so each side's cost per delta can be
 reported next to the throughput it bought.
 """
@@ -9,7 +10,6 @@ reported next to the throughput it bought.
 from __future__ import annotations
 
 import os
-import socket
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -19,8 +19,12 @@ from typing import Any
 
 import redis
 
-from tests.infra.processes import ManagedProcess, wait_until
-from tests.infra.redis_server import RedisServer
+from threadfold.workers.processes import (
+    ManagedProcess,
+    RedisServer,
+    celery_answers,
+    wait_until,
+)
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -107,20 +111,15 @@ def reset_stats(client: redis.Redis) -> None:
 def wait_ready(app: Any, names: Sequence[str], workers: Sequence[ManagedProcess],
                timeout: float = 60.0) -> None:
     """Until every named Celery worker answers a ping (its pool is up and consuming)."""
-    host = socket.gethostname()
-    wanted = {f"{name}@{host}" for name in names}
-    seen: set[str] = set()
+    pinged = celery_answers(app, names)
 
     def answered() -> bool:
         dead = [w for w in workers if not w.alive]
         if dead:
             raise RuntimeError(f"worker exited while starting; log: {dead[0].read_log()[-2000:]}")
-        for reply in app.control.ping(timeout=0.5) or []:
-            seen.update(reply)
-        return wanted <= seen
+        return pinged()
 
-    wait_until(answered, timeout, interval=0.1,
-               message=f"workers {sorted(wanted - seen)} not ready")
+    wait_until(answered, timeout, interval=0.1, message=f"workers {list(names)} not ready")
 
 
 @contextmanager

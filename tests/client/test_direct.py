@@ -15,7 +15,7 @@ from tests.infra.ports import free_port
 from tests.workers.harness import CountingWaker
 from threadfold import AsyncClient, Client, InvalidInput, Unavailable
 from threadfold.workers.app import CeleryWaker, make_celery
-from threadfold.workers.stack import settings_env
+from threadfold.workers.processes import settings_env
 
 WAIT = 20.0
 CALLERS, CALLS = 4, 50  # one-delta appends from each of several callers

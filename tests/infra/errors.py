@@ -1,4 +1,4 @@
-"""The test infrastructure's errors: one root, each subclass says when it is raised.
+"""The test infrastructure's errors: the supervision module's (one root, `InfraError`).
 
 Timeouts while waiting on a condition are the builtin `TimeoutError` (see `wait_until`),
 so a test can tell "the service never came up" from "my condition never held".
@@ -6,17 +6,10 @@ so a test can tell "the service never came up" from "my condition never held".
 
 from __future__ import annotations
 
+from threadfold.workers.processes.errors import (
+    ExecutableNotFoundError,
+    ServiceStartError,
+)
+from threadfold.workers.processes.errors import ProcessError as InfraError
 
-class InfraError(Exception):
-    """Root of every error raised by `tests.infra`."""
-
-
-class ExecutableNotFoundError(InfraError):
-    """Raised when a service binary (e.g. `redis-server`) is not on PATH."""
-
-
-class ServiceStartError(InfraError):
-    """Raised when a service exits or refuses to become ready while starting.
-
-    The message carries the tail of the service's log, which is usually the real reason.
-    """
+__all__ = ["ExecutableNotFoundError", "InfraError", "ServiceStartError"]

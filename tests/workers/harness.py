@@ -13,11 +13,19 @@ from bench.common.oracle import stamped as stamped  # noqa: PLC0414  # re-export
 from bench.common.oracle import state_dump as state_dump  # noqa: PLC0414  # re-exported
 from bench.common.oracle import version_key as version_key  # noqa: PLC0414  # re-exported
 from bench.common.store import CountingWaker as CountingWaker  # noqa: PLC0414  # re-exported
-from tests.infra.ports import free_port
-from tests.infra.processes import ManagedProcess, wait_until
+from threadfold.workers.processes import (
+    API_ARGV,
+    ManagedProcess,
+    api_url,
+    celery_argv,
+    free_port,
+    http_ok,
+    named_worker_argv,
+    start_service,
+    wait_until,
+)
 from threadfold.workers.redis_io import SyncClient, sync_client
 from threadfold.workers.settings import Settings
-from threadfold.workers.stack import settings_env
 from threadfold.workers.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,44 +52,20 @@ def start_worker(
     settings: Settings, name: str, log_dir: Path, concurrency: int = 1
 ) -> ManagedProcess:
     """A real ``celery worker`` (prefork pool) in its own process group."""
-    return ManagedProcess(
-        [
-            CELERY,
-            "-A",
-            "threadfold.workers.worker",
-            "worker",
-            "--pool=prefork",
-            f"--concurrency={concurrency}",
-            "-Q",
-            settings.queue,
-            "-n",
-            f"{name}@%h",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-            "--loglevel=WARNING",
-        ],
-        env={**settings_env(settings), "PYTHONPATH": str(ROOT)},
-        log_path=log_dir / f"{name}.log",
-        cwd=ROOT,
-    )
+    argv = named_worker_argv(settings, name, concurrency, loglevel="WARNING")
+    return _child(argv, settings, log_dir / f"{name}.log")
 
 
 def start_beat(settings: Settings, log_dir: Path) -> ManagedProcess:
-    return ManagedProcess(
-        [
-            CELERY,
-            "-A",
-            "threadfold.workers.worker",
-            "beat",
-            "-s",
-            str(log_dir / "beat-schedule"),
-            "--loglevel=WARNING",
-        ],
-        env={**settings_env(settings), "PYTHONPATH": str(ROOT)},
-        log_path=log_dir / "beat.log",
-        cwd=ROOT,
-    )
+    argv = celery_argv("beat", settings, "-s", str(log_dir / "beat-schedule"), loglevel="WARNING")
+    return _child(argv, settings, log_dir / "beat.log")
+
+
+def _child(
+    argv: list[str], settings: Settings, log: Path, extra: dict[str, str] | None = None
+) -> ManagedProcess:
+    # PYTHONPATH and cwd: a child can import the tests' own modules (tests/workers/produce.py).
+    return start_service(argv, settings, log, {"PYTHONPATH": str(ROOT), **(extra or {})}, ROOT)
 
 
 OPEN_CLIENTS: list[SyncClient] = []
@@ -120,28 +104,11 @@ def wait_drained(store: Store, refs: Iterable[str], timeout: float) -> None:
 
 def start_api(settings: Settings, log_dir: Path, **env: str) -> tuple[ManagedProcess, str]:
     """A real API process (``python -m threadfold.api``) on a free port, answering /healthz."""
-    import httpx  # noqa: PLC0415  # only the HTTP tests need it
-
     port = free_port()
-    api = ManagedProcess(
-        [sys.executable, "-m", "threadfold.api"],
-        env={
-            **settings_env(settings),
-            "PYTHONPATH": str(ROOT),
-            "THREADFOLD_PORT": str(port),
-            **env,
-        },
-        log_path=log_dir / "api.log",
-        cwd=ROOT,
-    )
-    url = f"http://127.0.0.1:{port}"
+    api = _child(API_ARGV, settings, log_dir / "api.log", {"THREADFOLD_PORT": str(port), **env})
+    url = api_url(port)
     try:
-        wait_until(
-            lambda: httpx.get(f"{url}/healthz").status_code == 200,
-            30,
-            ignore=(httpx.HTTPError,),
-            message="API did not start",
-        )
+        wait_until(lambda: http_ok(f"{url}/healthz"), 30, message="API did not start")
     except BaseException:
         api.kill()
         raise

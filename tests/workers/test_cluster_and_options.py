@@ -23,9 +23,9 @@ from tests.workers.test_concurrency import NoWake
 from threadfold.core import dump_messages
 from threadfold.workers import ops
 from threadfold.workers.drain import Drainer
+from threadfold.workers.processes import settings_env
 from threadfold.workers.producer import Producer
 from threadfold.workers.settings import Settings
-from threadfold.workers.stack import settings_env
 from threadfold.workers.store import Store
 
 

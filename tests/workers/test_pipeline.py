@@ -25,8 +25,8 @@ from tests.workers.harness import (
 )
 from threadfold.core import dump_messages
 from threadfold.workers.layout import layout_problems
+from threadfold.workers.processes import settings_env
 from threadfold.workers.settings import Settings
-from threadfold.workers.stack import settings_env
 
 PRODUCERS = 3
 THREADS = 200

@@ -28,10 +28,10 @@ from threadfold.workers.storage.pages import record, records
 from threadfold.workers import ops
 from threadfold.workers.cli import main
 from threadfold.workers.drain import Drainer
+from threadfold.workers.processes import settings_env
 from threadfold.workers.producer import Producer
 from threadfold.workers.replay import NotReplayable, audit, rebuild, replay
 from threadfold.workers.settings import Settings
-from threadfold.workers.stack import settings_env
 from threadfold.workers.store import Store
 
 

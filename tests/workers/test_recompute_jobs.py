@@ -24,10 +24,10 @@ from tests.infra.redis_server import RedisServer
 from tests.workers.harness import ROOT, make_settings, start_worker, state_dump
 from tests.workers.test_recompute import _corrupt, _written
 from threadfold.core import dump_messages
+from threadfold.workers.processes import settings_env
 from threadfold.workers.progress import Progress
 from threadfold.workers.recompute import RESULT, run_slice
 from threadfold.workers.settings import Settings
-from threadfold.workers.stack import settings_env
 from threadfold.workers.store import Store
 
 THREADFOLD = str(Path(sys.executable).with_name("threadfold"))

@@ -24,9 +24,9 @@ from threadfold.core.messages import HumanMessage
 from threadfold.workers import ops
 from threadfold.workers.app import CeleryWaker, make_celery
 from threadfold.workers.drain import Drainer
+from threadfold.workers.processes import settings_env
 from threadfold.workers.producer import Producer
 from threadfold.workers.settings import Settings
-from threadfold.workers.stack import settings_env
 from threadfold.workers.store import Store
 
 THREADFOLD = str(Path(sys.executable).with_name("threadfold"))

@@ -14,9 +14,9 @@ from tests.workers.test_concurrency import NoWake
 from threadfold.workers import ops
 from threadfold.workers.cli import main
 from threadfold.workers.drain import Drainer
+from threadfold.workers.processes import settings_env
 from threadfold.workers.producer import Producer
 from threadfold.workers.settings import Settings
-from threadfold.workers.stack import settings_env
 
 LISTED = re.compile(r"^  (\S+)\s+backlog\s+(\d+)\s+(?:version|entry) ", re.MULTILINE)
 

@@ -18,14 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 import redis
 
 from tests.infra.ports import HOST
-from tests.infra.processes import ManagedProcess, wait_until
+from tests.infra.processes import ManagedProcess, pid_alive, wait_until
 from tests.workers.harness import FAST, ROOT, Sent, make_settings, state_dump, store_for
 from threadfold.core import dump_messages
-from threadfold.workers.stack import MAX_RESTARTS, LocalStack, StackError
 
 THREADFOLD = str(Path(sys.executable).with_name("threadfold"))
 RESTARTED = (
@@ -56,6 +54,13 @@ def _children(pid: int) -> dict[int, str]:
         except (FileNotFoundError, ProcessLookupError, IndexError):
             continue  # it exited while we looked
     return {p: cmd.decode(errors="replace") for p, cmd in found.items()}
+
+
+def _descendants(pid: int) -> dict[int, str]:
+    found = _children(pid)
+    for child in list(found):
+        found.update(_descendants(child))
+    return found
 
 
 def _write(http: httpx.Client, sent: Sent, tag: str, count: int) -> None:
@@ -123,7 +128,7 @@ def test_up_restarts_a_killed_redis_server_with_its_data_a_killed_worker_and_bro
         admin = redis.Redis(host=HOST, port=int(port[1]))
         redis_pid = int(admin.info("server")["process_id"])
         others = {p: cmd for p, cmd in _children(up.pid).items() if p != redis_pid}
-        assert any("-m api" in cmd for cmd in others.values()), others
+        assert any("-m threadfold.api" in cmd for cmd in others.values()), others
         sent = Sent()
         with httpx.Client(base_url=api[1], timeout=30) as http:
             _write(http, sent, "before", 30)
@@ -159,20 +164,29 @@ def test_up_restarts_a_killed_redis_server_with_its_data_a_killed_worker_and_bro
     assert leftover.stdout.strip() == "", f"processes left running: {leftover.stdout}"
 
 
-def test_a_part_that_keeps_exiting_ends_the_stack_with_its_log(tmp_path: Path) -> None:
-    stack = LocalStack(tmp_path, dict(os.environ))
-    exits = [sys.executable, "-c", "print('cannot start'); raise SystemExit(3)"]
-    flaky = stack.spawn("flaky", exits)
-    said: list[str] = []
+def test_up_killed_with_sigkill_leaves_no_process_behind(tmp_path: Path) -> None:
+    """Its parts die with it (the kernel's parent-death signal): they kept running as
+    orphans, holding their ports and the data folder, so a second ``up`` met a live
+    redis-server on its append-only file."""
+    up = ManagedProcess(
+        [THREADFOLD, "up", "--port", "0", "--workers", "1", "--data-dir", str(tmp_path / "stack")],
+        env=_environment(),
+        log_path=tmp_path / "up.txt",
+        cwd=tmp_path,
+    )
     try:
-        for _ in range(MAX_RESTARTS):
-            wait_until(lambda: flaky.popen.poll() is not None, 30, message="flaky did not exit")
-            stack.supervise(said.append)
-        wait_until(lambda: flaky.popen.poll() is not None, 30, message="flaky did not exit")
-        with pytest.raises(StackError, match=rf"flaky exited \(exit status 3\) {MAX_RESTARTS + 1} "
-                           r"times within 60 s; log:\n(cannot start\n)+"):
-            stack.supervise(said.append)
+        wait_until(lambda: "Running." in up.read_log(), 120, message="threadfold up did not start")
+        assert len(_children(up.pid)) == 5, _children(up.pid)  # redis, broker, worker, beat, API
+        parts = _descendants(up.pid)  # with the worker's pool and uvicorn's processes
+        up.send_signal(signal.SIGKILL)  # the leader only: no chance to stop anything
+        wait_until(
+            lambda: not any(pid_alive(pid) for pid in parts),
+            30,
+            message=f"parts outlived up: {parts}",
+        )
     finally:
-        stack.stop()
-    assert len(said) == MAX_RESTARTS
-    assert said[0].startswith("threadfold: flaky (pid ") and "exited (exit status 3)" in said[0]
+        up.kill()
+    leftover = subprocess.run(
+        ["pgrep", "-f", str(tmp_path)], capture_output=True, text=True, check=False
+    )
+    assert leftover.stdout.strip() == "", f"processes left running: {leftover.stdout}"
