@@ -24,7 +24,6 @@ from tests.workers.test_concurrency import NoWake
 from threadfold.core import dump_messages
 from threadfold.core.codec import encode_stored
 from threadfold.core.messages import HumanMessage
-from threadfold.workers.storage.pages import record, records
 from threadfold.workers import ops
 from threadfold.workers.cli import main
 from threadfold.workers.drain import Drainer
@@ -32,6 +31,7 @@ from threadfold.workers.processes import settings_env
 from threadfold.workers.producer import Producer
 from threadfold.workers.replay import NotReplayable, audit, rebuild, replay
 from threadfold.workers.settings import Settings
+from threadfold.workers.storage.pages import record, records
 from threadfold.workers.store import Store
 
 
