@@ -96,6 +96,13 @@ def check_openai(message: BaseMessage, path: str) -> None:
     _Converter(message, _DEFAULTS, path=path, label=path).run()
 
 
+def message_to_openai(message: BaseMessage, path: str) -> list[dict[str, Any]]:
+    """What :func:`to_openai` with its defaults gives for ``message`` (its own dict, then
+    a tool message per ``tool_result`` block), or raises, located at ``path``: for a
+    read that renders message by message (:mod:`threadfold.core.render`)."""
+    return _Converter(message, _DEFAULTS, path=path, label=path).run()
+
+
 def _describe(exc: Exception) -> str:
     if isinstance(exc, KeyError):
         return f"missing key {exc.args[0]!r}"

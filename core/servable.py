@@ -6,7 +6,8 @@ and ``convert_to_openai_messages`` raises ``KeyError: 'text'`` on it. A service 
 stored such a message would fail every later ``?format=openai`` read of the thread, so
 ingestion refuses it, naming the block, and what the service accepts it can always
 serve. (The LangChain form is always servable: its only failure, a dict key JSON cannot
-carry, is refused by :func:`threadfold.core.codec.encode_messages`.)
+carry, is refused by :func:`threadfold.core.codec.encode_messages`.) What was stored
+before this check is served as a marker in its place (:mod:`threadfold.core.render`).
 
 Rendering costs 2-5 us and most messages cannot fail it, so the check skips what
 cannot fail: a message with string content, no tool calls and no role override; and of
