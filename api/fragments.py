@@ -7,6 +7,10 @@ without the id) is an immutable value, so it always gives the same JSON; threads
 read far more often than their messages change, and each read of a hot thread then
 only looks its messages up. The cache is bounded by bytes and simply starts over when
 full (no per-hit bookkeeping on the hot path).
+
+A stored message JSON cannot carry (threadfold.core.render) is served as its marker,
+which is not cached: such messages are rare, and the marker's place in the page is not
+the message's own.
 """
 
 from __future__ import annotations
@@ -16,8 +20,9 @@ from typing import Final
 
 import msgspec
 
-from threadfold.core import dump_messages
 from threadfold.core.codec import decode_stored
+from threadfold.core.dump import dump_message
+from threadfold.core.render import Unservable, serve
 
 _ENCODER: Final = msgspec.json.Encoder()
 #: Bytes a cache entry costs beyond its key and value (dict slot, objects' headers).
@@ -39,7 +44,10 @@ class JsonFragments:
         self.hits = 0
         self.misses = 0
 
-    def of(self, ids: Sequence[bytes], bodies: Sequence[bytes]) -> list[msgspec.Raw]:
+    def of(
+        self, ids: Sequence[bytes], bodies: Sequence[bytes]
+    ) -> tuple[list[msgspec.Raw], list[Unservable]]:
+        """The page's messages as JSON, and the markers served among them."""
         cache = self._cache
         found: list[msgspec.Raw | None] = []
         missing: list[int] = []
@@ -52,13 +60,20 @@ class JsonFragments:
                 missing.append(i)
         self.hits += len(found) - len(missing)
         self.misses += len(missing)
-        if missing:
-            decoded = (decode_stored(bodies[i], ids[i].decode()) for i in missing)
-            for i, plain in zip(missing, dump_messages(decoded), strict=True):
-                frag = msgspec.Raw(_ENCODER.encode(plain))
-                found[i] = frag
-                self._keep(ids[i], bodies[i], frag)
-        return found  # type: ignore[return-value]  # every None was filled above
+        unservable: list[Unservable] = []
+        for i in missing:
+            message = decode_stored(bodies[i], ids[i].decode())
+            try:
+                frag = msgspec.Raw(_ENCODER.encode(dump_message(message)))
+            except Exception:  # noqa: BLE001  # JSON cannot carry it: served as its marker
+                [served], flaw = serve(message, "langchain", i)
+                found[i] = msgspec.Raw(_ENCODER.encode(served))
+                if flaw is not None:  # (it is: what JSON refused, serve() marks)
+                    unservable.append(flaw)
+                continue
+            found[i] = frag
+            self._keep(ids[i], bodies[i], frag)
+        return found, unservable  # type: ignore[return-value]  # every None was filled
 
     def _keep(self, ident: bytes, body: bytes, frag: msgspec.Raw) -> None:
         size = len(ident) + len(body) + len(frag) + _OVERHEAD

@@ -49,8 +49,24 @@ class BulkAccepted(msgspec.Struct):
     results: list[Accepted]
 
 
-class StateOut(msgspec.Struct):
-    """A thread's merged messages and the version they reflect."""
+class UnservableOut(msgspec.Struct):
+    """A stored message the page serves as a marker in its place, because it cannot be
+    served in the format asked (stored before ingestion refused such messages, or
+    written by hand): ``field`` / ``pointer`` / ``index`` locate the marker in
+    ``messages``, ``id`` is the message's (replace or remove it by id), ``message``
+    says why."""
+
+    code: Literal["unservable"]
+    message: str
+    field: str
+    pointer: str
+    index: int
+    id: str | None
+
+
+class StateOut(msgspec.Struct, omit_defaults=True):
+    """A thread's merged messages and the version they reflect; ``unservable`` (only
+    when there are any) names the markers served in place of messages."""
 
     thread_id: str
     version: str
@@ -58,6 +74,7 @@ class StateOut(msgspec.Struct):
     has_more: bool
     format: Literal["langchain", "openai"]
     messages: list[Any]  # dicts, or their JSON pre-encoded (msgspec.Raw)
+    unservable: list[UnservableOut] = []
 
 
 class StatusOut(msgspec.Struct):

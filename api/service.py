@@ -22,13 +22,20 @@ from threadfold.api.errors import (
     VersionNotReached,
 )
 from threadfold.api.fragments import JsonFragments
-from threadfold.api.schemas import Accepted, BulkIn, DeltaIn, SkippedOut, StateOut, StatusOut
+from threadfold.api.schemas import (
+    Accepted,
+    BulkIn,
+    DeltaIn,
+    SkippedOut,
+    StateOut,
+    StatusOut,
+    UnservableOut,
+)
 from threadfold.api.settings import ApiSettings
-from threadfold.core import dump_messages
 from threadfold.core.depth import path_text
 from threadfold.core.errors import InvalidMessage
 from threadfold.core.keys import InvalidName, check_name
-from threadfold.core.openai import to_openai
+from threadfold.core.render import CODE, Unservable, render
 from threadfold.core.versions import InvalidVersion, parse_version, reached
 from threadfold.workers.astore import AsyncStore
 from threadfold.workers.ops import StateBodies, StatePage
@@ -119,11 +126,15 @@ class Service:
         else:
             found = await self.store.read_state(ref, mode, anchor, page.limit)
         found = _check_found(found, thread_id, page, anchor)
-        messages = (
-            to_openai(found.messages) if page.format == "openai" else dump_messages(found.messages)
-        )
+        rendered = render(found.messages, page.format)  # a message that fails is a marker
         return StateOut(
-            thread_id, found.version, found.total, found.has_more, page.format, messages
+            thread_id,
+            found.version,
+            found.total,
+            found.has_more,
+            page.format,
+            rendered.messages,
+            _unservable(rendered.unservable),
         )
 
     async def _state_from_cache(
@@ -137,9 +148,15 @@ class Service:
             page,
             anchor,
         )
-        messages = self.fragments.of(found.ids, found.bodies)
+        messages, unservable = self.fragments.of(found.ids, found.bodies)
         return StateOut(
-            thread_id, found.version, found.total, found.has_more, page.format, messages
+            thread_id,
+            found.version,
+            found.total,
+            found.has_more,
+            page.format,
+            messages,
+            _unservable(unservable),
         )
 
     async def _replayed(  # noqa: PLR0917  # the query's parts, as state() has them
@@ -197,6 +214,10 @@ class Service:
     async def delete(self, tenant: str, thread_id: str) -> None:
         if not await self.store.delete(f"{tenant}/{thread_name(thread_id)}"):
             raise NotFound(f"thread {thread_id!r} has never been written", field="thread_id")
+
+
+def _unservable(flaws: Sequence[Unservable]) -> list[UnservableOut]:
+    return [UnservableOut(CODE, f.message, f.field, f.pointer, f.index, f.id) for f in flaws]
 
 
 Found = TypeVar("Found", StatePage, StateBodies)

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         Skipped,
         State,
         Status,
+        Unservable,
     )
 
 _WHERE = {
@@ -57,6 +58,7 @@ _WHERE = {
             "Skipped",
             "State",
             "Status",
+            "Unservable",
         ],
         "threadfold.types",
     ),
@@ -103,6 +105,7 @@ __all__ = [
     "ThreadfoldError",
     "Unauthorized",
     "Unavailable",
+    "Unservable",
     "VersionNotReached",
 ]
 

@@ -17,6 +17,7 @@ from pydantic import SecretStr
 
 from threadfold.core.errors import InvalidMessage
 from threadfold.core.keys import InvalidName, check_name
+from threadfold.core.render import CODE
 from threadfold.errors import (
     Gone,
     InvalidInput,
@@ -26,7 +27,7 @@ from threadfold.errors import (
     Unavailable,
     VersionNotReached,
 )
-from threadfold.types import Appended, Skipped, State, Status
+from threadfold.types import Appended, Skipped, State, Status, Unservable
 from threadfold.workers import ops, reads
 from threadfold.workers.producer import Enqueued
 from threadfold.workers.settings import Settings
@@ -114,7 +115,16 @@ def appended(result: Enqueued) -> Appended:
 
 def state(thread_id: str, answer: reads.Answer) -> State:
     return State(
-        thread_id, answer.version, answer.total, answer.has_more, answer.format, answer.messages
+        thread_id,
+        answer.version,
+        answer.total,
+        answer.has_more,
+        answer.format,
+        answer.messages,
+        tuple(
+            Unservable(CODE, f.message, f.field, f.pointer, f.index, f.id)
+            for f in answer.unservable
+        ),
     )
 
 

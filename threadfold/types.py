@@ -29,10 +29,27 @@ class Appended(msgspec.Struct, frozen=True):
     ids: tuple[str, ...]
 
 
+class Unservable(msgspec.Struct, frozen=True):
+    """A stored message a page serves as a marker in its place: it cannot be served in
+    the format asked (stored before ingestion refused such messages, or written into
+    Redis by hand). ``index`` (``field``, ``pointer``) is where the marker stands in
+    ``State.messages``, ``id`` the message's id (replace or remove it by id), ``message``
+    says why; ``code`` is ``"unservable"``."""
+
+    code: str
+    message: str
+    field: str
+    pointer: str
+    index: int
+    id: str | None
+
+
 class State(msgspec.Struct, frozen=True):
     """A page of a thread's merged messages (plain dicts: LangChain's ``model_dump()``
     form, or OpenAI's chat form) and the ``version`` they reflect; ``has_more`` when the
-    ``limit`` cut the page short, ``total`` messages in the whole thread."""
+    ``limit`` cut the page short, ``total`` messages in the whole thread; ``unservable``
+    names the markers served in place of messages the format cannot carry (none on
+    almost every page)."""
 
     thread_id: str
     version: str
@@ -40,6 +57,7 @@ class State(msgspec.Struct, frozen=True):
     has_more: bool
     format: Format
     messages: list[dict[str, Any]]
+    unservable: tuple[Unservable, ...] = ()
 
 
 class Skipped(msgspec.Struct, frozen=True):

@@ -16,9 +16,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from threadfold.core.dump import dump_messages
 from threadfold.core.errors import ThreadfoldError
-from threadfold.core.openai import to_openai
+from threadfold.core.render import Unservable, render
 from threadfold.core.versions import InvalidVersion, parse_version, reached
 from threadfold.workers import ops
 from threadfold.workers.astore import AsyncStore
@@ -185,13 +184,15 @@ def _limit(limit: object, top: int | None) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """A page of a thread as served: the messages as plain dicts in the query's format."""
+    """A page of a thread as served: the messages as plain dicts in the query's format,
+    and the markers served in place of messages that format cannot carry."""
 
     version: str
     total: int
     has_more: bool
     format: Format
     messages: list[dict[str, Any]]
+    unservable: tuple[Unservable, ...] = ()
 
 
 def not_found(thread_id: str) -> ThreadNotFound:
@@ -206,8 +207,15 @@ def answer(found: ops.StatePage | None, thread_id: str, q: Query) -> Answer:
     if q.anchor and not found.anchor_found:
         field = q.anchor_field
         raise UnknownAnchor(f"{field}: no message with id {q.anchor!r} in this thread", field=field)
-    messages = to_openai(found.messages) if q.format == "openai" else dump_messages(found.messages)
-    return Answer(found.version, found.total, found.has_more, q.format, messages)
+    rendered = render(found.messages, q.format)  # a message that fails is a marker
+    return Answer(
+        found.version,
+        found.total,
+        found.has_more,
+        q.format,
+        rendered.messages,
+        tuple(rendered.unservable),
+    )
 
 
 def page_of(whole: ops.StatePage, mode: str, anchor: str, limit: int) -> ops.StatePage:

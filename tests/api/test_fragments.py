@@ -14,6 +14,8 @@ from threadfold.api.schemas import StateOut
 from threadfold.core import dump_messages
 from threadfold.core.codec import decode_stored, encode_message, encode_stored
 from threadfold.core.convert import to_messages
+from threadfold.core.messages import HumanMessage
+from threadfold.core.render import serve
 
 
 # Every message of the golden cases: all types, tool calls, chunks, metadata, blocks.
@@ -56,8 +58,8 @@ def test_cached_reply_equals_the_uncached_one(picks: list[int], budget: int) -> 
         dump_messages(decode_stored(b, i.decode()) for i, b in zip(ids, bodies, strict=True))
     )
     cache = JsonFragments(budget)
-    assert _reply(list(cache.of(ids, bodies))) == plain
-    assert _reply(list(cache.of(ids, bodies))) == plain  # from the cache (what still fits)
+    assert _reply(cache.of(ids, bodies)[0]) == plain
+    assert _reply(cache.of(ids, bodies)[0]) == plain  # from the cache (what still fits)
     assert cache._bytes <= budget
 
 
@@ -65,7 +67,7 @@ def test_the_same_body_under_two_ids_gives_two_messages() -> None:
     """Bodies are stored without their id: two equal messages share a body's bytes."""
     cache = JsonFragments(10_000)
     body = encode_stored(MESSAGES[0])
-    one, two = cache.of([b"a", b"b"], [body, body])
+    (one, two), _ = cache.of([b"a", b"b"], [body, body])
     assert msgspec.json.decode(one)["id"] == "a"
     assert msgspec.json.decode(two)["id"] == "b"
 
@@ -87,3 +89,15 @@ def test_repeated_reads_hit_and_the_budget_holds() -> None:
     for _ in range(3):
         cache.of(ids, bodies)
         assert cache._bytes <= 10_000
+
+
+def test_a_body_json_cannot_carry_is_its_marker_in_its_place_and_never_cached() -> None:
+    cache = JsonFragments(10_000)
+    bad = HumanMessage(content="x", additional_kwargs={"k": {None: 1}})  # stored by hand
+    ids = [b"a", b"bad", b"c"]
+    bodies = [encode_stored(MESSAGES[0]), msgspec.msgpack.encode(bad), encode_stored(MESSAGES[1])]
+    [marker], flaw = serve(decode_stored(bodies[1], "bad"), "langchain", 1)
+    for hits, misses in ((0, 3), (2, 4)):  # the marker is made again on every read
+        frags, unservable = cache.of(ids, bodies)
+        assert unservable == [flaw] and msgspec.json.decode(frags[1]) == marker
+        assert (cache.hits, cache.misses) == (hits, misses)
