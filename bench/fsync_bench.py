@@ -25,9 +25,20 @@ from pathlib import Path
 
 import httpx
 
-from tests.infra.redis_server import AppendFsync, RedisServer
-from tests.workers.harness import start_api, start_worker, wait_drained
+from bench.common.store import wait_drained
+from bench.pipeline.services import ROOT, start_worker
 from threadfold.workers.app import CeleryWaker, make_celery
+from threadfold.workers.processes import (
+    API_ARGV,
+    AppendFsync,
+    ManagedProcess,
+    RedisServer,
+    api_url,
+    free_port,
+    http_ok,
+    start_service,
+    wait_until,
+)
 from threadfold.workers.producer import Delta, Producer
 from threadfold.workers.redis_io import sync_client
 from threadfold.workers.settings import Settings
@@ -42,7 +53,7 @@ def local_stack(policy: AppendFsync, logs: Path) -> Iterator[tuple[Settings, str
     with RedisServer(appendonly=True, appendfsync=policy) as server:
         settings = Settings(redis_url=server.url)
         worker = start_worker(settings, "w", logs, concurrency=2)
-        api, url = start_api(settings, logs)
+        api, url = _start_api(settings, logs)
         store = Store(sync_client(server.url, cluster=False), settings.keyspace)
         try:
             yield settings, url, store
@@ -50,6 +61,19 @@ def local_stack(policy: AppendFsync, logs: Path) -> Iterator[tuple[Settings, str
             store.client.close()
             api.kill()
             worker.kill()
+
+
+def _start_api(settings: Settings, logs: Path) -> tuple[ManagedProcess, str]:
+    """An API process on a free port, once it answers /healthz."""
+    port = free_port()
+    api = start_service(API_ARGV, settings, logs / "api.log", {"THREADFOLD_PORT": str(port)}, ROOT)
+    url = api_url(port)
+    try:
+        wait_until(lambda: http_ok(f"{url}/healthz"), 30, message="API did not start")
+    except BaseException:
+        api.kill()
+        raise
+    return api, url
 
 
 async def _post_all(url: str, prefix: str) -> float:

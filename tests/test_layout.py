@@ -86,3 +86,13 @@ def test_every_import_of_ours_goes_through_the_threadfold_namespace(package: str
     for path in (ROOT / package).rglob("*.py"):
         bare = {m for m in _modules(path) if m.split(".")[0] in INTERNAL}
         assert not bare, f"{path.relative_to(ROOT)} imports {sorted(bare)}"
+
+
+
+def test_bench_never_imports_tests() -> None:
+    """The benchmarks run from a checkout without the tests' harness in their way: what
+    both need (the oracle, settings, processes) lives in bench or in the package, and the
+    tests import it from there."""
+    for path in (ROOT / "bench").rglob("*.py"):
+        found = {m for m in _modules(path) if m.split(".")[0] == "tests"}
+        assert not found, f"{path.relative_to(ROOT)} imports {sorted(found)}"

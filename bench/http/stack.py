@@ -6,8 +6,8 @@ API process group per ``THREADFOLD_API_WORKERS`` value, all on free loopback por
 side by side on one Redis so their runs can be interleaved; an idle API costs nothing
 but a metrics flush a second.
 
-CPU is read from ``/proc`` for process trees (the uvicorn supervisor and its workers,
-a Celery worker and its pool) and from ``INFO cpu`` for Redis. Pinning moves one API's
+CPU is read through :mod:`bench.common.cpu`, for process trees (the uvicorn supervisor
+and its workers, a Celery worker and its pool) and for Redis. Pinning moves one API's
 threads to core 0 and everything else of ours (Redis, workers, beat, this process, the
 load generator) to core 1, with ``sched_setaffinity`` on every thread.
 """
@@ -16,71 +16,30 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager, suppress
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 import redis
 
+from bench.common.cpu import machine_busy, redis_cpu, set_affinity, tree_times
 from bench.pipeline import services
+from bench.pipeline.services import ROOT
 from threadfold.workers import ops
 from threadfold.workers.processes import (
     API_ARGV,
     ManagedProcess,
     api_url,
-    celery_argv,
     free_port,
-    named_worker_argv,
     start_service,
     wait_until,
 )
 from threadfold.workers.redis_io import run_many
 from threadfold.workers.settings import Settings
 
-_TICKS = os.sysconf("SC_CLK_TCK")
-ROOT = Path(__file__).resolve().parents[2]
 _CHUNK = 2000
-
-
-def _proc_table() -> dict[int, tuple[int, float, float]]:
-    """pid -> (parent pid, user + system CPU seconds, system CPU seconds), for every process."""
-    table: dict[int, tuple[int, float, float]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (FileNotFoundError, ProcessLookupError, IndexError):
-            continue
-        user, system = int(fields[11]) / _TICKS, int(fields[12]) / _TICKS
-        table[int(entry.name)] = (int(fields[1]), user + system, system)
-    return table
-
-
-def _tree(table: Mapping[int, tuple[int, float, float]], root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for pid, (parent, _, _) in table.items():
-        children.setdefault(parent, []).append(pid)
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        if pid in table:
-            out.append(pid)
-            todo.extend(children.get(pid, ()))
-    return out
-
-
-def tree_pids(root: int) -> list[int]:
-    return _tree(_proc_table(), root)
-
-
-def machine_busy() -> float:
-    """CPU seconds every core of the machine has spent busy since boot (``/proc/stat``)."""
-    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
-    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
-    return (user + nice + system + irq + softirq + steal) / _TICKS
 
 
 @dataclass(frozen=True)
@@ -141,16 +100,11 @@ class Stack:
     all_cpus: set[int] = field(default_factory=lambda: set(os.sched_getaffinity(0)))
 
     def cpu(self) -> Cpu:
-        table = _proc_table()
-
-        def total(root: int, column: int = 1) -> float:
-            return sum(table[p][column] for p in _tree(table, root))
-
-        return Cpu(time.perf_counter(),
-                   {n: total(a.process.pid) for n, a in self.apis.items()},
-                   sum(total(w.pid) for w in self.workers), total(self.beat.pid),
-                   services.redis_cpu(self.client), services.redis_cpu(self.broker),
-                   machine_busy(), {n: total(a.process.pid, 2) for n, a in self.apis.items()})
+        apis = {n: tree_times(a.process.pid) for n, a in self.apis.items()}
+        return Cpu(time.perf_counter(), {n: t[0] for n, t in apis.items()},
+                   sum(tree_times(w.pid)[0] for w in self.workers), tree_times(self.beat.pid)[0],
+                   redis_cpu(self.client), redis_cpu(self.broker),
+                   machine_busy(), {n: t[1] for n, t in apis.items()})
 
     def check_alive(self) -> None:
         dead = [p for p in [*self.workers, self.beat] if not p.alive]
@@ -200,27 +154,13 @@ class Stack:
                 *(w.pid for w in self.workers),
                 *(a.process.pid for n, a in self.apis.items() if n != api)]
         try:
-            _set_affinity([self.apis[api].process.pid], {first})
-            _set_affinity(ours, {second})
+            set_affinity([self.apis[api].process.pid], {first})
+            set_affinity(ours, {second})
             yield str(second)
         finally:
-            _set_affinity([self.state_pid, self.broker_pid, os.getpid(), self.beat.pid,
+            set_affinity([self.state_pid, self.broker_pid, os.getpid(), self.beat.pid,
                            *(w.pid for w in self.workers),
                            *(a.process.pid for a in self.apis.values())], self.all_cpus)
-
-
-def _set_affinity(roots: Sequence[int], cpus: set[int]) -> None:
-    """Every thread of every process in the trees under ``roots``."""
-    table = _proc_table()
-    for root in roots:
-        for pid in _tree(table, root):
-            try:
-                tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
-            except FileNotFoundError:
-                continue
-            for tid in tids:
-                with suppress(ProcessLookupError, PermissionError):
-                    os.sched_setaffinity(tid, cpus)
 
 
 def start_api(settings: Settings, name: str, workers: int, logs: Path) -> Api:
@@ -229,16 +169,6 @@ def start_api(settings: Settings, name: str, workers: int, logs: Path) -> Api:
            "THREADFOLD_LOG_LEVEL": "WARNING"}
     process = start_service(API_ARGV, settings, logs / f"api-{name}.log", env, ROOT)
     return Api(name, workers, port, process)
-
-
-def start_worker(settings: Settings, name: str, logs: Path) -> ManagedProcess:
-    argv = named_worker_argv(settings, name, loglevel="WARNING")
-    return start_service(argv, settings, logs / f"{name}.log", cwd=ROOT)
-
-
-def start_beat(settings: Settings, logs: Path) -> ManagedProcess:
-    argv = celery_argv("beat", settings, "-s", str(logs / "beat-schedule"), loglevel="WARNING")
-    return start_service(argv, settings, logs / "beat.log", cwd=ROOT)
 
 
 def _wait_api(api: Api, timeout: float = 60.0) -> None:
@@ -263,9 +193,9 @@ def running(api_workers: Sequence[int], celery_workers: int, logs: Path,
                                      "log_level": "WARNING", **overrides}
         settings = Settings(**values)  # type: ignore[arg-type]
         names = [f"w{i}" for i in range(celery_workers)]
-        workers = [start_worker(settings, n, logs) for n in names]
+        workers = [services.start_worker(settings, n, logs) for n in names]
         stack.enter_context(services.killing(workers))
-        beat = start_beat(settings, logs)
+        beat = services.start_beat(settings, logs)
         stack.callback(beat.kill)
         apis = {f"api{n}": start_api(settings, f"api{n}", n, logs) for n in api_workers}
         for api in apis.values():

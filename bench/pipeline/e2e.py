@@ -21,15 +21,14 @@ import redis
 from bench.common import cpu
 from bench.common.checks import Check
 from bench.common.oracle import Sent, state_dump, version_key
-from bench.common.store import CountingWaker, store_for
+from bench.common.store import CountingWaker, store_for, wait_drained
 from bench.pipeline import services
 from bench.pipeline.services import CommandStat
 from bench.pipeline.workload import Mix, Planned, ref_of, schedule, thread_id
-from tests.infra.processes import ManagedProcess, wait_until
-from tests.workers.harness import start_worker, wait_drained
 from threadfold.core import dump_messages
 from threadfold.workers.app import CeleryWaker, make_celery
 from threadfold.workers.layout import layout_problems
+from threadfold.workers.processes import ManagedProcess, wait_until
 from threadfold.workers.producer import Enqueued, Producer
 from threadfold.workers.redis_io import sync_client
 from threadfold.workers.settings import Settings
@@ -222,7 +221,7 @@ def pipeline(batch_size: int, workers: int = 2, concurrency: int = 1) -> Iterato
         settings = Settings(redis_url=state.url, broker_url=broker_server.url,
                             batch_size=batch_size)
         names = [f"w{i}" for i in range(workers)]
-        procs = [start_worker(settings, n, logs, concurrency) for n in names]
+        procs = [services.start_worker(settings, n, logs, concurrency) for n in names]
         stack.enter_context(services.killing(procs))
         app = make_celery(settings)
         stack.callback(app.close)

@@ -9,6 +9,7 @@ Appends carry client ids (the naive path has no way to hand stamped ids back).
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -22,10 +23,10 @@ from bench.common import cpu
 from bench.common.checks import Check, first_difference, lc_dump
 from bench.common.oracle import Sent
 from bench.pipeline import naive_app, services
+from bench.pipeline.services import ROOT
 from bench.pipeline.workload import Mix, ref_of, round_robin, thread_id
-from tests.infra.processes import ManagedProcess, wait_until
-from tests.workers.harness import CELERY, ROOT
 from threadfold.core import dump_messages
+from threadfold.workers.processes import ManagedProcess, wait_until
 
 Progress = Callable[[str], None]
 QUEUE = "naive"
@@ -85,9 +86,9 @@ class NaiveResult:
 
 def start_worker(state_url: str, broker_url: str, name: str, logs: Path) -> ManagedProcess:
     return ManagedProcess(
-        [CELERY, "-A", "bench.pipeline.naive_app", "worker", "--pool=prefork", "--concurrency=1",
-         "-Q", QUEUE, "-n", f"{name}@%h", "--without-gossip", "--without-mingle",
-         "--without-heartbeat", "--loglevel=WARNING"],
+        [sys.executable, "-m", "celery", "-A", "bench.pipeline.naive_app", "worker",
+         "--pool=prefork", "--concurrency=1", "-Q", QUEUE, "-n", f"{name}@%h",
+         "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel=WARNING"],
         env={"NAIVE_STATE_URL": state_url, "NAIVE_BROKER_URL": broker_url, "NAIVE_QUEUE": QUEUE,
              "PYTHONPATH": str(ROOT)},
         log_path=logs / f"naive-{name}.log", cwd=ROOT,

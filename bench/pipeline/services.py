@@ -2,14 +2,13 @@
 
 Redis servers and Celery workers come from the supervision module,
 threadfold.workers.processes (child processes on free loopback ports, killed with their
-owner). CPU is read from ``/proc`` for worker
-process trees and from ``INFO cpu`` for Redis, so each side's cost per delta can be
-reported next to the throughput it bought.
+owner). Their CPU is read through :mod:`bench.common.cpu`, Redis's commands from its
+``INFO commandstats`` and ``SLOWLOG``, so each side's cost per delta can be reported
+next to the throughput it bought.
 """
 
 from __future__ import annotations
 
-import os
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -23,10 +22,15 @@ from threadfold.workers.processes import (
     ManagedProcess,
     RedisServer,
     celery_answers,
+    celery_argv,
+    named_worker_argv,
+    start_service,
     wait_until,
 )
+from threadfold.workers.settings import Settings
 
-_TICKS = os.sysconf("SC_CLK_TCK")
+#: The checkout: the benchmark's children run from it (the naive workers import bench).
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @contextmanager
@@ -44,42 +48,6 @@ def log_dir(keep: bool = False) -> Iterator[Path]:
         return
     with tempfile.TemporaryDirectory(prefix="threadfold-bench-") as path:
         yield Path(path)
-
-
-def _stat(pid: int) -> list[str] | None:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return None
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            fields = _stat(int(entry.name))
-            if fields is not None and int(fields[1]) == pid:
-                found.append(int(entry.name))
-    return found
-
-
-def tree_cpu(pid: int) -> float:
-    """User + system CPU seconds of a live process and its live descendants."""
-    fields = _stat(pid)
-    if fields is None:
-        return 0.0
-    own = (int(fields[11]) + int(fields[12])) / _TICKS
-    return own + sum(tree_cpu(child) for child in _children(pid))
-
-
-def processes_cpu(processes: Sequence[ManagedProcess]) -> float:
-    return sum(tree_cpu(p.pid) for p in processes)
-
-
-def redis_cpu(client: redis.Redis) -> float:
-    """CPU seconds the server has used (main thread and background threads)."""
-    info = client.info("cpu")
-    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
 @dataclass(frozen=True)
@@ -106,6 +74,18 @@ def commandstats(client: redis.Redis) -> dict[str, CommandStat]:
 
 def reset_stats(client: redis.Redis) -> None:
     client.config_resetstat()
+
+
+def start_worker(settings: Settings, name: str, logs: Path,
+                 concurrency: int = 1) -> ManagedProcess:
+    """A Celery worker (prefork pool) answering pings as ``NAME@host``."""
+    argv = named_worker_argv(settings, name, concurrency, loglevel="WARNING")
+    return start_service(argv, settings, logs / f"{name}.log", cwd=ROOT)
+
+
+def start_beat(settings: Settings, logs: Path) -> ManagedProcess:
+    argv = celery_argv("beat", settings, "-s", str(logs / "beat-schedule"), loglevel="WARNING")
+    return start_service(argv, settings, logs / "beat.log", cwd=ROOT)
 
 
 def wait_ready(app: Any, names: Sequence[str], workers: Sequence[ManagedProcess],
