@@ -1,0 +1,187 @@
+"""Clients that record what they appended, for the oracle: the one-at-a-time fold of a
+thread's accepted deltas in the order of its log (``tests.workers.harness.Sent``).
+
+They wrap real clients (the calls go to the real stack); only the appends are noted,
+with the ids and version the service answered. A duplicate (a retried ``delta_id``) is
+noted apart: it was not appended again.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from types import TracebackType
+from typing import Any, Self
+
+from tests.workers.harness import Sent, version_key
+from threadfold import (
+    Appended,
+    AsyncClientProtocol,
+    ClientProtocol,
+    DeltaLike,
+    Format,
+    State,
+    Status,
+)
+from threadfold.core import dump_messages
+
+
+class Recorder:
+    """The appends of any number of clients, from any number of threads."""
+
+    def __init__(self) -> None:
+        self.sent = Sent()
+        self.delta_ids: list[str | None] = []
+        self.duplicates: list[Appended] = []
+        self._lock = threading.Lock()
+
+    def note(self, messages: Sequence[Any], delta_id: str | None, done: Appended) -> None:
+        with self._lock:
+            if done.duplicate:
+                self.duplicates.append(done)
+                return
+            self.delta_ids.append(delta_id)
+            self.sent.add(done.thread_id, done.version, list(messages), done.ids)
+
+    def expected(self, thread_id: str) -> list[dict[str, Any]]:
+        """The thread as the one-at-a-time fold of what was appended to it, dumped."""
+        with self._lock:
+            return dump_messages(self.sent.expected(thread_id))
+
+    def last_version(self, thread_id: str) -> str:
+        with self._lock:
+            return max((v for v, _, _ in self.sent.deltas[thread_id]), key=version_key)
+
+
+class Recording:
+    """A sync client whose appends are noted by ``recorder``."""
+
+    def __init__(self, inner: ClientProtocol, recorder: Recorder) -> None:
+        self.inner = inner
+        self.recorder = recorder
+
+    def append(
+        self, thread_id: str, messages: Sequence[Any], *, delta_id: str | None = None
+    ) -> Appended:
+        done = self.inner.append(thread_id, messages, delta_id=delta_id)
+        self.recorder.note(messages, delta_id, done)
+        return done
+
+    def append_many(self, deltas: Iterable[DeltaLike]) -> list[Appended]:
+        raise NotImplementedError("not recorded: the integrations append one delta a call")
+
+    def state(
+        self,
+        thread_id: str,
+        *,
+        min_version: str | None = None,
+        wait: float | None = None,
+        format: Format = "langchain",
+        limit: int | None = None,
+        after: str | None = None,
+        before: str | None = None,
+        at_version: str | None = None,
+    ) -> State:
+        return self.inner.state(
+            thread_id,
+            min_version=min_version,
+            wait=wait,
+            format=format,
+            limit=limit,
+            after=after,
+            before=before,
+            at_version=at_version,
+        )
+
+    def status(self, thread_id: str) -> Status:
+        return self.inner.status(thread_id)
+
+    def delete(self, thread_id: str) -> None:
+        self.inner.delete(thread_id)
+
+    def wait_for(self, thread_id: str, version: str, timeout: float) -> str:
+        return self.inner.wait_for(thread_id, version, timeout)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Recording {self.inner!r}>"
+
+
+class AsyncRecording:
+    """An asyncio client whose appends are noted by ``recorder``."""
+
+    def __init__(self, inner: AsyncClientProtocol, recorder: Recorder) -> None:
+        self.inner = inner
+        self.recorder = recorder
+
+    async def append(
+        self, thread_id: str, messages: Sequence[Any], *, delta_id: str | None = None
+    ) -> Appended:
+        done = await self.inner.append(thread_id, messages, delta_id=delta_id)
+        self.recorder.note(messages, delta_id, done)
+        return done
+
+    async def append_many(self, deltas: Iterable[DeltaLike]) -> list[Appended]:
+        raise NotImplementedError("not recorded: the integrations append one delta a call")
+
+    async def state(
+        self,
+        thread_id: str,
+        *,
+        min_version: str | None = None,
+        wait: float | None = None,
+        format: Format = "langchain",
+        limit: int | None = None,
+        after: str | None = None,
+        before: str | None = None,
+        at_version: str | None = None,
+    ) -> State:
+        return await self.inner.state(
+            thread_id,
+            min_version=min_version,
+            wait=wait,
+            format=format,
+            limit=limit,
+            after=after,
+            before=before,
+            at_version=at_version,
+        )
+
+    async def status(self, thread_id: str) -> Status:
+        return await self.inner.status(thread_id)
+
+    async def delete(self, thread_id: str) -> None:
+        await self.inner.delete(thread_id)
+
+    async def wait_for(self, thread_id: str, version: str, timeout: float) -> str:
+        return await self.inner.wait_for(thread_id, version, timeout)
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"<AsyncRecording {self.inner!r}>"
