@@ -96,7 +96,6 @@ def test_every_import_of_ours_goes_through_the_threadfold_namespace(package: str
         assert not bare, f"{path.relative_to(ROOT)} imports {sorted(bare)}"
 
 
-
 def test_bench_never_imports_tests() -> None:
     """The benchmarks run from a checkout without the tests' harness in their way: what
     both need (the oracle, settings, processes) lives in bench or in the package, and the

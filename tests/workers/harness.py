@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ from bench.common.oracle import stamped as stamped  # noqa: PLC0414  # re-export
 from bench.common.oracle import state_dump as state_dump  # noqa: PLC0414  # re-exported
 from bench.common.oracle import version_key as version_key  # noqa: PLC0414  # re-exported
 from bench.common.store import CountingWaker as CountingWaker  # noqa: PLC0414  # re-exported
+from bench.common.store import wait_drained as wait_drained  # noqa: PLC0414  # re-exported
 from threadfold.workers.processes import (
     API_ARGV,
     ManagedProcess,
@@ -84,22 +84,6 @@ def store_for(settings: Settings) -> Store:
 def close_clients() -> None:
     while OPEN_CLIENTS:
         OPEN_CLIENTS.pop().close()
-
-
-def wait_drained(store: Store, refs: Iterable[str], timeout: float) -> None:
-    """Until every thread has no backlog (checked through the status the API serves)."""
-    pending = set(refs)
-
-    def done() -> bool:
-        for ref in list(pending):
-            status = store.status(ref)
-            if status is not None and status.backlog == 0:
-                pending.discard(ref)
-        return not pending
-
-    wait_until(
-        done, timeout, interval=0.1, message=f"threads still with a backlog: {sorted(pending)[:5]}"
-    )
 
 
 def start_api(settings: Settings, log_dir: Path, **env: str) -> tuple[ManagedProcess, str]:
