@@ -26,6 +26,7 @@ from pathlib import Path
 import httpx
 
 from bench.common.store import wait_drained
+from bench.common.tables import table
 from bench.pipeline.services import ROOT, start_worker
 from threadfold.workers.app import CeleryWaker, make_celery
 from threadfold.workers.processes import (
@@ -133,15 +134,14 @@ def main() -> None:
             for policy in order:
                 runs[policy].append(measure(policy, Path(logs), round_))
                 print(f"round {round_} {policy}: {runs[policy][-1]}", flush=True)
-    print("\n| appendfsync | " + " | ".join(runs["always"][0]) + " |")
-    print("|---|" + "---|" * len(runs["always"][0]))
-    for policy, rows in runs.items():
-        cells = [
-            f"{statistics.median(r[k] for r in rows):,.0f} ({min(r[k] for r in rows):,.0f}-"
-            f"{max(r[k] for r in rows):,.0f})"
-            for k in rows[0]
-        ]
-        print(f"| `{policy}` | " + " | ".join(cells) + " |")
+    head = ["appendfsync", *runs["always"][0]]
+    body = [[f"`{policy}`", *(_median_range([r[k] for r in rows]) for k in rows[0])]
+            for policy, rows in runs.items()]
+    print("\n" + "\n".join(table(head, body)))
+
+
+def _median_range(values: list[float]) -> str:
+    return f"{statistics.median(values):,.0f} ({min(values):,.0f}-{max(values):,.0f})"
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ and checked (backlog left when the load stopped, time to drain, deltas applied).
 py-spy profile shows where an API process spends its time under the POST load.
 
 The machine has two cores shared by the server, Redis, the workers and the load
-generator: each run reports the CPU every side spent per request (from ``/proc`` and
+generator: each run reports the CPU every side spent per request (psutil's process times and
 ``INFO cpu``), wrk's own share of a core, and a pinned configuration gives one API
 process core 0 to itself (everything else on core 1).
 """
