@@ -25,8 +25,8 @@ from pathlib import Path
 
 import httpx
 
-from bench.common.store import wait_drained
 from bench.common.tables import table
+from bench.common.wait import wait_drained
 from bench.pipeline.services import ROOT, start_worker
 from threadfold.workers.app import CeleryWaker, make_celery
 from threadfold.workers.processes import (

@@ -2,15 +2,15 @@
 
 The benchmarks that drain by hand (commit cost, memory, components, replay) build their
 producer, store and drainer here rather than from the tests' harness: bench never
-imports tests.
+imports tests. Only what every release since the namespace has is imported here: the
+replay benchmark's ``--before`` runs this module in another tree.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from threadfold.workers.processes import wait_until
 from threadfold.workers.redis_io import sync_client
 from threadfold.workers.settings import Settings
 from threadfold.workers.store import Store
@@ -39,21 +39,6 @@ def store_for(settings: Settings) -> Store:
     """A store on a client of its own (the caller closes ``store.client``)."""
     client = sync_client(settings.redis_url.get_secret_value(), cluster=settings.cluster)
     return Store(client, settings.keyspace)
-
-
-def wait_drained(store: Store, refs: Iterable[str], timeout: float) -> None:
-    """Until every thread has no backlog (checked through the status the API serves)."""
-    pending = set(refs)
-
-    def done() -> bool:
-        for ref in list(pending):
-            status = store.status(ref)
-            if status is not None and status.backlog == 0:
-                pending.discard(ref)
-        return not pending
-
-    wait_until(done, timeout, interval=0.1,
-               message=f"threads still with a backlog: {sorted(pending)[:5]}")
 
 
 class NullWaker:

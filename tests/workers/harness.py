@@ -12,7 +12,7 @@ from bench.common.oracle import stamped as stamped  # noqa: PLC0414  # re-export
 from bench.common.oracle import state_dump as state_dump  # noqa: PLC0414  # re-exported
 from bench.common.oracle import version_key as version_key  # noqa: PLC0414  # re-exported
 from bench.common.store import CountingWaker as CountingWaker  # noqa: PLC0414  # re-exported
-from bench.common.store import wait_drained as wait_drained  # noqa: PLC0414  # re-exported
+from bench.common.wait import wait_drained as wait_drained  # noqa: PLC0414  # re-exported
 from threadfold.workers.processes import (
     API_ARGV,
     ManagedProcess,
