@@ -26,13 +26,12 @@ Nothing else reaches a client: an unexpected exception is logged and answered as
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 import msgspec
 
-from threadfold.core.depth import path_text
+from threadfold.core.depth import path_text, pointer
 
 
 class ApiError(Exception):
@@ -150,17 +149,6 @@ class RedisFull(Unavailable):
 
     code = "redis_full"
     retry_after = 5
-
-
-# A name, an index, or a key that is not a plain name as a JSON string in brackets
-# (threadfold.core.depth.path_text writes ``additional_kwargs["a.b"]``).
-_STEP = re.compile(r'\[("(?:[^"\\]|\\.)*")\]|\.?([^.\[\]]+)|\[(\d+)\]')
-
-
-def pointer(field: str) -> str:
-    """``messages[3].tool_call_id`` -> ``/messages/3/tool_call_id`` (RFC 6901)."""
-    parts = [json.loads(m[1]) if m[1] else m[2] or m[3] for m in _STEP.finditer(field)]
-    return "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in parts)
 
 
 _MSGSPEC_PATH = re.compile(r" - at `\$(.*)`$")

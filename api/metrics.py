@@ -31,8 +31,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from threadfold.core.keys import Keyspace
 from threadfold.workers.metrics import BATCH_BUCKETS, LAG_BUCKETS_MS, LATENCY_BUCKETS_MS
-from threadfold.workers.ops import text
-from threadfold.workers.redis_io import AsyncClient
+from threadfold.workers.redis_io import AsyncClient, text
 
 PREFIX: Final = "threadfold_"
 #: The exposition format: the classic text format, as before prometheus_client (every

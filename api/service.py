@@ -38,9 +38,10 @@ from threadfold.core.keys import InvalidName, check_name
 from threadfold.core.render import CODE, Unservable, render
 from threadfold.core.versions import InvalidVersion, parse_version, reached
 from threadfold.workers.astore import AsyncStore
-from threadfold.workers.ops import StateBodies, StatePage
-from threadfold.workers.prefix import LAST, NotReplayable, Reason
+from threadfold.workers.prefix import NotReplayable, Reason
 from threadfold.workers.producer import AsyncProducer, Delta, Enqueued
+from threadfold.workers.reads import page_of, redis_id
+from threadfold.workers.storage.read_state import StateBodies, StatePage
 
 _POLL_START, _POLL_MAX = 0.002, 0.05
 
@@ -86,7 +87,7 @@ class Service:
 
     async def ingest(self, tenant: str, thread_id: str, body: DeltaIn) -> Accepted:
         self._check_size(body.messages, "messages")
-        delta = Delta(thread_name(thread_id), body.messages, body.delta_id, tenant)
+        delta = Delta(thread_id, body.messages, body.delta_id, tenant)  # the producer checks the id
         [result] = await self._enqueue([delta], path="")
         return _accepted(result)
 
@@ -323,32 +324,6 @@ def travel_error(exc: NotReplayable, thread_id: str, version: str) -> ApiError:
             return Unavailable(f"{name} kept changing while its log was read; retry")
         case _:  # never written, or deleted (while it was read, too)
             return NotFound(f"{name} has never been written", field="thread_id")
-
-
-def redis_id(version: str) -> str:
-    """A validated version as an entry id Redis takes (each part within 64 bits; a
-    version past every entry id is the end of the log)."""
-    ms, seq = parse_version(version)
-    if ms > _U64:
-        return LAST
-    return f"{ms}-{min(seq, _U64)}"
-
-
-_U64 = 2**64 - 1
-
-
-def page_of(whole: StatePage, mode: str, anchor: str, limit: int) -> StatePage:
-    """A page of an in-memory (replayed) thread, cut as READ_STATE cuts a live one."""
-    messages = whole.messages
-    if mode != "all":
-        at = next((i for i, m in enumerate(messages) if m.id == anchor), None)
-        if at is None:
-            return StatePage(whole.version, whole.total, False, False, [])
-        messages = messages[at + 1 :] if mode == "after" else messages[:at]
-    more = 0 <= limit < len(messages)
-    if more:
-        messages = messages[len(messages) - limit :] if mode == "before" else messages[:limit]
-    return StatePage(whole.version, whole.total, more, True, messages)
 
 
 def _number(

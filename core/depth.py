@@ -74,6 +74,19 @@ def path_text(prefix: str, steps: Sequence[Step]) -> str:
     return "".join(out)
 
 
+# A name, an index, or a key that is not a plain name as a JSON string in brackets
+# (what path_text writes: ``additional_kwargs["a.b"]``).
+_STEP: Final = re.compile(r'\[("(?:[^"\\]|\\.)*")\]|\.?([^.\[\]]+)|\[(\d+)\]')
+
+
+def pointer(field: str) -> str:
+    """``messages[3].tool_call_id`` -> ``/messages/3/tool_call_id`` (RFC 6901): the
+    pointer of a path :func:`path_text` wrote, as the API's errors and the direct
+    clients' name a field."""
+    parts = [json.loads(m[1]) if m[1] else m[2] or m[3] for m in _STEP.finditer(field)]
+    return "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in parts)
+
+
 def too_deep(message: BaseMessage, limit: int) -> list[Step] | None:
     """The steps from ``message`` to its first object or array (in document order)
     nested deeper than ``limit`` levels; None when it nests no deeper."""

@@ -34,3 +34,10 @@ def parse_version(text: str) -> tuple[int, int]:
 def reached(version: str, wanted: str) -> bool:
     """Whether ``version`` is at or after ``wanted``."""
     return parse_version(version) >= parse_version(wanted)
+
+
+def entry_key(entry: str) -> tuple[int, int]:
+    """A stream entry id Redis gave, as numbers for ordering (unchecked: the hot path's
+    :func:`parse_version`)."""
+    ms, _, seq = entry.partition("-")
+    return int(ms), int(seq or 0)

@@ -28,9 +28,10 @@ from threadfold.errors import (
     VersionNotReached,
 )
 from threadfold.types import Appended, Skipped, State, Status, Unservable
-from threadfold.workers import ops, reads
+from threadfold.workers import reads
 from threadfold.workers.producer import Enqueued
 from threadfold.workers.settings import Settings
+from threadfold.workers.storage.status import ThreadStatus
 
 #: What ``CLIENT LIST`` shows of a direct client's Redis connections.
 CONNECTION_NAME = "threadfold-client"
@@ -128,7 +129,7 @@ def state(thread_id: str, answer: reads.Answer) -> State:
     )
 
 
-def status(thread_id: str, found: ops.ThreadStatus | None) -> Status:
+def status(thread_id: str, found: ThreadStatus | None) -> Status:
     if found is None:
         raise not_found(thread_id)
     return Status(

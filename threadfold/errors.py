@@ -21,12 +21,11 @@ answers for the same call, so code written against one kind runs against the oth
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping
 from types import EllipsisType
 from typing import Any
 
+from threadfold.core.depth import pointer as field_pointer
 from threadfold.core.errors import ThreadfoldError
 
 __all__ = [
@@ -79,7 +78,7 @@ class RequestError(ThreadfoldError):
         self.code = code or self.default_code
         self.field = field
         if pointer is None and field is not None:
-            pointer = _pointer(field)
+            pointer = field_pointer(field)
         self.pointer = pointer
         self.retry_after = retry_after
         self.details = dict(details or {})
@@ -161,18 +160,6 @@ class ServerError(RequestError):
     """The service failed (500 or another 5xx)."""
 
     default_status, default_code = 500, "internal_error"
-
-
-# A name, an index, or a key that is not a plain name as a JSON string in brackets
-# (``additional_kwargs["a.b"]``).
-_STEP = re.compile(r'\[("(?:[^"\\]|\\.)*")\]|\.?([^.\[\]]+)|\[(\d+)\]')
-
-
-def _pointer(field: str) -> str:
-    """``messages[3].tool_call_id`` -> ``/messages/3/tool_call_id`` (RFC 6901): the API's
-    rule (api/errors.py), which the direct clients cannot import."""
-    parts = [json.loads(m[1]) if m[1] else m[2] or m[3] for m in _STEP.finditer(field)]
-    return "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in parts)
 
 
 def _kind(status: int, code: str) -> type[RequestError]:

@@ -31,8 +31,7 @@ from enum import StrEnum
 from typing import Any, Final, Literal
 
 from threadfold.core.keys import Keyspace
-from threadfold.core.versions import parse_version
-from threadfold.workers.ops import entry_key
+from threadfold.core.versions import entry_key, parse_version
 from threadfold.workers.redis_io import Command, Item, SyncClient, as_bytes, run_many, text
 from threadfold.workers.storage import log_fence, prefix
 from threadfold.workers.storage.meta import ENTRY_PAYLOAD, fence
@@ -284,39 +283,64 @@ def read_many(client: SyncClient, refs: Sequence[str], start: Start) -> list[Out
     """The prefixes of many threads, read together: one pipelined round trip per round
     for all of them (a thread of a few dozen entries takes two). ``start(ref)`` makes a
     thread's read; one that moved is started again, up to :data:`ATTEMPTS` times."""
+    readings = {n: Retrying(ref, start) for n, ref in enumerate(refs)}
     outcomes: list[Outcome | None] = [None] * len(refs)
-    reads = {n: start(ref) for n, ref in enumerate(refs)}
-    tries = dict.fromkeys(reads, 1)
-    while reads:
+    while readings:
         items: list[Item] = []
         spans: list[tuple[int, int, int]] = []
-        for n, read in reads.items():
-            calls = read.calls()
+        for n, reading in readings.items():
+            calls = reading.calls()
             spans.append((n, len(items), len(calls)))
             items += calls
         replies = run_many(client, items)
         for n, at, count in spans:
-            read = reads[n]
-            try:
-                read.feed(replies[at : at + count])
-            except Moved as exc:
-                if tries[n] >= ATTEMPTS:
-                    outcomes[n] = moving(refs[n], tries[n], exc)
-                    del reads[n]
-                else:
-                    tries[n] += 1
-                    reads[n] = start(refs[n])
-                continue
-            except NotReplayable as exc:
-                outcomes[n] = deleted_since(exc, tries[n])
-                del reads[n]
-                continue
-            if read.result is not None:
-                outcomes[n] = read.result
-                del reads[n]
+            reading = readings[n]
+            reading.feed(replies[at : at + count])
+            if reading.outcome is not None:
+                outcomes[n] = reading.outcome
+                del readings[n]
     done = [o for o in outcomes if o is not None]
     assert len(done) == len(refs)  # the loop ends once every read has its outcome
     return done
+
+
+def travelling(ks: Keyspace, upto: str) -> Start:
+    """How a time-travel read to ``upto`` starts (its first page with the live state)."""
+    return lambda ref: PrefixRead(ks, ref, "travel", upto, first_page=PAGE)
+
+
+class Retrying:
+    """One thread's prefix read with its retries, for any driver (the sync one above
+    runs many in lockstep, the asyncio store one): a read overtaken by a trim or a delete
+    (:class:`Moved`) starts again from a new instant, up to :data:`ATTEMPTS` reads.
+    ``outcome`` is set once the read ends: its prefix, or why there is none."""
+
+    __slots__ = ("outcome", "read", "ref", "start", "tries")
+
+    def __init__(self, ref: str, start: Start) -> None:
+        self.ref, self.start = ref, start
+        self.read = start(ref)
+        self.tries = 1
+        self.outcome: Outcome | None = None
+
+    def calls(self) -> list[Item]:
+        return self.read.calls()
+
+    def feed(self, replies: Sequence[Any]) -> None:
+        try:
+            self.read.feed(replies)
+        except Moved as exc:
+            if self.tries >= ATTEMPTS:
+                self.outcome = moving(self.ref, self.tries, exc)
+            else:
+                self.tries += 1
+                self.read = self.start(self.ref)
+            return
+        except NotReplayable as exc:
+            self.outcome = deleted_since(exc, self.tries)
+            return
+        if self.read.result is not None:
+            self.outcome = self.read.result
 
 
 def moving(ref: str, tries: int, last: Moved) -> NotReplayable:

@@ -27,9 +27,9 @@ from threadfold.core.errors import InvalidMessage
 from threadfold.core.ids import IdSource, derived_ids, ensure_ids, uuid4_str
 from threadfold.core.keys import DEFAULT_TENANT, InvalidName, make_ref
 from threadfold.core.servable import check_encoded
-from threadfold.workers import ops
 from threadfold.workers.redis_io import AsyncClient, Call, Stream, SyncClient, arun_many, run_many
 from threadfold.workers.settings import Settings
+from threadfold.workers.storage import ingest
 from threadfold.workers.storage.pages import fingerprints
 from threadfold.workers.wakeup import AsyncWaker, Waker
 
@@ -148,9 +148,9 @@ def _calls(
 ) -> tuple[list[Call], list[list[str]]]:
     """The ingest calls, and the threads each one carries."""
     ks = settings.keyspace
-    shares = ops.ingest_groups(ks, list(groups), settings.cluster)
+    shares = ingest.groups_of(ks, list(groups), settings.cluster)
     calls = [
-        ops.ingest_call(
+        ingest.call(
             ks,
             [
                 (
@@ -180,7 +180,7 @@ def _outcomes(
     results: list[Enqueued | None] = [None] * len(deltas)
     woken: list[str] = []
     for share, raw in zip(shares, answers, strict=True):
-        parsed = ops.parse_ingest(raw, [len(groups[ref]) for ref in share])
+        parsed = ingest.parse(raw, [len(groups[ref]) for ref in share])
         for ref, answer in zip(share, parsed, strict=True):
             if answer.woke:
                 woken.append(ref)

@@ -19,11 +19,11 @@ from typing import Any, Final, Literal
 from threadfold.core.errors import ThreadfoldError
 from threadfold.core.render import Unservable, render
 from threadfold.core.versions import InvalidVersion, parse_version, reached
-from threadfold.workers import ops
 from threadfold.workers.astore import AsyncStore
-from threadfold.workers.prefix import LAST, PAGE, NotReplayable, PrefixRead, Reason, read_many
-from threadfold.workers.replay import state_of
+from threadfold.workers.prefix import LAST, NotReplayable, Reason
+from threadfold.workers.replay import travel
 from threadfold.workers.storage.meta import VERSION_FIELDS, version_of
+from threadfold.workers.storage.read_state import StatePage, cut
 from threadfold.workers.store import Store
 
 Format = Literal["langchain", "openai"]
@@ -199,7 +199,7 @@ def not_found(thread_id: str) -> ThreadNotFound:
     return ThreadNotFound(f"thread {thread_id!r} has never been written", field="thread_id")
 
 
-def answer(found: ops.StatePage | None, thread_id: str, q: Query) -> Answer:
+def answer(found: StatePage | None, thread_id: str, q: Query) -> Answer:
     """The page ``found`` as served, or the refusal of a read that found nothing (or not
     its anchor)."""
     if found is None:
@@ -218,18 +218,15 @@ def answer(found: ops.StatePage | None, thread_id: str, q: Query) -> Answer:
     )
 
 
-def page_of(whole: ops.StatePage, mode: str, anchor: str, limit: int) -> ops.StatePage:
+def page_of(whole: StatePage, mode: str, anchor: str, limit: int) -> StatePage:
     """A page of an in-memory (replayed) thread, cut as READ_STATE cuts a live one."""
-    messages = whole.messages
+    at = -1
     if mode != "all":
-        at = next((i for i, m in enumerate(messages) if m.id == anchor), None)
-        if at is None:
-            return ops.StatePage(whole.version, whole.total, False, False, [])
-        messages = messages[at + 1 :] if mode == "after" else messages[:at]
-    more = 0 <= limit < len(messages)
-    if more:
-        messages = messages[len(messages) - limit :] if mode == "before" else messages[:limit]
-    return ops.StatePage(whole.version, whole.total, more, True, messages)
+        at = next((i for i, m in enumerate(whole.messages) if m.id == anchor), -1)
+        if at < 0:
+            return StatePage(whole.version, whole.total, False, False, [])
+    messages, more = cut(whole.messages, at, mode, limit)
+    return StatePage(whole.version, whole.total, more, True, messages)
 
 
 class _Waiting:
@@ -333,19 +330,10 @@ def read(store: Store, ref: str, thread_id: str, q: Query, *, merge_chunks: bool
         wait_for(store, ref, thread_id, q.min_version, q.wait)
     if q.at_version is None:
         return answer(store.read_state(ref, q.mode, q.anchor, q.limit), thread_id, q)
-    upto = redis_id(q.at_version)
-    [found] = read_many(
-        store.client,
-        [ref],
-        lambda r: PrefixRead(store.keyspace, r, "travel", upto, first_page=PAGE),
-    )
-    if isinstance(found, NotReplayable):
-        raise travel_error(found, thread_id, q.at_version) from found
     try:
-        messages = state_of(found, merge_chunks=merge_chunks)
+        whole = travel(store, ref, redis_id(q.at_version), merge_chunks=merge_chunks)
     except NotReplayable as exc:
         raise travel_error(exc, thread_id, q.at_version) from exc
-    whole = ops.StatePage(found.version, len(messages), False, True, messages)
     return answer(page_of(whole, q.mode, q.anchor, q.limit), thread_id, q)
 
 

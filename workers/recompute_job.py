@@ -19,7 +19,6 @@ from typing import Final
 from celery import Celery
 
 from threadfold.core.keys import DEFAULT_TENANT, InvalidName, check_name, make_ref
-from threadfold.workers.ops import text
 from threadfold.workers.recompute import (
     JOB_TTL_SECONDS,
     OUTCOMES,
@@ -29,6 +28,7 @@ from threadfold.workers.recompute import (
     encode,
     send,
 )
+from threadfold.workers.redis_io import text
 from threadfold.workers.settings import Settings
 from threadfold.workers.store import Store
 

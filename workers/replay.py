@@ -36,9 +36,11 @@ from threadfold.workers.prefix import (
     PrefixRead,
     Reason,
     read_many,
+    travelling,
 )
 from threadfold.workers.redis_io import Call, run_many
 from threadfold.workers.storage import rebuild as rebuild_script
+from threadfold.workers.storage.read_state import StatePage
 from threadfold.workers.store import Store
 
 __all__ = [
@@ -90,6 +92,27 @@ def state_of(prefix: Prefix, *, merge_chunks: bool = False) -> list[BaseMessage]
     base = [decode_stored(b, i.decode()) for i, b in zip(prefix.ids, prefix.bodies, strict=True)]
     fold = ThreadFold.from_messages(base, merge_chunks=merge_chunks)
     return _fold(prefix, fold).ordered()
+
+
+def at_version(prefix: Prefix, *, merge_chunks: bool = False) -> StatePage:
+    """The state a time-travel read found, as one whole page (its version the last
+    entry up to the version asked for). Raises :class:`NotReplayable` (poison) when an
+    entry cannot be decoded or folded."""
+    messages = state_of(prefix, merge_chunks=merge_chunks)
+    return StatePage(prefix.version, len(messages), False, True, messages)
+
+
+def travel(store: Store, ref: str, upto: str, *, merge_chunks: bool = False) -> StatePage:
+    """The thread as of version ``upto`` (time travel): the live state with the log
+    entries after it folded on when ``upto`` is at or after the cursor, else the log
+    replayed from its first entry; read consistently (:mod:`threadfold.workers.prefix`),
+    a read overtaken by a trim or a delete read again. :class:`NotReplayable` says why
+    there is no such state (trimmed, never written, deleted, before birth, poison,
+    moving). The asyncio store drives the same read (:class:`Retrying`)."""
+    [found] = read_many(store.client, [ref], travelling(store.keyspace, upto))
+    if isinstance(found, NotReplayable):
+        raise found
+    return at_version(found, merge_chunks=merge_chunks)
 
 
 @dataclass(frozen=True, slots=True)

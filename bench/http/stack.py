@@ -27,7 +27,6 @@ import redis
 from bench.common.cpu import machine_busy, redis_cpu, set_affinity, tree_times
 from bench.pipeline import services
 from bench.pipeline.services import ROOT
-from threadfold.workers import ops
 from threadfold.workers.processes import (
     API_ARGV,
     ManagedProcess,
@@ -38,6 +37,8 @@ from threadfold.workers.processes import (
 )
 from threadfold.workers.redis_io import run_many
 from threadfold.workers.settings import Settings
+from threadfold.workers.storage import status as status_script
+from threadfold.workers.storage.status import ThreadStatus
 
 _CHUNK = 2000
 
@@ -131,13 +132,13 @@ class Stack:
         wait_until(drained, timeout, interval=0.02, message="the workers did not drain")
         return time.perf_counter() - started
 
-    def statuses(self, refs: Sequence[str]) -> list[ops.ThreadStatus | None]:
+    def statuses(self, refs: Sequence[str]) -> list[ThreadStatus | None]:
         """Every thread's status (pipelined in chunks); None for threads never written."""
-        out: list[ops.ThreadStatus | None] = []
+        out: list[ThreadStatus | None] = []
         ks = self.settings.keyspace
         for i in range(0, len(refs), _CHUNK):
-            calls = [ops.status_call(ks, ref) for ref in refs[i : i + _CHUNK]]
-            out += [ops.parse_status(raw) for raw in run_many(self.client, calls)]
+            calls = [status_script.call(ks.thread(ref)) for ref in refs[i : i + _CHUNK]]
+            out += [status_script.parse(raw) for raw in run_many(self.client, calls)]
         return out
 
     # -- pinning -----------------------------------------------------------------------

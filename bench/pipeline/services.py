@@ -118,9 +118,9 @@ def script_log(client: redis.Redis, max_len: int = 100_000) -> Iterator[dict[str
     The slowlog times the command inside the server, as ``commandstats`` does, but per
     call, and the first argument of an EVALSHA names its script.
     """
-    from threadfold.workers.ops import ALL_SCRIPTS  # noqa: PLC0415  # only the benchmark needs the table
+    from threadfold.workers.storage.scripts import ALL  # noqa: PLC0415  # only the benchmark needs the table
 
-    names = {s.sha: s.name for s in ALL_SCRIPTS}
+    names = {s.sha: s.name for s in ALL}
     found: dict[str, list[int]] = {}
     old: dict[str, str] = client.config_get("slowlog-*")  # type: ignore[assignment]
     client.config_set("slowlog-max-len", max_len)

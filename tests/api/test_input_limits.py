@@ -14,7 +14,7 @@ from starlette.testclient import TestClient
 
 from tests.api.client import api_client, api_settings
 from tests.api.test_contract import _thread_keys
-from threadfold.api.errors import pointer
+from threadfold.core.depth import pointer
 from threadfold.core.versions import MAX_PART
 
 PAST_RECURSION = 100_000  # levels: far past what any recursive decoder takes (~1,000)

@@ -19,9 +19,10 @@ from tests.workers.harness import make_settings, start_api, state_dump, store_fo
 from tests.workers.replaying import NoWake, Oracle, Writer
 from threadfold.core.codec import encode_messages
 from threadfold.core.messages import HumanMessage
-from threadfold.workers import ops, prefix
+from threadfold.workers import prefix
 from threadfold.workers.drain import Drainer
 from threadfold.workers.producer import Producer
+from threadfold.workers.redis_io import text
 from threadfold.workers.settings import Settings
 from threadfold.workers.store import Store
 
@@ -107,12 +108,12 @@ def test_a_poison_entry_at_or_before_the_version_is_409_naming_it(redis_url: str
     settings, store, writer = _setup(redis_url, retention_seconds=3600, failure_limit=1)
     before = [r[0] for r in writer.write("p", 3, "p")]
     log = store.keyspace.thread("_/p").log
-    poison = ops.text(store.client.xadd(log, {"d": b"\xc1 not msgpack"}))
+    poison = text(store.client.xadd(log, {"d": b"\xc1 not msgpack"}))
     after = [r[0] for r in writer.write("p", 1, "q")]
     assert Drainer(store, settings).drain("_/p").quarantined
     idless = encode_messages([HumanMessage(content="no id")])  # decodes; cannot be folded
     writer.write("u", 2, "u")
-    unfoldable = ops.text(store.client.xadd(store.keyspace.thread("_/u").log, {"d": idless}))
+    unfoldable = text(store.client.xadd(store.keyspace.thread("_/u").log, {"d": idless}))
     with httpx.Client(base_url=api, timeout=30) as client:
         for thread, entry, asked in (
             ("p", poison, poison),

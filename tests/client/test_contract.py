@@ -27,8 +27,8 @@ from threadfold import (
     State,
     VersionNotReached,
 )
-from threadfold.api.errors import pointer as api_pointer
 from threadfold.core import dump_messages
+from threadfold.core.depth import pointer as api_pointer
 from threadfold.core.openai import to_openai
 from threadfold.direct import CONNECTION_NAME
 

@@ -21,10 +21,10 @@ from tests.workers.harness import (
 )
 from tests.workers.test_concurrency import NoWake
 from threadfold.core import dump_messages
-from threadfold.workers import ops
 from threadfold.workers.drain import Drainer
 from threadfold.workers.processes import settings_env
 from threadfold.workers.producer import Producer
+from threadfold.workers.redis_io import text
 from threadfold.workers.settings import Settings
 from threadfold.workers.store import Store
 
@@ -84,7 +84,7 @@ def _bad_between(
     producer = Producer(store.client, settings, NoWake())
     producer.enqueue(thread, [{"role": "user", "content": "before", "id": "1"}])
     log = settings.keyspace.thread(f"_/{thread}").log
-    bad = ops.text(store.client.xadd(log, fields))  # type: ignore[arg-type]
+    bad = text(store.client.xadd(log, fields))  # type: ignore[arg-type]
     producer.enqueue(thread, [{"role": "user", "content": "after", "id": "2"}])
     return producer, bad
 

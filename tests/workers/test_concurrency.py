@@ -24,10 +24,11 @@ from threadfold.core.codec import decode_messages, encode_stored
 from threadfold.core.fold import ThreadFold
 from threadfold.workers.app import CeleryWaker, make_celery
 from threadfold.workers.drain import Drainer, _decode, _mentioned
-from threadfold.workers.ops import Batch, commit_call
+from threadfold.workers.drain.batch import Batch, read_batch, read_batches
 from threadfold.workers.producer import Producer
 from threadfold.workers.redis_io import Call
 from threadfold.workers.settings import Settings
+from threadfold.workers.storage.commit import commit_call
 from threadfold.workers.store import Store
 
 
@@ -84,28 +85,13 @@ def test_a_stale_worker_committing_late_is_refused_and_changes_nothing(redis_url
     store = store_for(settings)
     producer = Producer(store.client, settings, NoWake())
     producer.enqueue("s", [{"role": "user", "content": "a", "id": "1"}])
-    stale = store.read_batch("_/s", 100)  # a worker reads, then stalls...
+    stale = read_batch(store, "_/s", 100)  # a worker reads, then stalls...
 
     producer.enqueue("s", [{"role": "user", "content": "b", "id": "1"}])
     Drainer(store, settings).drain("_/s")  # ...while another drains everything
     before = state_dump(store, "_/s")
 
-    fold = ThreadFold({}, stale.next_position)
-    fold.apply(decode_messages(stale.entries[0][1]))
-    done = store.commit(
-        "_/s",
-        stale,
-        stale.entries[0][0],
-        fold.next_position,
-        fold.take_effect(),
-        known=stale.known(_mentioned(_decode(stale))) or {},
-        pages=stale.pages,
-        per=stale.per,
-        applied=1,
-        retention_ms=0,
-        wake_ms=settings.wake_ttl_ms,
-        encode=encode_stored,
-    )
+    [done] = store.commit_many([_commit_of(settings, "_/s", stale)])
     assert not done.ok
     assert (
         state_dump(store, "_/s")
@@ -153,7 +139,7 @@ def _commit_of(settings: Settings, ref: str, batch: Batch) -> Call:
     return commit_call(
         settings.keyspace,
         ref,
-        fence=batch.cursor,
+        fence=batch.fence,
         new_cursor=batch.entries[-1][0],
         next_position=fold.next_position,
         effect=fold.take_effect(),
@@ -180,7 +166,7 @@ def test_merged_commits_stand_or_fail_each_on_their_own(
     refs = [f"_/m{i}" for i in range(30)]
     for i, ref in enumerate(refs):
         producer.enqueue(ref[2:], [{"role": "user", "content": f"x{i}", "id": "1"}])
-    batches = store.read_batches(refs, 100)
+    batches = read_batches(store, refs, 100)
     stale = refs[::3]  # these move on meanwhile: their commits below must be refused
     for ref in stale:
         producer.enqueue(ref[2:], [{"role": "user", "content": "later", "id": "2"}])

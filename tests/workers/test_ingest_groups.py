@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from tests.workers.harness import make_settings, store_for, version_key
 from threadfold.core.keys import Keyspace
-from threadfold.workers.ops import MAX_THREADS_PER_INGEST, ingest_groups
 from threadfold.workers.producer import Delta, Producer
+from threadfold.workers.storage.ingest import MAX_THREADS_PER_INGEST, groups_of
 
 KS = Keyspace(buckets=16)
 
@@ -21,7 +21,7 @@ def test_groups_cover_every_thread_once_in_order_and_respect_slots(
     numbers: list[int], cluster: bool
 ) -> None:
     refs = [f"_/t{n}" for n in numbers]
-    groups = ingest_groups(KS, refs, cluster)
+    groups = groups_of(KS, refs, cluster)
     assert sorted(r for g in groups for r in g) == sorted(refs)
     assert all(0 < len(g) <= MAX_THREADS_PER_INGEST for g in groups)
     if cluster:

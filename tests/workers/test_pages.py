@@ -21,10 +21,12 @@ from tests.workers.test_concurrency import NoWake, _commit_of
 from threadfold.core import dump_messages
 from threadfold.core.codec import encode_stored
 from threadfold.core.messages import HumanMessage
-from threadfold.workers import layout, ops
+from threadfold.workers import layout
 from threadfold.workers.drain import Drainer
+from threadfold.workers.drain.batch import read_batch
 from threadfold.workers.metrics import Metrics
 from threadfold.workers.producer import Producer
+from threadfold.workers.redis_io import text
 from threadfold.workers.replay import rebuild
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.pages import record
@@ -127,7 +129,7 @@ def test_paged_reads_equal_slices_of_the_whole_thread(redis_url: str) -> None:
     drainer, _ = _run(settings, seed=13, steps=400, threads=1, clears=False)
     store = drainer.store
     whole = store.read_state("_/t0")
-    per = int(ops.text(store.client.hget(settings.keyspace.thread("_/t0").meta, "pp")))
+    per = int(text(store.client.hget(settings.keyspace.thread("_/t0").meta, "pp")))
     assert whole is not None and len(whole.messages) > 3 * per
     ids = [str(m.id) for m in whole.messages]
     for limit in (0, 1, 5, per, 3 * per + 1, 10_000):
@@ -153,7 +155,7 @@ def test_a_drain_that_read_before_a_rebuild_cannot_commit_after_it(redis_url: st
     producer.enqueue("r", [{"role": "user", "content": "a", "id": "1"}])
     Drainer(store, settings).drain("_/r")
     producer.enqueue("r", [{"role": "user", "content": "b", "id": "1"}])
-    stale = store.read_batch("_/r", 100)  # a worker reads, then stalls...
+    stale = read_batch(store, "_/r", 100)  # a worker reads, then stalls...
 
     # ...while the state is tampered with and rebuilt from the log
     k = settings.keyspace.thread("_/r")
@@ -181,14 +183,14 @@ def test_a_drain_that_read_before_a_delete_cannot_commit_into_the_thread_born_ag
                                    for i in range(4)])
     Drainer(store, settings).drain("_/d")
     producer.enqueue("d", [{"role": "user", "content": "stale", "id": "m1"}])
-    stale = store.read_batch("_/d", 100)  # a worker reads, then stalls...
+    stale = read_batch(store, "_/d", 100)  # a worker reads, then stalls...
 
     assert store.delete("_/d")  # ...while the thread is deleted and born again
     store.client.xadd(k.log, {"d": b"\x90"}, id=first.version)  # an empty delta, by hand
     producer.enqueue("d", [{"role": "user", "content": "new", "id": "x0"}])
-    one = store.read_batch("_/d", 1)
+    one = read_batch(store, "_/d", 1)
     assert store.commit_many([_commit_of(settings, "_/d", one)])[0].ok
-    assert ops.text(store.client.hget(k.meta, "c")) == first.version  # the same cursor...
+    assert text(store.client.hget(k.meta, "c")) == first.version  # the same cursor...
     assert not store.commit_many([_commit_of(settings, "_/d", stale)])[0].ok  # ...refused
     Drainer(store, settings).drain("_/d")
     assert [m["content"] for m in state_dump(store, "_/d")] == ["new"]
@@ -200,7 +202,7 @@ def test_a_batch_read_before_any_commit_is_refused_after_a_delete(redis_url: str
     store = store_for(settings)
     producer = Producer(store.client, settings, NoWake())
     producer.enqueue("e", [{"role": "user", "content": "deleted", "id": "m0"}])
-    stale = store.read_batch("_/e", 100)  # the fence of a thread never committed
+    stale = read_batch(store, "_/e", 100)  # the fence of a thread never committed
     assert store.delete("_/e")
     producer.enqueue("e", [{"role": "user", "content": "fresh", "id": "x0"}])
     assert not store.commit_many([_commit_of(settings, "_/e", stale)])[0].ok

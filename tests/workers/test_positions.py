@@ -18,10 +18,11 @@ from tests.workers.produce import random_messages
 from threadfold.core import dump_messages
 from threadfold.core.codec import encode_messages
 from threadfold.core.ids import ensure_ids, uuid4_str
-from threadfold.workers import ops
 from threadfold.workers.drain import Drainer, _decode, _mentioned
+from threadfold.workers.drain.batch import read_batches
 from threadfold.workers.layout import layout_problems
 from threadfold.workers.producer import Producer
+from threadfold.workers.redis_io import as_bytes, text
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.pages import MAX_PAGE_RECORDS, records
 from threadfold.workers.store import Store
@@ -43,7 +44,7 @@ def test_read_batch_positions_equal_a_separate_lookup(redis_url: str) -> None:
         if step % 40 == 39:  # some state to look positions up in
             drainer.drain_many(["_/p0", "_/p1", "_/p2"])
     refs = ["_/p0", "_/p1", "_/p2"]
-    batches = store.read_batches(refs, settings.batch_size)
+    batches = read_batches(store, refs, settings.batch_size)
     assert all(b.entries for b in batches)
     mentioned = [(r, _mentioned(_decode(b))) for r, b in zip(refs, batches, strict=True)]
     looked_up = store.positions_many(mentioned)
@@ -80,7 +81,7 @@ def test_entries_without_their_ids_fold_exactly_too(redis_url: str) -> None:
             raw_version: bytes = store.client.xadd(log, fields)  # type: ignore[arg-type,assignment]
             sent.add(ref, raw_version.decode(), stamped, [str(m.id) for m in stamped])
             # A batch holding this entry comes without positions: the fallback runs.
-            assert store.read_batches([ref], settings.batch_size)[0].candidates is None
+            assert read_batches(store, [ref], settings.batch_size)[0].candidates is None
         if step % 25 == 0:
             drainer.drain_many(sorted(sent.deltas))
     drainer.drain_many(sorted(sent.deltas))
@@ -101,9 +102,9 @@ def test_a_thread_longer_than_luas_unpack_limit_reads_whole(redis_url: str) -> N
     # many messages to a page, the id once per record; reads give the ids back
     assert layout_problems(store, "_/long") == []
     k = settings.keyspace.thread("_/long")
-    per = int(ops.text(store.client.hget(k.meta, "pp")))
+    per = int(text(store.client.hget(k.meta, "pp")))
     assert 1 < per <= MAX_PAGE_RECORDS and store.client.hlen(k.pages) == -(-10_000 // per)
-    first = records(ops.as_bytes(store.client.hget(k.pages, "0")))[0]
+    first = records(as_bytes(store.client.hget(k.pages, "0")))[0]
     assert first[1] == str(page.messages[0].id).encode() and first[1] not in first[2]
     assert len({m.id for m in page.messages}) == 10_000
     assert [m.content for m in page.messages] == [

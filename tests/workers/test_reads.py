@@ -17,12 +17,12 @@ import pytest
 
 from tests.infra.redis_cluster import RedisCluster
 from tests.workers.harness import make_settings, state_dump, store_for
-from threadfold.workers import ops
-from threadfold.workers import store as store_module
 from threadfold.workers.drain import Drainer
+from threadfold.workers.drain import batch as batch_reads
 from threadfold.workers.producer import Producer
-from threadfold.workers.redis_io import Call, _pipelined, run_many, run_merged
-from threadfold.workers.storage import lua
+from threadfold.workers.redis_io import Call, _pipelined, run_many, run_merged, text
+from threadfold.workers.storage import candidates, head, lua
+from threadfold.workers.storage.meta import fence
 from threadfold.workers.store import Store
 
 
@@ -37,12 +37,12 @@ def _between_the_steps(monkeypatch: pytest.MonkeyPatch, act: Callable[[], Any]) 
     started: list[bool] = []
 
     def patched(client: Any, calls: Any) -> Any:
-        if calls and not started and calls[0].script is ops.CANDIDATES:
+        if calls and not started and calls[0].script is candidates.SCRIPT:
             started.append(True)  # (``act`` may read too: it runs unpatched)
             done.append(act())
         return run_merged(client, calls)
 
-    monkeypatch.setattr(store_module, "run_merged", patched)
+    monkeypatch.setattr(batch_reads, "run_merged", patched)
     return done
 
 
@@ -91,8 +91,8 @@ def test_the_fence_built_from_meta_is_the_one_the_scripts_build(redis_url: str) 
         fields: dict[str | bytes, str] = {"n": "1"}
         fields.update((name, v) for name, v in zip("cgi", (c, g, i), strict=True) if v)
         store.client.hset(key, mapping=fields)  # type: ignore[arg-type]
-        ((meta,),) = run_many(store.client, [Call(ops.HEAD, [key], [])])  # as a read gets it
-        assert ops.fence(*meta[:3]) == ops.text(store.client.eval(source, 1, key)), (c, g, i)
+        ((meta,),) = run_many(store.client, [Call(head.SCRIPT, [key], [])])  # as a read gets it
+        assert fence(*meta[:3]) == text(store.client.eval(source, 1, key)), (c, g, i)
 
 
 def test_reads_sent_to_the_wrong_cluster_node_are_followed_in_order(
@@ -105,8 +105,8 @@ def test_reads_sent_to_the_wrong_cluster_node_are_followed_in_order(
     k = settings.keyspace.thread("_/m")
     owner = client.get_node_from_key(k.log)
     other = next(n for n in client.get_primaries() if n.name != owner.name)
-    calls, owners = ops.read_calls(settings.keyspace, ["_/m"], 10, {}, cluster=True)
+    calls, owners = batch_reads.read_calls(settings.keyspace, ["_/m"], 10, {}, cluster=True)
     replies = _pipelined(client.get_redis_connection(other), client, calls, [0, 1])
-    batch = ops.parse_reads(settings.keyspace, owners, replies, {}, 10)["_/m"]
-    assert [e[0] for e in batch.entries] == [ops.text(client.xrange(k.log)[0][0])]
+    batch = batch_reads.parse_reads(settings.keyspace, owners, replies, {}, 10)["_/m"]
+    assert [e[0] for e in batch.entries] == [text(client.xrange(k.log)[0][0])]
     assert batch.mentioned is not None and len(batch.mentioned) == 4

@@ -24,11 +24,11 @@ from tests.workers.test_concurrency import NoWake
 from threadfold.core import dump_messages
 from threadfold.core.codec import encode_stored
 from threadfold.core.messages import HumanMessage
-from threadfold.workers import ops
 from threadfold.workers.cli import main
 from threadfold.workers.drain import Drainer
 from threadfold.workers.processes import settings_env
 from threadfold.workers.producer import Producer
+from threadfold.workers.redis_io import as_bytes, text
 from threadfold.workers.replay import NotReplayable, audit, rebuild, replay
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.pages import record, records
@@ -53,8 +53,8 @@ def _written(settings: Settings, threads: int = 3, deltas: int = 120) -> tuple[S
 def _corrupt(store: Store, ref: str) -> None:
     """Change a stored body behind the workers' back."""
     k = store.keyspace.thread(ref)
-    start = min(int(ops.text(n)) for n in store.client.hkeys(k.pages))
-    page = ops.as_bytes(store.client.hget(k.pages, start))
+    start = min(int(text(n)) for n in store.client.hkeys(k.pages))
+    page = as_bytes(store.client.hget(k.pages, start))
     (position, victim, _), *rest = records(page)
     body = encode_stored(HumanMessage(content="tampered"))
     tampered = record(victim.decode(), position, body) + b"".join(

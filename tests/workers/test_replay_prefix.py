@@ -17,11 +17,11 @@ from tests.workers.replaying import NoWake, Oracle, Writer
 from threadfold.core import dump_messages
 from threadfold.core.codec import encode_messages
 from threadfold.core.messages import HumanMessage
-from threadfold.workers import ops, prefix
+from threadfold.workers import prefix
 from threadfold.workers.astore import AsyncStore
 from threadfold.workers.drain import Drainer
 from threadfold.workers.producer import Producer
-from threadfold.workers.redis_io import Call, async_client, run, run_many
+from threadfold.workers.redis_io import Call, async_client, run, run_many, text
 from threadfold.workers.replay import (
     Audit,
     NotReplayable,
@@ -34,6 +34,8 @@ from threadfold.workers.replay import (
     state_of,
 )
 from threadfold.workers.settings import Settings
+from threadfold.workers.storage import rebuild as rebuild_script
+from threadfold.workers.storage.meta import fence
 from threadfold.workers.store import Store
 
 
@@ -145,7 +147,7 @@ def test_a_poison_entry_is_named_by_replay_and_leaves_the_audit_of_the_live_stat
     writer.write("p", 4, "p")
     Drainer(store, settings).drain("_/p")
     log = store.keyspace.thread("_/p").log
-    undecodable = ops.text(store.client.xadd(log, {"d": b"\xc1 not msgpack"}))
+    undecodable = text(store.client.xadd(log, {"d": b"\xc1 not msgpack"}))
     writer.write("p", 1, "q")
     with pytest.raises(NotReplayable) as caught:
         replay(store, "_/p")
@@ -156,7 +158,7 @@ def test_a_poison_entry_is_named_by_replay_and_leaves_the_audit_of_the_live_stat
 
     idless = encode_messages([HumanMessage(content="no id")])  # decodes, cannot be folded
     writer.write("p3", 2, "p3")
-    unfoldable = ops.text(store.client.xadd(store.keyspace.thread("_/p3").log, {"d": idless}))
+    unfoldable = text(store.client.xadd(store.keyspace.thread("_/p3").log, {"d": idless}))
     with pytest.raises(NotReplayable) as caught:
         replay(store, "_/p3")
     assert caught.value.reason is Reason.POISON and caught.value.entry == unfoldable
@@ -172,13 +174,13 @@ def test_a_rebuild_is_fenced_by_the_incarnation_not_only_the_cursor(redis_url: s
     Drainer(store, settings).drain("_/f")
     k = store.keyspace.thread("_/f")
     c, g, i = store.client.hmget(k.meta, ["c", "g", "i"])
-    old = ops.fence(c, g, i)
+    old = fence(c, g, i)
     store.delete("_/f")
     writer.write("f", 2, "g")
     Drainer(store, settings).drain("_/f")
-    store.client.hset(k.meta, "c", ops.text(c))  # the old cursor, as a clash would give
+    store.client.hset(k.meta, "c", text(c))  # the old cursor, as a clash would give
     before = _stored(store, "_/f")
-    assert run(store.client, Call(ops.REBUILD, [k.meta, *k.state], [old, 0, 0])) == 0
+    assert run(store.client, Call(rebuild_script.SCRIPT, [k.meta, *k.state], [old, 0, 0])) == 0
     assert _stored(store, "_/f") == before
 
 

@@ -21,11 +21,11 @@ from tests.workers.harness import (
 from tests.workers.test_concurrency import NoWake
 from threadfold.core.codec import encode_messages
 from threadfold.core.messages import HumanMessage
-from threadfold.workers import ops
 from threadfold.workers.app import CeleryWaker, make_celery
 from threadfold.workers.drain import Drainer
 from threadfold.workers.processes import settings_env
 from threadfold.workers.producer import Producer
+from threadfold.workers.redis_io import text
 from threadfold.workers.settings import Settings
 from threadfold.workers.store import Store
 
@@ -49,7 +49,7 @@ def _id_less(store: Store, ref: str) -> str:
     """Append by hand an entry whose message has no id (the fold refuses it)."""
     log = store.keyspace.thread(ref).log
     payload = encode_messages([HumanMessage(content="no id")])
-    return ops.text(store.client.xadd(log, {"d": payload}))
+    return text(store.client.xadd(log, {"d": payload}))
 
 
 def _contents(store: Store, ref: str) -> list[object]:

@@ -11,11 +11,11 @@ import pytest
 
 from tests.workers.harness import make_settings, store_for
 from tests.workers.test_concurrency import NoWake
-from threadfold.workers import ops
 from threadfold.workers.cli import main
 from threadfold.workers.drain import Drainer
 from threadfold.workers.processes import settings_env
 from threadfold.workers.producer import Producer
+from threadfold.workers.redis_io import text
 from threadfold.workers.settings import Settings
 
 LISTED = re.compile(r"^  (\S+)\s+backlog\s+(\d+)\s+(?:version|entry) ", re.MULTILINE)
@@ -36,7 +36,7 @@ def test_the_listing_names_backlogs_and_quarantines_with_their_real_backlog(
         for i in range(n):
             producer.enqueue(f"b{n}", [{"role": "user", "content": str(i)}])
     producer.enqueue("sick", [{"role": "user", "content": "ok", "id": "1"}])
-    bad = ops.text(store.client.xadd(settings.keyspace.thread("_/sick").log, {"x": "by hand"}))
+    bad = text(store.client.xadd(settings.keyspace.thread("_/sick").log, {"x": "by hand"}))
     Drainer(store, settings).drain("_/sick")
     _env(settings, monkeypatch)
 

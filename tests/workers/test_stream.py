@@ -13,10 +13,9 @@ from tests.workers.produce import random_messages
 from tests.workers.test_ingest_groups import Woken
 from threadfold.core import dump_messages
 from threadfold.core.errors import InvalidMessage
-from threadfold.workers import ops
 from threadfold.workers.drain import Drainer
 from threadfold.workers.producer import Delta, Enqueued, Producer
-from threadfold.workers.redis_io import sync_client
+from threadfold.workers.redis_io import sync_client, text
 from threadfold.workers.settings import Settings
 from threadfold.workers.store import Store
 
@@ -50,7 +49,7 @@ def _setup(redis_url: str, prefix: str) -> tuple[Settings, Store, Producer, Woke
 
 def _entry_ids(store: Store, log: str) -> list[str]:
     client: Any = store.client
-    return [ops.text(entry) for entry, _ in client.xrange(log)]
+    return [text(entry) for entry, _ in client.xrange(log)]
 
 
 def _log_lengths(settings: Settings, store: Store, refs: set[str]) -> dict[str, int]:

@@ -4,7 +4,7 @@ page of them around an anchor id, in one call."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, NamedTuple, TypeVar
 
 from threadfold.core.codec import decode_stored
 from threadfold.core.keys import ThreadKeys
@@ -15,6 +15,8 @@ from threadfold.workers.storage.lua import script
 from threadfold.workers.storage.pages import fingerprint, records, split_records
 
 SCRIPT: Final = script("read_state", "common", "state")
+
+T = TypeVar("T")
 
 
 class Keys(NamedTuple):
@@ -84,11 +86,21 @@ def parse_bodies(raw: list[Any], mode: str = "all", limit: int = -1) -> StateBod
             split_records(as_bytes(page), ids, bodies)
         return StateBodies(version, total, False, found, ids, bodies)
     held = [r for _, page in numbered for r in records(as_bytes(page))]
-    if mode == "after":
-        held = [r for r in held if r[0] > anchor]
-    elif mode == "before":
-        held = [r for r in held if r[0] < anchor]
-    more = 0 <= limit < len(held)
-    if more:
-        held = held[-limit:] if mode == "before" and limit else held[:limit]
+    at = next((i for i, r in enumerate(held) if r[0] == anchor), -1)
+    held, more = cut(held, at, mode, limit)
     return StateBodies(version, total, more, found, [r[1] for r in held], [r[2] for r in held])
+
+
+def cut(items: list[T], at: int, mode: str, limit: int) -> tuple[list[T], bool]:
+    """The page of ``items`` (in position order) a read asks for, and whether more lie
+    past it: all of them, or those after or before the anchor (``items[at]``) in
+    ``mode`` 'after' or 'before'; then the ``limit`` nearest the anchor (-1 for all).
+    One rule for a live read (the records READ_STATE sent) and a replayed thread."""
+    if mode == "after":
+        items = items[at + 1 :]
+    elif mode == "before":
+        items = items[:at]
+    more = 0 <= limit < len(items)
+    if more:
+        items = items[len(items) - limit :] if mode == "before" else items[:limit]
+    return items, more

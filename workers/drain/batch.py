@@ -1,8 +1,9 @@
-"""Script calls built and answers parsed: the pure half of the store.
+"""A drain round's batches: what a worker reads of each thread before folding.
 
-The exchanges themselves are in :mod:`threadfold.workers.storage`, one module per
-script; this module holds the read of a batch (HEAD, XREAD, CANDIDATES) and the names
-its importers still use.
+Reading takes two round trips for all the round's threads: HEAD (meta) with one plain
+XREAD of their logs, then CANDIDATES (the attempt count, the candidate positions of the
+ids the entries name, and the pages holding them), both scripts of
+:mod:`threadfold.workers.storage`.
 """
 
 from __future__ import annotations
@@ -10,67 +11,25 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Final
+from typing import Any
+
+from redis.cluster import RedisCluster
 
 from threadfold.core.keys import Keyspace, ThreadKeys
-from threadfold.workers.redis_io import MAX_MERGED, Call, Command, as_bytes, text
-from threadfold.workers.storage import (
-    backlog,
-    candidates,
-    commit,
-    delete,
-    fail,
-    head,
-    ingest,
-    lookup,
-    read_state,
-    rebuild,
-    retry,
-    scripts,
-    status,
-    wake,
+from threadfold.core.versions import entry_key
+from threadfold.workers.redis_io import (
+    MAX_MERGED,
+    Call,
+    Command,
+    as_bytes,
+    run_many,
+    run_merged,
+    text,
 )
-from threadfold.workers.storage.backlog import Listed, Listing
-from threadfold.workers.storage.commit import Committed, commit_call
-from threadfold.workers.storage.ingest import MAX_THREADS_PER_INGEST, IngestAnswer, IngestGroup
-from threadfold.workers.storage.lookup import Found
+from threadfold.workers.storage import candidates, head
 from threadfold.workers.storage.meta import ENTRY_FINGERPRINTS, ENTRY_PAYLOAD, fence
 from threadfold.workers.storage.pages import MAX_PAGE_RECORDS, id_at
-from threadfold.workers.storage.read_state import StateBodies, StatePage
-from threadfold.workers.storage.retry import Retried
-from threadfold.workers.storage.status import SkippedEntry, ThreadStatus
-
-__all__ = [
-    "IngestAnswer", "IngestGroup", "Listed", "Listing", "Committed", "Found", "Retried",
-    "SkippedEntry", "StateBodies", "StatePage", "ThreadStatus", "MAX_THREADS_PER_INGEST",
-    "as_bytes", "commit_call", "fence", "text",
-]
-
-INGEST: Final = ingest.SCRIPT
-HEAD: Final = head.SCRIPT
-CANDIDATES: Final = candidates.SCRIPT
-COMMIT: Final = commit.SCRIPT
-FAIL: Final = fail.SCRIPT
-RETRY: Final = retry.SCRIPT
-WAKE: Final = wake.SCRIPT
-READ_STATE: Final = read_state.SCRIPT
-DELETE: Final = delete.SCRIPT
-STATUS: Final = status.SCRIPT
-REBUILD: Final = rebuild.SCRIPT
-BACKLOG: Final = backlog.SCRIPT
-LOOKUP: Final = lookup.SCRIPT
-ALL_SCRIPTS: Final = scripts.ALL
-
-ingest_call = ingest.call
-ingest_groups = ingest.groups_of
-parse_ingest = ingest.parse
-parse_lookup = lookup.parse
-parse_commit = commit.parse
-parse_retry = retry.parse
-parse_read_state = read_state.parse
-parse_read_state_bodies = read_state.parse_bodies
-parse_status = status.parse
-parse_listing = backlog.parse
+from threadfold.workers.store import Store
 
 
 @lru_cache(maxsize=65_536)
@@ -79,43 +38,29 @@ def thread_keys(ks: Keyspace, ref: str) -> ThreadKeys:
     return ks.thread(ref)
 
 
-def lookup_call(ks: Keyspace, ref: str, ids: Sequence[str]) -> Call:
-    return lookup.call(ks.thread(ref), ids)
+def read_batches(
+    store: Store, refs: Sequence[str], max_entries: int, hints: Mapping[str, str] | None = None
+) -> list[Batch]:
+    """The next batch of each thread, in two pipelined round trips for all of them:
+    meta (a read-only script call) and log entries (one plain XREAD), then one script
+    call for the attempt count, the candidate positions of the entries' ids and their
+    pages. ``hints``: a cursor each thread had, to read its log from (when applied
+    entries are kept for replay; without one the log is read from its start)."""
+    hints = hints or {}
+    ks, client = store.keyspace, store.client
+    cluster = isinstance(client, RedisCluster)
+    reads, owners = read_calls(ks, refs, max_entries, hints, cluster)
+    read = parse_reads(ks, owners, run_many(client, reads), hints, max_entries)
+    batches = [read[ref] for ref in refs]
+    asked = [(ref, b) for ref, b in zip(refs, batches, strict=True) if b.entries]
+    calls = [candidates.call(ks, ref, b.fence, b.mentioned) for ref, b in asked]
+    for (_, batch), raw in zip(asked, run_merged(client, calls), strict=True):
+        add_candidates(batch, raw)
+    return batches
 
 
-def fail_call(
-    ks: Keyspace, ref: str, *, limit: int, reason: str, entry: str, backoff_ms: int
-) -> Call:
-    return fail.call(ks.thread(ref), fail.Args(limit, reason, entry, ref, backoff_ms))
-
-
-def retry_call(ks: Keyspace, ref: str, wake_ms: int, skip: bool) -> Call:
-    return retry.call(ks.thread(ref), wake_ms, skip)
-
-
-def wake_call(ks: Keyspace, ref: str, wake_ms: int) -> Call:
-    return wake.call(ks.thread(ref), wake_ms)
-
-
-def read_state_call(
-    ks: Keyspace, ref: str, mode: str = "all", anchor: str = "", limit: int = -1
-) -> Call:
-    return read_state.call(ks.thread(ref), mode, anchor, limit)
-
-
-def delete_call(ks: Keyspace, ref: str) -> Call:
-    return delete.call(ks.thread(ref))
-
-
-def status_call(ks: Keyspace, ref: str) -> Call:
-    return status.call(ks.thread(ref))
-
-
-def backlog_call(ks: Keyspace, bucket: int, limit: int) -> Call:
-    return backlog.call(ks, bucket, limit)
-
-
-# -- draining ----------------------------------------------------------------------------------
+def read_batch(store: Store, ref: str, max_entries: int) -> Batch:
+    return read_batches(store, [ref], max_entries)[0]
 
 
 @dataclass(slots=True)  # not frozen: one is made per thread per round, and a frozen
@@ -124,8 +69,8 @@ class Batch:  # dataclass's __init__ sets each field through object.__setattr__
 
     #: The fence: the cursor (the version the batch folds onto), the rebuild generation
     #: once a rebuild replaced the state, and the thread's incarnation (see
-    #: :func:`fence`): a commit stands only if none moved.
-    cursor: str
+    #: :func:`~threadfold.workers.storage.meta.fence`): a commit stands only if none moved.
+    fence: str
     next_position: int
     quarantined: str
     attempts: int
@@ -138,8 +83,8 @@ class Batch:  # dataclass's __init__ sets each field through object.__setattr__
     per: int = MAX_PAGE_RECORDS
     pages: dict[int, bytes] = field(default_factory=dict)
     #: The cursor alone (the entries follow it), and whether the log was read from too
-    #: far back to reach past it (read again from ``after``).
-    after: str = "0-0"
+    #: far back to reach past it (read again from ``cursor``).
+    cursor: str = "0-0"
     reread: bool = False
     #: The distinct fingerprints the entries list (what the second step looks up), or
     #: None when one does not list them.
@@ -169,12 +114,6 @@ class Batch:  # dataclass's __init__ sets each field through object.__setattr__
                 if raw is not None and (ident := wanted.get(raw)) is not None:
                     found[ident] = position
         return found
-
-
-def entry_key(entry: str) -> tuple[int, int]:
-    """A stream entry id as numbers, for ordering."""
-    ms, _, seq = entry.partition("-")
-    return int(ms), int(seq or 0)
 
 
 def read_calls(
@@ -213,7 +152,7 @@ def parse_reads(
     max_entries: int,
 ) -> dict[str, Batch]:
     """The batches of the threads :func:`read_calls` read, by ref, before the second
-    step (:func:`candidates_call`, :func:`add_candidates`)."""
+    step (CANDIDATES, :func:`add_candidates`)."""
     batches: dict[str, Batch] = {}
     for n, part in enumerate(owners):
         metas, streams = replies[2 * n], replies[2 * n + 1] or ()
@@ -270,7 +209,7 @@ def parse_read(
         quarantined,
         0,
         [] if stale or quarantined else entries,
-        after=cursor,
+        cursor=cursor,
         reread=stale,
         mentioned=b"".join(seen) if seen is not None else None,
     )
@@ -291,13 +230,8 @@ def _fields(fields: Any) -> tuple[bytes, bytes | None]:
     return payload, mentioned
 
 
-def candidates_call(ks: Keyspace, ref: str, batch: Batch) -> Call:
-    """The second step (:mod:`threadfold.workers.storage.candidates`) for a batch."""
-    return candidates.call(ks, ref, batch.cursor, batch.mentioned)
-
-
 def add_candidates(batch: Batch, raw: list[Any]) -> None:
-    """Complete a batch with the answer of its :func:`candidates_call`: when the fence
+    """Complete a batch with its CANDIDATES answer: when the fence
     moved since the read, it is to be read again (its entries are dropped)."""
     found = candidates.parse(raw, batch.mentioned is not None)
     if found is None:

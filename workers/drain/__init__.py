@@ -18,10 +18,12 @@ from redis.exceptions import OutOfMemoryError
 from threadfold.core.codec import decode_messages, decode_stored, encode_stored
 from threadfold.core.fold import ThreadFold
 from threadfold.core.messages import REMOVE_ALL_MESSAGES, BaseMessage, is_chunk
+from threadfold.workers.drain.batch import Batch, read_batches
 from threadfold.workers.metrics import BATCH_BUCKETS, LAG_BUCKETS_MS, Metrics
-from threadfold.workers.ops import Batch, Committed, Found, commit_call
 from threadfold.workers.redis_io import Call, RedisFull
 from threadfold.workers.settings import Settings
+from threadfold.workers.storage.commit import Committed, commit_call
+from threadfold.workers.storage.lookup import Found
 from threadfold.workers.store import Store
 
 log = logging.getLogger("threadfold.drain")
@@ -154,10 +156,10 @@ class Drainer:
         work: list[tuple[str, Batch, Decoded]] = []
         hints, retained = self._hints, self.settings.retention_ms > 0
         again = []
-        batches = self.store.read_batches(refs, self.settings.batch_size, hints)
+        batches = read_batches(self.store, refs, self.settings.batch_size, hints)
         for ref, batch in zip(refs, batches, strict=True):
             if batch.reread or retained:  # the next read starts at this cursor
-                self._hint(ref, batch.after)
+                self._hint(ref, batch.cursor)
             if batch.reread:  # read from too far back, or the fence moved meanwhile
                 again.append(ref)
                 continue
@@ -236,7 +238,7 @@ class Drainer:
         return commit_call(
             self.store.keyspace,
             ref,
-            fence=batch.cursor,
+            fence=batch.fence,
             new_cursor=decoded[-1][0],
             next_position=fold.next_position,
             effect=fold.take_effect(),
