@@ -42,12 +42,9 @@ from threadfold.api.schemas import BulkAccepted, BulkIn, DeltaIn
 from threadfold.api.service import Service, parse_page
 from threadfold.api.settings import ApiSettings
 from threadfold.core.depth import path_text, too_deep_json
-from threadfold.workers import maxmemory
-from threadfold.workers.app import CeleryWaker, make_celery
-from threadfold.workers.astore import AsyncStore
+from threadfold.workers import entry, maxmemory
 from threadfold.workers.metrics import LATENCY_BUCKETS_MS, RETRYABLE, FlushOutage, Metrics
-from threadfold.workers.producer import AsyncProducer
-from threadfold.workers.redis_io import AsyncClient, async_client
+from threadfold.workers.redis_io import AsyncClient
 from threadfold.workers.wakeup import AsyncWaker, CoalescingWaker
 
 log = logging.getLogger("threadfold.api")
@@ -289,17 +286,14 @@ def build_resources(settings: ApiSettings, waker: AsyncWaker | None = None) -> R
     """Clients, producer, store and metrics for ``settings`` (the process edge calls it)."""
     # No automatic retries: a retried ingest after a lost reply would append twice. A
     # failure answers 503, and the client retries with its delta_id (deduplicated).
-    client = async_client(
-        settings.redis_url.get_secret_value(), cluster=settings.cluster, retries=0
-    )
-    celery = make_celery(settings)
+    client = entry.aredis(settings, retries=0)
+    celery = entry.celery(settings)
     if waker is None:
         waker = CoalescingWaker(
-            CeleryWaker(celery, settings.queue, settings.refs_per_task),
-            window=settings.wake_window_ms / 1000,
+            entry.waker(settings, celery), window=settings.wake_window_ms / 1000
         )
-    producer = AsyncProducer(client, settings, waker)
-    service = Service(settings, producer, AsyncStore(client, settings.keyspace))
+    producer = entry.aproducer(settings, client, waker)
+    service = Service(settings, producer, entry.astore(settings, client))
     return Resources(
         settings,
         client,
@@ -325,18 +319,10 @@ async def _flush_metrics(resources: Resources) -> None:
 
 
 async def _refuse_an_evicting_redis(client: AsyncClient) -> None:
-    """Refuse to start on a state Redis that evicts keys (see threadfold.workers.maxmemory): the
-    exception fails the lifespan, and uvicorn exits with its message. An unreachable
-    Redis only warns: the API may start before it, and /readyz checks again."""
+    """Refuse to start on a state Redis that evicts keys (threadfold.workers.entry)."""
     try:
-        nodes = await asyncio.wait_for(maxmemory.aread(client), timeout=5)
-    except (*maxmemory.UNREACHABLE, TimeoutError):
-        log.warning("the state Redis is unreachable; its maxmemory-policy is not checked")
-        return
-    try:
-        maxmemory.refuse_evicting(nodes, "threadfold api")
-    except maxmemory.EvictingPolicy as exc:
-        log.critical("threadfold api: refusing to start: %s", exc)
+        await entry.arefuse_an_evicting_redis(client, "threadfold api", log)
+    except maxmemory.EvictingPolicy:
         await client.aclose()
         raise
 

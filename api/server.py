@@ -18,9 +18,8 @@ from starlette.applications import Starlette
 from threadfold.api.app import create_app
 from threadfold.api.guard import HttpLimits, protocol
 from threadfold.api.settings import ApiSettings
-from threadfold.workers import logs
+from threadfold.workers import entry, logs
 from threadfold.workers.redact import settings_error
-from threadfold.workers.shared_broker import warn_if_shared
 
 
 def settings_from_env() -> ApiSettings:
@@ -42,7 +41,7 @@ def serve(settings: ApiSettings) -> None:
     """Serve until interrupted (SIGINT/SIGTERM stop it cleanly)."""
     logs.configure(settings.log_level, settings.secrets)
     # Here, once, not in the app's startup: that runs in each of uvicorn's processes.
-    warn_if_shared(settings, "threadfold api", logging.getLogger("threadfold.api"))
+    entry.warn_shared_broker(settings, "api", logging.getLogger("threadfold.api"))
     workers = settings.api_workers
     common: dict[str, Any] = {
         "host": settings.host,

@@ -18,11 +18,8 @@ from threadfold import args, direct
 from threadfold.core.keys import DEFAULT_TENANT, make_ref
 from threadfold.errors import ClientClosed
 from threadfold.types import Appended, DeltaLike, Format, State, Status
-from threadfold.workers import reads
-from threadfold.workers.app import CeleryWaker, make_celery
-from threadfold.workers.astore import AsyncStore
-from threadfold.workers.producer import AsyncProducer, Delta
-from threadfold.workers.redis_io import async_client
+from threadfold.workers import entry, reads
+from threadfold.workers.producer import Delta
 from threadfold.workers.settings import Settings
 from threadfold.workers.wakeup import CoalescingWaker, Waker
 
@@ -46,18 +43,13 @@ class AsyncClient:
         window = args.timeout(wake_window, "wake_window")
         self._celery: Celery | None = None
         if waker is None:
-            self._celery = make_celery(self.settings)
-            waker = CeleryWaker(self._celery, self.settings.queue, self.settings.refs_per_task)
+            self._celery = entry.celery(self.settings)
+            waker = entry.waker(self.settings, self._celery)
         self._waker = CoalescingWaker(waker, window=window)
         # No automatic reconnect-and-retry: see threadfold.Client.
-        self._redis = async_client(
-            self.settings.redis_url.get_secret_value(),
-            cluster=self.settings.cluster,
-            retries=0,
-            name=direct.CONNECTION_NAME,
-        )
-        self._producer = AsyncProducer(self._redis, self.settings, self._waker)
-        self._store = AsyncStore(self._redis, self.settings.keyspace)
+        self._redis = entry.aredis(self.settings, retries=0, name=direct.CONNECTION_NAME)
+        self._producer = entry.aproducer(self.settings, self._redis, self._waker)
+        self._store = entry.astore(self.settings, self._redis)
         self._closed = False
 
     async def append(

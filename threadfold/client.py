@@ -19,12 +19,9 @@ from threadfold import args, direct
 from threadfold.core.keys import DEFAULT_TENANT, make_ref
 from threadfold.errors import ClientClosed
 from threadfold.types import Appended, DeltaLike, Format, State, Status
-from threadfold.workers import reads
-from threadfold.workers.app import CeleryWaker, make_celery
-from threadfold.workers.producer import Delta, Producer
-from threadfold.workers.redis_io import sync_client
+from threadfold.workers import entry, reads
+from threadfold.workers.producer import Delta
 from threadfold.workers.settings import Settings
-from threadfold.workers.store import Store
 from threadfold.workers.wakeup import BackgroundWaker, Waker
 
 
@@ -53,19 +50,14 @@ class Client:
         window = args.timeout(wake_window, "wake_window")
         self._celery: Celery | None = None
         if waker is None:
-            self._celery = make_celery(self.settings)
-            waker = CeleryWaker(self._celery, self.settings.queue, self.settings.refs_per_task)
+            self._celery = entry.celery(self.settings)
+            waker = entry.waker(self.settings, self._celery)
         self._waker = BackgroundWaker(waker, window=window)
         # No automatic reconnect-and-retry: a retried append after a lost reply would be
         # appended twice. A failure raises Unavailable; retry with the same delta_id.
-        self._redis = sync_client(
-            self.settings.redis_url.get_secret_value(),
-            cluster=self.settings.cluster,
-            retries=0,
-            name=direct.CONNECTION_NAME,
-        )
-        self._producer = Producer(self._redis, self.settings, self._waker)
-        self._store = Store(self._redis, self.settings.keyspace)
+        self._redis = entry.redis(self.settings, retries=0, name=direct.CONNECTION_NAME)
+        self._producer = entry.producer(self.settings, self._redis, self._waker)
+        self._store = entry.store(self.settings, self._redis)
         self._closed = False
 
     def append(

@@ -14,13 +14,10 @@ from types import FrameType
 
 from pydantic import ValidationError
 
-from threadfold.workers import demo, maxmemory, recompute, recompute_job
-from threadfold.workers.app import CeleryWaker, make_celery
+from threadfold.workers import demo, entry, maxmemory, recompute, recompute_job
 from threadfold.workers.processes import API_ARGV, celery_argv
-from threadfold.workers.producer import Producer
 from threadfold.workers.progress import Progress
 from threadfold.workers.redact import mask, settings_error
-from threadfold.workers.redis_io import sync_client
 from threadfold.workers.settings import Settings
 from threadfold.workers.stack import LocalStack, StackError, start_stack
 from threadfold.workers.store import Store
@@ -39,8 +36,8 @@ def _settings() -> Settings:
 
 
 def _store(settings: Settings) -> Store:
-    url = settings.redis_url.get_secret_value()
-    return Store(sync_client(url, cluster=settings.cluster, retries=3), settings.keyspace)
+    # A few reconnects: a command should fail soon, not ride out a long outage.
+    return entry.store(settings, entry.redis(settings, retries=3))
 
 
 def _exec(argv: list[str]) -> int:
@@ -64,9 +61,9 @@ def _redis_url_override() -> str | None:
 
 
 def _run_demo(settings: Settings, api_url: str) -> None:
-    app = make_celery(settings)
+    app = entry.celery(settings)
     store = _store(settings)
-    producer = Producer(store.client, settings, CeleryWaker(app, settings.queue))
+    producer = entry.producer(settings, store.client, entry.waker(settings, app))
     demo.run(producer, store, api_url)
     app.close()
 
@@ -180,8 +177,8 @@ def cmd_retry(args: argparse.Namespace) -> int:
     if done is None:
         raise CommandError(f"no such thread: {args.thread!r} (never written, or deleted)")
     if done.woke:
-        app = make_celery(settings)
-        CeleryWaker(app, settings.queue).wake([ref])
+        app = entry.celery(settings)
+        entry.waker(settings, app).wake([ref])
         app.close()
     said = ["quarantine lifted" if done.was_quarantined else "the thread was not quarantined"]
     if done.skipped:
@@ -217,7 +214,7 @@ def cmd_recompute(args: argparse.Namespace) -> int:
     if not refs:
         print(f"{mode}: no threads selected")
         return 0
-    app = make_celery(settings)
+    app = entry.celery(settings)
     job = recompute_job.start(app, settings, refs, mode)
     app.close()
     progress = Progress("threads")

@@ -6,19 +6,18 @@ import atexit
 import logging
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
 from celery import Celery
-from celery.signals import beat_init, worker_init, worker_process_shutdown
+from celery.signals import worker_process_shutdown
 
 from threadfold.core.keys import Keyspace
+from threadfold.workers import entry
 from threadfold.workers.app import DRAIN_TASK, SWEEP_TASK, CeleryWaker
 from threadfold.workers.drain import Drainer, DrainReport
-from threadfold.workers.maxmemory import EvictingPolicy, check_url
 from threadfold.workers.recompute import RECOMPUTE_TASK, Mode, run_slice, send
-from threadfold.workers.redis_io import RedisFull, sync_client
+from threadfold.workers.redis_io import RedisFull
 from threadfold.workers.settings import Settings
 from threadfold.workers.store import Store
 
@@ -34,10 +33,7 @@ class Runtime:
 
     @cached_property
     def store(self) -> Store:
-        client = sync_client(
-            self.settings.redis_url.get_secret_value(), cluster=self.settings.cluster
-        )
-        return Store(client, self.settings.keyspace)
+        return entry.store(self.settings)
 
     @cached_property
     def drainer(self) -> Drainer:
@@ -49,7 +45,7 @@ class Runtime:
 
     @cached_property
     def waker(self) -> CeleryWaker:
-        return CeleryWaker(self.app, self.settings.queue, self.settings.refs_per_task)
+        return entry.waker(self.settings, self.app)
 
 
 def _flush_forever(drainer: Drainer) -> None:
@@ -120,28 +116,10 @@ def sweep_once(runtime: Runtime) -> list[str]:
     return woken
 
 
-def refuse_an_evicting_redis(settings: Settings, who: str) -> Callable[..., None]:
-    """A check for a worker's or beat's start: on a state Redis that evicts keys, they
-    would lose acknowledged deltas silently (see threadfold.workers.maxmemory), so they exit with
-    the policy and the fix instead. Celery logs and swallows an Exception raised by a
-    signal handler: only SystemExit stops the process."""
-
-    def check(**_: object) -> None:
-        try:
-            url = settings.redis_url.get_secret_value()
-            check_url(url, cluster=settings.cluster, who=f"threadfold {who}")
-        except EvictingPolicy as exc:
-            raise SystemExit(f"threadfold {who}: refusing to start: {exc}") from None
-
-    return check
-
-
 def register(app: Celery, settings: Settings) -> Runtime:
-    """Register the tasks on ``app``, and the state Redis's check at a worker's or beat's
-    start; returns the runtime the tasks use."""
+    """Register the tasks on ``app``; returns the runtime the tasks use (the checks of
+    a worker's or beat's start are threadfold.workers.worker's)."""
     runtime = Runtime(app, settings)
-    worker_init.connect(refuse_an_evicting_redis(settings, "worker"), weak=False)
-    beat_init.connect(refuse_an_evicting_redis(settings, "beat"), weak=False)
 
     def drain(refs: list[str] | str) -> None:
         drain_once(runtime, refs)

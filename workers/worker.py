@@ -6,20 +6,14 @@ The environment is read here, once; everything below gets the settings passed in
 from __future__ import annotations
 
 import gc
-import logging
-from collections.abc import Callable
 
 from celery.signals import beat_init, worker_init, worker_process_init
 from pydantic import ValidationError
 
-from threadfold.workers import logs
-from threadfold.workers.app import make_celery
+from threadfold.workers import entry, logs
 from threadfold.workers.redact import settings_error
 from threadfold.workers.settings import Settings
-from threadfold.workers.shared_broker import warn_if_shared
 from threadfold.workers.tasks import register
-
-log = logging.getLogger("threadfold.worker")
 
 try:
     settings = Settings()
@@ -27,7 +21,7 @@ except ValidationError as exc:
     # pydantic's own message quotes the values given: a URL with its password.
     raise SystemExit(f"threadfold: bad THREADFOLD_* setting: {settings_error(exc)}") from None
 logs.configure(settings.log_level, settings.secrets)
-app = make_celery(settings)
+app = entry.celery(settings)
 runtime = register(app, settings)
 
 
@@ -43,15 +37,6 @@ def _settle_collector(**_: object) -> None:
 worker_process_init.connect(_settle_collector, weak=False)
 
 
-def _say_if_the_broker_shares_state(who: str) -> Callable[..., None]:
-    """At a worker's or beat's start (their main process, once; not in ``celery
-    inspect``, which imports this module too)."""
-
-    def say(**_: object) -> None:
-        warn_if_shared(settings, f"threadfold {who}", log)
-
-    return say
-
-
-worker_init.connect(_say_if_the_broker_shares_state("worker"), weak=False)
-beat_init.connect(_say_if_the_broker_shares_state("beat"), weak=False)
+# At a worker's or beat's start: refuse an evicting state Redis, say a shared broker.
+worker_init.connect(entry.at_celery_start(settings, "worker"), weak=False)
+beat_init.connect(entry.at_celery_start(settings, "beat"), weak=False)

@@ -13,6 +13,7 @@ from bench.common.oracle import state_dump as state_dump  # noqa: PLC0414  # re-
 from bench.common.oracle import version_key as version_key  # noqa: PLC0414  # re-exported
 from bench.common.store import CountingWaker as CountingWaker  # noqa: PLC0414  # re-exported
 from bench.common.wait import wait_drained as wait_drained  # noqa: PLC0414  # re-exported
+from threadfold.workers import entry
 from threadfold.workers.processes import (
     API_ARGV,
     ManagedProcess,
@@ -24,7 +25,7 @@ from threadfold.workers.processes import (
     start_service,
     wait_until,
 )
-from threadfold.workers.redis_io import SyncClient, sync_client
+from threadfold.workers.redis_io import SyncClient
 from threadfold.workers.settings import Settings
 from threadfold.workers.store import Store
 
@@ -74,11 +75,9 @@ OPEN_CLIENTS: list[SyncClient] = []
 def store_for(settings: Settings) -> Store:
     """A store on its own client; tests/conftest.py closes every such client after each
     test, so no socket is left for the garbage collector to find in a later test."""
-    client: SyncClient = sync_client(
-        settings.redis_url.get_secret_value(), cluster=settings.cluster
-    )
+    client = entry.redis(settings)
     OPEN_CLIENTS.append(client)
-    return Store(client, settings.keyspace)
+    return entry.store(settings, client)
 
 
 def close_clients() -> None:

@@ -1,0 +1,85 @@
+"""The one way in (threadfold.workers.entry): what it builds works against a real
+password-protected Redis and broker, and nothing else in the product builds a client,
+store, producer or waker its own way."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from threadfold.workers import entry
+from threadfold.workers.processes import RedisServer
+from threadfold.workers.settings import Settings
+from threadfold.workers.wakeup import Waker
+
+ROOT = Path(__file__).resolve().parents[2]
+PRODUCT = ["api", "workers", "loadtests"]
+BUILDS = re.compile(
+    r"\b(sync_client|async_client|make_celery|CeleryWaker|AsyncProducer|Producer|AsyncStore|Store)\("
+)
+# Where the things are defined, and the one module that builds them.
+OWNERS = {"workers/entry.py", "workers/redis_io.py", "workers/app.py"}
+
+
+class Recorded:
+    def __init__(self) -> None:
+        self.woken: list[str] = []
+
+    def wake(self, refs: Sequence[str]) -> None:
+        self.woken += refs
+
+
+def _sources() -> list[Path]:
+    found = [p for package in PRODUCT for p in (ROOT / package).rglob("*.py")]
+    return found + sorted((ROOT / "threadfold").glob("*.py"))
+
+
+def test_nothing_but_the_entry_module_builds_a_client_store_producer_or_waker() -> None:
+    offenders = []
+    for path in _sources():
+        name = path.relative_to(ROOT).as_posix()
+        if name in OWNERS:
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if BUILDS.search(code) and not re.match(r"\s*(def|class) ", code):
+                offenders.append(f"{name}:{number}: {line.strip()}")
+    assert offenders == []
+
+
+def test_a_store_and_producer_from_settings_append_and_read_with_a_password() -> None:
+    password = "entry-secret-pw"  # noqa: S105  # a throwaway
+    with RedisServer(password=password) as server:
+        settings = Settings(redis_url=server.url)
+        client = entry.redis(settings, retries=0)
+        try:
+            woken = Recorded()
+            wakes: Waker = woken
+            producer = entry.producer(settings, client, wakes)
+            result = producer.enqueue("t1", [{"role": "user", "content": "hi", "id": "m1"}])
+            status = entry.store(settings, client).status("_/t1")
+            assert status is not None and status.last_enqueued == result.version
+            assert woken.woken == ["_/t1"]
+        finally:
+            client.close()
+
+
+def test_the_asyncio_store_reads_what_was_appended() -> None:
+    with RedisServer() as server:
+        settings = Settings(redis_url=server.url)
+        sync = entry.redis(settings)
+        entry.producer(settings, sync, Recorded()).enqueue("t1", ["hello"])
+        sync.close()
+
+        async def backlog() -> int | None:
+            client = entry.aredis(settings, retries=0)
+            try:
+                store = entry.astore(settings, client)
+                status = await store.status("_/t1")
+                return None if status is None else status.backlog
+            finally:
+                await client.aclose()
+
+        assert asyncio.run(backlog()) == 1

@@ -1,0 +1,126 @@
+"""The way in: a store, a producer and a waker from settings, and the checks a process
+makes when it starts.
+
+The API (threadfold.api.app), the CLI (threadfold.workers.commands), the direct clients
+(threadfold.Client, threadfold.AsyncClient), the Celery tasks (threadfold.workers.tasks)
+and the tools build what they use here, one function per thing, sync and asyncio, so
+that a Redis client is made one way (the URL's secret read in one place, cluster or
+not) and a change of how a store or producer is built is made once.
+
+Retries: a client that writes deltas (the API, a direct client) is built with
+``retries=0``, since a retried append after a lost reply would append twice (it answers
+"unavailable", and its caller retries with the same delta_id); a worker's or a
+command's client reconnects (``redis_io``'s default) to survive a Redis restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from celery import Celery
+
+from threadfold.workers import maxmemory
+from threadfold.workers.app import CeleryWaker, make_celery
+from threadfold.workers.astore import AsyncStore
+from threadfold.workers.producer import AsyncProducer, Producer
+from threadfold.workers.redis_io import AsyncClient, SyncClient, async_client, sync_client
+from threadfold.workers.settings import Settings
+from threadfold.workers.shared_broker import warn_if_shared
+from threadfold.workers.store import Store
+from threadfold.workers.wakeup import AsyncWaker, Waker
+
+#: The start's messages keep the logger of the process that says them.
+WORKER_LOG = logging.getLogger("threadfold.worker")
+
+#: ``redis_io``'s default: enough reconnects to ride out a Redis restart.
+RECONNECT = 20
+
+
+def redis(settings: Settings, *, retries: int = RECONNECT, name: str | None = None) -> SyncClient:
+    """A client for the state Redis of ``settings`` (``name``: what ``CLIENT LIST`` shows)."""
+    url = settings.redis_url.get_secret_value()
+    return sync_client(url, cluster=settings.cluster, retries=retries, name=name)
+
+
+def aredis(settings: Settings, *, retries: int = RECONNECT, name: str | None = None) -> AsyncClient:
+    """The asyncio twin of :func:`redis`."""
+    url = settings.redis_url.get_secret_value()
+    return async_client(url, cluster=settings.cluster, retries=retries, name=name)
+
+
+def store(settings: Settings, client: SyncClient | None = None) -> Store:
+    """The thread store on ``client`` (by default a new reconnecting one)."""
+    return Store(client if client is not None else redis(settings), settings.keyspace)
+
+
+def astore(settings: Settings, client: AsyncClient) -> AsyncStore:
+    return AsyncStore(client, settings.keyspace)
+
+
+def celery(settings: Settings) -> Celery:
+    """A Celery app for ``settings``'s broker (close it when done: it holds connections)."""
+    return make_celery(settings)
+
+
+def waker(settings: Settings, app: Celery) -> CeleryWaker:
+    """Wake-ups as drain tasks on ``app``, ``refs_per_task`` threads a task."""
+    return CeleryWaker(app, settings.queue, settings.refs_per_task)
+
+
+def producer(settings: Settings, client: SyncClient, wakes: Waker) -> Producer:
+    return Producer(client, settings, wakes)
+
+
+def aproducer(settings: Settings, client: AsyncClient, wakes: AsyncWaker) -> AsyncProducer:
+    return AsyncProducer(client, settings, wakes)
+
+
+# -- a process's start --------------------------------------------------------------------
+
+
+def warn_shared_broker(settings: Settings, who: str, log: logging.Logger = WORKER_LOG) -> None:
+    """Once per process start (the API's, a worker's, beat's): a broker on the state's
+    Redis server is said (threadfold.workers.shared_broker)."""
+    warn_if_shared(settings, f"threadfold {who}", log)
+
+
+def refuse_an_evicting_redis(settings: Settings, who: str) -> None:
+    """A worker's or beat's start: on a state Redis that evicts keys, they would lose
+    acknowledged deltas silently (threadfold.workers.maxmemory), so they exit with the
+    policy and the fix instead. SystemExit: Celery logs and swallows an Exception raised
+    by a signal handler, only SystemExit stops the process. An unreachable Redis only
+    warns (the process may start before it)."""
+    try:
+        url = settings.redis_url.get_secret_value()
+        maxmemory.check_url(url, cluster=settings.cluster, who=f"threadfold {who}")
+    except maxmemory.EvictingPolicy as exc:
+        raise SystemExit(f"threadfold {who}: refusing to start: {exc}") from None
+
+
+def at_celery_start(settings: Settings, who: str) -> Callable[..., None]:
+    """The checks of a worker's or beat's start, as a ``worker_init``/``beat_init``
+    handler (their main process, once; not ``celery inspect``, which imports the app)."""
+
+    def check(**_: object) -> None:
+        refuse_an_evicting_redis(settings, who)
+        warn_shared_broker(settings, who)
+
+    return check
+
+
+async def arefuse_an_evicting_redis(client: AsyncClient, who: str, log: logging.Logger) -> None:
+    """The API's start: raises :class:`maxmemory.EvictingPolicy` on a state Redis that
+    evicts keys (the exception fails the lifespan, and uvicorn exits with its message);
+    an unreachable Redis only warns (/readyz checks again)."""
+    try:
+        nodes = await asyncio.wait_for(maxmemory.aread(client), timeout=5)
+    except (*maxmemory.UNREACHABLE, TimeoutError):
+        log.warning("the state Redis is unreachable; its maxmemory-policy is not checked")
+        return
+    try:
+        maxmemory.refuse_evicting(nodes, who)
+    except maxmemory.EvictingPolicy as exc:
+        log.critical("%s: refusing to start: %s", who, exc)
+        raise
