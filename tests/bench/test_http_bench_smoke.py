@@ -165,7 +165,7 @@ def test_profile_samples_go_to_the_first_named_frame_from_the_leaf() -> None:
     groups = dict(prof.groups)
     assert prof.samples == 10
     assert groups["msgspec (JSON decode/encode, msgpack)"] == 3
-    assert groups["producer + store glue (threadfold.workers.producer/ops/redis_io)"] == 2
+    assert groups["producer + store glue (threadfold.workers.producer/storage/redis_io)"] == 2
     assert groups[profile.EVENT_LOOP] == 1
     assert groups["Celery/kombu wake-up publish"] == 4
     assert "API handlers + service (api.*)" not in groups  # process start frames only
