@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import shlex
+import subprocess
+import sys
 
 from tests.deploy.manifests import (
     DEPLOY,
@@ -11,6 +14,8 @@ from tests.deploy.manifests import (
     dockerfile_stages,
     env_assignments,
 )
+from tests.packaging.builds import BUILD_FILES, PACKAGE, clean_env, link_targets
+from tests.workers.harness import ROOT
 
 STAGES = dockerfile_stages()
 FINAL = STAGES[-1]
@@ -60,6 +65,52 @@ def test_the_builder_installs_the_project_and_the_final_stage_copies_it() -> Non
     assert "/opt/venv/bin" in path
 
 
+def _smoke_check() -> list[str]:
+    """The builder's ``python ... -c`` after ``pip install .``, as an argv."""
+    builder = next(s for s in STAGES[:-1] if any("pip install ." in r.args for r in s))
+    (install,) = [r for r in builder if "pip install ." in r.args]
+    smoke = [c.strip() for c in install.args.split("&&") if c.strip().startswith("python ")]
+    assert smoke, f"no python smoke check after pip install: {install.args}"
+    return shlex.split(smoke[0])
+
+
+def test_the_builder_smoke_imports_the_install_and_only_threadfold_is_top_level() -> None:
+    """The check imports what was installed (-P: not the source tree in the working
+    folder), the API and the tasks by their threadfold names, and fails if core/,
+    workers/, api/ or loadtests/ are importable by their bare names."""
+    argv = _smoke_check()
+    flags = argv[1 : argv.index("-c")]
+    assert {"-P", "-I"} & set(flags), f"the check would import the source tree: {argv}"
+    code = argv[argv.index("-c") + 1]
+    imported = {
+        alias.name
+        for node in ast.walk(ast.parse(code))
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    assert {"threadfold.api.server", "threadfold.workers.tasks"} <= imported, imported
+    for internal in link_targets():
+        assert repr(internal) in code, f"the check does not look for a top-level {internal}"
+
+
+def test_the_builder_smoke_check_passes_here_and_fails_on_the_source_tree() -> None:
+    """Run from the repository root, as the builder runs it from /src: it passes (the dev
+    venv's threadfold is importable, core/ is not on the path); without -P the source
+    tree's core/ is found and it fails, which is why the flag is there."""
+    argv = _smoke_check()
+    code = argv[argv.index("-c") + 1]
+    python = [sys.executable, *argv[1 : argv.index("-c")], "-c", code]
+    done = subprocess.run(
+        python, cwd=ROOT, env=clean_env(), capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    bare = [sys.executable, "-c", code]
+    done = subprocess.run(
+        bare, cwd=ROOT, env=clean_env(), capture_output=True, text=True, check=False
+    )
+    assert done.returncode != 0 and "AssertionError" in done.stderr, done.stderr
+
+
 def test_the_final_stage_runs_as_a_non_root_user() -> None:
     users = instructions("USER")
     assert users, "no USER in the final stage"
@@ -87,6 +138,10 @@ def test_the_image_serves_the_api_on_all_interfaces_by_default() -> None:
 
 
 def test_the_build_context_ignores_the_venv_tests_and_vcs() -> None:
-    ignored = (DEPLOY / "Dockerfile.dockerignore").read_text().split()
+    lines = (DEPLOY / "Dockerfile.dockerignore").read_text().splitlines()
+    ignored = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
     assert {".git", ".venv", "tests"} <= set(ignored)
-    assert not {"core", "workers", "api", "pyproject.toml"} & set(ignored)
+    # What the build reads: threadfold/ (its links are kept by COPY), the folders it
+    # links to, pyproject.toml and the readme it names.
+    needed = {PACKAGE, *link_targets(), *BUILD_FILES}
+    assert not needed & set(ignored), needed & set(ignored)
