@@ -1,12 +1,15 @@
-"""The README's configuration table is the one the settings object generates."""
+"""The README's configuration table is the one the settings object generates, and the
+architecture's map names only files that exist."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from threadfold.api.settings import markdown_table
 
 README = Path(__file__).resolve().parent.parent / "README.md"
+ARCHITECTURE = README.parent / "docs" / "architecture.md"
 
 
 def test_the_readme_configuration_table_is_generated_from_the_settings() -> None:
@@ -20,3 +23,39 @@ def test_the_readme_names_the_two_commands_of_a_fresh_machine() -> None:
     text = README.read_text()
     assert "make run" in text and "make test" in text
     assert "make test" in (README.parent / ".ci" / "run").read_text()
+
+
+def _the_map() -> str:
+    """docs/architecture.md's opening map: from its heading to the next one."""
+    text = ARCHITECTURE.read_text()
+    start = text.index("## The map\n")
+    return text[start : text.index("\n## ", start)]
+
+
+def test_the_architecture_opens_with_a_map_of_one_screen() -> None:
+    first = re.search(r"^## .*$", ARCHITECTURE.read_text(), re.MULTILINE)
+    assert first is not None and first.group() == "## The map"
+    assert len(_the_map().strip().splitlines()) <= 50
+
+
+def test_every_path_the_map_names_exists() -> None:
+    # A file or folder in backticks (`workers/store.py`, `workers/storage/`, a .lua
+    # script) is a path from the repository's top: a move or a rename must update the map.
+    # A route (`/metrics`) starts with a slash and is not one.
+    paths = [
+        name
+        for name in re.findall(r"`([^`]+)`", _the_map())
+        if re.fullmatch(r"[\w.-]+(/[\w.-]+)*/?", name)
+        and ("/" in name or name.endswith((".py", ".lua")))
+    ]
+    assert len(paths) > 40, paths  # the map is read, not skipped
+    missing = [name for name in paths if not (README.parent / name).exists()]
+    assert not missing, f"named in docs/architecture.md's map, not in the repository: {missing}"
+
+
+def test_the_map_names_every_script_of_the_data_model() -> None:
+    storage = README.parent / "workers" / "storage"
+    scripts = {path.stem for path in storage.glob("*.lua")} - {"common", "state"}
+    the_map = _the_map()
+    unnamed = [name for name in sorted(scripts) if not re.search(rf"\b{name}\b", the_map)]
+    assert not unnamed, f"scripts of workers/storage/ the map does not name: {unnamed}"
