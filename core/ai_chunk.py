@@ -225,7 +225,8 @@ def _validation_text(title: str, prefix: str, exc: pydantic.ValidationError) -> 
 # --------------------------------------------------------------------------- constructor
 
 
-def build_ai_chunk(
+# LangChain's AIMessageChunk fields, by name, as its constructor takes them.
+def build_ai_chunk(  # noqa: PLR0913
     *,
     content: Content,
     additional_kwargs: JsonDict,

@@ -58,7 +58,8 @@ def child_env(extra_env: Mapping[str, str] | None) -> dict[str, str]:
     return env
 
 
-def run_loadtest(
+# Locust's run parameters, by name, as its command line takes them.
+def run_loadtest(  # noqa: PLR0913
     host: str,
     users: int,
     spawn_rate: float,

@@ -68,7 +68,7 @@ class AsyncClient:
             results = await self._producer.enqueue_many(batch, path="deltas")
         return [direct.appended(r) for r in results]
 
-    async def state(
+    async def state(  # noqa: PLR0913  # the public read's keyword arguments: GET /state's query
         self,
         thread_id: str,
         *,

@@ -79,7 +79,7 @@ class Client:
             results = self._producer.enqueue_many(batch, path="deltas")
         return [direct.appended(r) for r in results]
 
-    def state(
+    def state(  # noqa: PLR0913  # the public read's keyword arguments: GET /state's query
         self,
         thread_id: str,
         *,

@@ -61,7 +61,7 @@ class RequestError(ThreadfoldError):
     default_status: int | None = None
     default_code = "error"
 
-    def __init__(
+    def __init__(  # noqa: PLR0913  # an error's fields, by name, as the API's JSON error has them
         self,
         message: str,
         *,

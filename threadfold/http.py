@@ -145,7 +145,7 @@ class HttpClient(_Base):
     def append_many(self, deltas: Iterable[DeltaLike]) -> list[Appended]:
         return self._call(wire.append_many(deltas))
 
-    def state(
+    def state(  # noqa: PLR0913  # the public read's keyword arguments: GET /state's query
         self,
         thread_id: str,
         *,
@@ -248,7 +248,7 @@ class AsyncHttpClient(_Base):
     async def append_many(self, deltas: Iterable[DeltaLike]) -> list[Appended]:
         return await self._call(wire.append_many(deltas))
 
-    async def state(
+    async def state(  # noqa: PLR0913  # the public read's keyword arguments: GET /state's query
         self,
         thread_id: str,
         *,

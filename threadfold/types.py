@@ -115,7 +115,7 @@ class ClientProtocol(Protocol):
 
     def append_many(self, deltas: Iterable[DeltaLike]) -> list[Appended]: ...
 
-    def state(
+    def state(  # noqa: PLR0913  # the public read's keyword arguments: GET /state's query
         self,
         thread_id: str,
         *,
@@ -155,7 +155,7 @@ class AsyncClientProtocol(Protocol):
 
     async def append_many(self, deltas: Iterable[DeltaLike]) -> list[Appended]: ...
 
-    async def state(
+    async def state(  # noqa: PLR0913  # the public read's keyword arguments: GET /state's query
         self,
         thread_id: str,
         *,

@@ -131,7 +131,7 @@ def append_many(deltas: Iterable[DeltaLike]) -> Exchange[list[Appended]]:
     return Exchange("POST", "/deltas", read, body=body)
 
 
-def state(
+def state(  # noqa: PLR0913  # the read's query parameters, by name, as GET /state takes them
     thread_id: str,
     *,
     format: str,

@@ -124,7 +124,7 @@ class Query:
         return "after" if self.after else "before"
 
 
-def query(
+def query(  # noqa: PLR0913  # a state read's query parameters, by name, as the API takes them
     *,
     format: str = "langchain",
     min_version: str | None = None,

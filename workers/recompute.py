@@ -23,7 +23,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 import msgspec
 from celery import Celery
@@ -117,16 +117,20 @@ def _name(exc: Exception) -> str:
     )
 
 
-def send(  # noqa: PLR0917  # a slice's task arguments
-    app: Celery,
-    settings: Settings,
-    job_id: str,
-    slice_id: str,
-    refs: list[str],
-    mode: Mode,
-    producer: object = None,
-) -> None:
+class Slice(NamedTuple):
+    """A part of a recompute job, as its task carries it: the job, the slice's own id
+    (a slice that hands threads over names its child after itself), its threads, and
+    what to do with them."""
+
+    job_id: str
+    slice_id: str
+    refs: list[str]
+    mode: Mode
+
+
+def send(app: Celery, settings: Settings, part: Slice, producer: object = None) -> None:
     """Send one slice as a task (also how a slice hands its remaining threads over)."""
+    job_id, slice_id, refs, mode = part
     app.send_task(
         RECOMPUTE_TASK,
         args=[job_id, slice_id, refs, mode],
@@ -140,13 +144,10 @@ def send(  # noqa: PLR0917  # a slice's task arguments
 Resend = Callable[[str, list[str]], None]
 
 
-def run_slice(  # noqa: PLR0917  # the task's arguments, and what it needs
+def run_slice(
     store: Store,
     settings: Settings,
-    job_id: str,
-    slice_id: str,
-    refs: Sequence[str],
-    mode: Mode,
+    part: Slice,
     resend: Resend,
     clock: Callable[[], float] = time.monotonic,
 ) -> None:
@@ -158,6 +159,7 @@ def run_slice(  # noqa: PLR0917  # the task's arguments, and what it needs
     another task still recomputes them.
     """
     client, ks = store.client, store.keyspace
+    job_id, slice_id, refs, mode = part
     results, slices = ks.job(job_id), ks.job_slices(job_id)
     todo = list(refs)
     chunk: list[str] = []
@@ -179,14 +181,13 @@ def run_slice(  # noqa: PLR0917  # the task's arguments, and what it needs
         if todo:  # half the soft limit is spent: the rest go to a fresh task
             resend(_child(slice_id), todo)
     except SoftTimeLimitExceeded:
-        _stopped(store, settings, job_id, slice_id, chunk, todo[len(chunk) :], resend)
+        _stopped(store, settings, part, chunk, todo[len(chunk) :], resend)
 
 
-def _stopped(  # noqa: PLR0917
+def _stopped(  # noqa: PLR0917  # the slice, where it stopped, and how to hand over
     store: Store,
     settings: Settings,
-    job_id: str,
-    slice_id: str,
+    part: Slice,
     chunk: list[str],
     rest: list[str],
     resend: Resend,
@@ -194,6 +195,7 @@ def _stopped(  # noqa: PLR0917
     """The soft limit struck while ``chunk`` was in hand: alone, its thread failed (kept
     if its result was written after all); several, each goes again in a task of its own,
     to find the one too slow. The threads after it go to a fresh task."""
+    job_id, slice_id = part.job_id, part.slice_id
     again = [[ref] for ref in chunk] if len(chunk) > 1 else []
     if len(chunk) == 1:
         stopped = ThreadResult(
@@ -204,8 +206,8 @@ def _stopped(  # noqa: PLR0917
         store.client.hsetnx(store.keyspace.job(job_id), chunk[0], encode(stopped))
     store.client.expire(store.keyspace.job(job_id), JOB_TTL_SECONDS)
     store.client.hdel(store.keyspace.job_slices(job_id), slice_id)
-    for part in [*again, rest] if rest else again:
-        resend(_child(slice_id), part)
+    for refs in [*again, rest] if rest else again:
+        resend(_child(slice_id), refs)
 
 
 def _child(slice_id: str) -> str:

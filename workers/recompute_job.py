@@ -24,6 +24,7 @@ from threadfold.workers.recompute import (
     OUTCOMES,
     RESULT,
     Mode,
+    Slice,
     ThreadResult,
     encode,
     send,
@@ -92,7 +93,8 @@ def start(
     job_id = uuid.uuid4().hex
     with app.producer_or_acquire() as producer:
         for n, i in enumerate(range(0, len(refs), per_task)):
-            send(app, settings, job_id, f"s{n}", list(refs[i : i + per_task]), mode, producer)
+            part = Slice(job_id, f"s{n}", list(refs[i : i + per_task]), mode)
+            send(app, settings, part, producer)
     return job_id
 
 
@@ -130,6 +132,10 @@ class _Slices:
     given_up: set[tuple[str, str]] = field(default_factory=set)
 
 
+#: How often :func:`wait` looks at a job's results (seconds).
+POLL_INTERVAL: Final = 0.25
+
+
 def wait(  # noqa: PLR0917  # the job and how to wait for it
     store: Store,
     settings: Settings,
@@ -137,12 +143,11 @@ def wait(  # noqa: PLR0917  # the job and how to wait for it
     refs: Sequence[str],
     progress: Callable[[int, int], None],
     timeout: float,
-    interval: float = 0.25,
-    clock: Callable[[], float] = time.monotonic,
 ) -> Summary:
     """Poll the job until every thread has its result (or ``timeout``)."""
     client, ks = store.client, store.keyspace
     results = ks.job(job_id)
+    clock = time.monotonic
     total, started = len(refs), clock()
     # A slice still listed this long after it was first seen was stopped by the hard
     # limit (its worker's parent kills it) or lost its worker: it will not report.
@@ -154,7 +159,7 @@ def wait(  # noqa: PLR0917  # the job and how to wait for it
         if done >= total or clock() - started >= timeout:
             break
         _give_up_on_killed(store, job_id, slices, clock)
-        time.sleep(interval)
+        time.sleep(POLL_INTERVAL)
     raw = client.hgetall(results)
     found = {text(ref): RESULT.decode(value) for ref, value in raw.items()}
     ordered = {ref: found[ref] for ref in refs if ref in found}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from threadfold.core.keys import Keyspace
-from threadfold.workers.redis_io import Call, SyncClient, run, run_many, run_merged, text
+from threadfold.workers.redis_io import SyncClient, run, run_many, run_merged, text
 from threadfold.workers.storage import (
     backlog,
     commit,
@@ -18,7 +18,7 @@ from threadfold.workers.storage import (
     wake,
 )
 from threadfold.workers.storage.backlog import Listing
-from threadfold.workers.storage.commit import Committed
+from threadfold.workers.storage.commit import CommitPlan, Committed
 from threadfold.workers.storage.lookup import Found
 from threadfold.workers.storage.read_state import StatePage
 from threadfold.workers.storage.retry import Retried
@@ -43,8 +43,10 @@ class Store:
         found = {ref: lookup.parse(raw) for (ref, _), raw in zip(asked, raws, strict=True)}
         return [found.get(ref, lookup.nothing()) for ref, _ in items]
 
-    def commit_many(self, calls: Sequence[Call]) -> list[Committed]:
-        """Several threads' compare-and-set commits in one pipelined round trip."""
+    def commit_many(self, plans: Sequence[CommitPlan]) -> list[Committed]:
+        """Several threads' compare-and-set commits in one pipelined round trip (one
+        script call per slot: calls of many threads merge), each standing on its own."""
+        calls = [commit.call(self.keyspace, plan) for plan in plans]
         return [commit.parse(raw) for raw in run_merged(self.client, calls)]
 
     def fail(self, ref: str, limit: int, reason: str, entry: str, backoff_ms: int) -> bool:

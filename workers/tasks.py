@@ -16,7 +16,7 @@ from threadfold.core.keys import Keyspace
 from threadfold.workers import entry
 from threadfold.workers.app import DRAIN_TASK, SWEEP_TASK, CeleryWaker
 from threadfold.workers.drain import Drainer, DrainReport
-from threadfold.workers.recompute import RECOMPUTE_TASK, Mode, run_slice, send
+from threadfold.workers.recompute import RECOMPUTE_TASK, Mode, Slice, run_slice, send
 from threadfold.workers.redis_io import RedisFull
 from threadfold.workers.settings import Settings
 from threadfold.workers.store import Store
@@ -128,10 +128,12 @@ def register(app: Celery, settings: Settings) -> Runtime:
         sweep_once(runtime)
 
     def recompute(job_id: str, slice_id: str, refs: list[str], mode: Mode) -> None:
-        def resend(new_slice: str, rest: list[str]) -> None:
-            send(app, runtime.settings, job_id, new_slice, rest, mode)
+        part = Slice(job_id, slice_id, refs, mode)
 
-        run_slice(runtime.store, runtime.settings, job_id, slice_id, refs, mode, resend)
+        def resend(new_slice: str, rest: list[str]) -> None:
+            send(app, runtime.settings, part._replace(slice_id=new_slice, refs=rest))
+
+        run_slice(runtime.store, runtime.settings, part, resend)
 
     app.task(name=DRAIN_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True)(drain)
     app.task(name=SWEEP_TASK, ignore_result=True)(sweep)

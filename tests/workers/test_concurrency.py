@@ -20,15 +20,15 @@ from tests.workers.harness import (
 )
 from tests.workers.produce import random_messages
 from threadfold.core import dump_messages
-from threadfold.core.codec import decode_messages, encode_stored
+from threadfold.core.codec import decode_messages
 from threadfold.core.fold import ThreadFold
 from threadfold.workers.app import CeleryWaker, make_celery
 from threadfold.workers.drain import Drainer, _decode, _mentioned
 from threadfold.workers.drain.batch import Batch, read_batch, read_batches
 from threadfold.workers.producer import Producer
-from threadfold.workers.redis_io import Call
 from threadfold.workers.settings import Settings
-from threadfold.workers.storage.commit import commit_call
+from threadfold.workers.storage.commit import CommitPlan
+from threadfold.workers.storage.lookup import Found
 from threadfold.workers.store import Store
 
 
@@ -131,25 +131,17 @@ def test_duplicate_wake_ups_sent_to_four_workers_leave_the_state_exact(
         app.close()
 
 
-def _commit_of(settings: Settings, ref: str, batch: Batch) -> Call:
+def _commit_of(settings: Settings, ref: str, batch: Batch) -> CommitPlan:
     known = batch.known(_mentioned(_decode(batch))) or {}
     fold = ThreadFold(known, batch.next_position)
     for _, payload in batch.entries:
         fold.apply(decode_messages(payload))
-    return commit_call(
-        settings.keyspace,
-        ref,
-        fence=batch.fence,
-        new_cursor=batch.entries[-1][0],
-        next_position=fold.next_position,
-        effect=fold.take_effect(),
-        known=known,
-        pages=batch.pages,
-        per=batch.per,
-        applied=len(batch.entries),
-        retention_ms=0,
-        wake_ms=settings.wake_ttl_ms,
-        encode=encode_stored,
+    stored = Found(known, batch.pages, batch.per)
+    effect = fold.take_effect()
+    last = batch.entries[-1][0]
+    count = len(batch.entries)
+    return CommitPlan(
+        ref, batch.fence, last, count, fold.next_position, effect, stored, 0, settings.wake_ttl_ms
     )
 
 

@@ -26,7 +26,7 @@ from tests.workers.test_recompute import _corrupt, _written
 from threadfold.core import dump_messages
 from threadfold.workers.processes import settings_env
 from threadfold.workers.progress import Progress
-from threadfold.workers.recompute import RESULT, run_slice
+from threadfold.workers.recompute import RESULT, Slice, run_slice
 from threadfold.workers.settings import Settings
 from threadfold.workers.store import Store
 
@@ -222,9 +222,8 @@ def test_a_thread_alone_past_the_soft_time_limit_is_failed_by_name(
 
     previous = signal.signal(signal.SIGALRM, soft_limit)
     try:
-        run_slice(
-            store, settings, "j1", "s0", ["_/r0"], "audit", lambda i, r: sent.append((i, r)), clock
-        )
+        part = Slice("j1", "s0", ["_/r0"], "audit")
+        run_slice(store, settings, part, lambda i, r: sent.append((i, r)), clock)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)

@@ -15,14 +15,14 @@ from dataclasses import dataclass
 import msgspec
 from redis.exceptions import OutOfMemoryError
 
-from threadfold.core.codec import decode_messages, decode_stored, encode_stored
+from threadfold.core.codec import decode_messages, decode_stored
 from threadfold.core.fold import ThreadFold
 from threadfold.core.messages import REMOVE_ALL_MESSAGES, BaseMessage, is_chunk
 from threadfold.workers.drain.batch import Batch, read_batches
 from threadfold.workers.metrics import BATCH_BUCKETS, LAG_BUCKETS_MS, Metrics
-from threadfold.workers.redis_io import Call, RedisFull
+from threadfold.workers.redis_io import RedisFull
 from threadfold.workers.settings import Settings
-from threadfold.workers.storage.commit import Committed, commit_call
+from threadfold.workers.storage.commit import CommitPlan, Committed
 from threadfold.workers.storage.lookup import Found
 from threadfold.workers.store import Store
 
@@ -179,19 +179,19 @@ class Drainer:
             if found is None
         ]
         looked_up = iter(self.store.positions_many(asked) if asked else [])
-        calls, kept = [], []
+        plans, kept = [], []
         for (ref, batch, decoded), found in zip(work, known, strict=True):
             stored = (
                 Found(found, batch.pages, batch.per) if found is not None else next(looked_up)
             )
             try:
-                call, committed = self._commit_or_prefix(ref, batch, decoded, stored)
+                plan, committed = self._commit_or_prefix(ref, batch, decoded, stored)
             except PoisonEntry as exc:
                 self._failed(ref, exc, reports[ref])
                 continue
-            calls.append(call)
+            plans.append(plan)
             kept.append((ref, committed))
-        for (ref, decoded), done in zip(kept, self.store.commit_many(calls), strict=True):
+        for (ref, decoded), done in zip(kept, self.store.commit_many(plans), strict=True):
             if done.ok and retained:
                 self._hint(ref, decoded[-1][0])
             if self._settle(reports[ref], decoded, done):
@@ -206,22 +206,22 @@ class Drainer:
 
     def _commit_or_prefix(
         self, ref: str, batch: Batch, decoded: Decoded, stored: Found
-    ) -> tuple[Call, Decoded]:
+    ) -> tuple[CommitPlan, Decoded]:
         """The batch's commit; when an entry fails to fold, the commit of the entries
         before it (as a bad payload ends a batch before it): the thread gets past the
         good entries, and the failing one is first after the cursor, where the next
         round fails on it alone, counts it, names it, and `retry --skip` finds it.
         Raises :class:`PoisonEntry` when the first entry fails."""
         try:
-            return self._commit_call(ref, batch, decoded, stored), decoded
+            return self._plan(ref, batch, decoded, stored), decoded
         except PoisonEntry as exc:
             failed = next(i for i, (entry, _) in enumerate(decoded) if entry == exc.entry)
             if failed == 0:
                 raise
             prefix = decoded[:failed]  # a fresh fold: the failed one was left half-applied
-            return self._commit_call(ref, batch, prefix, stored), prefix
+            return self._plan(ref, batch, prefix, stored), prefix
 
-    def _commit_call(self, ref: str, batch: Batch, decoded: Decoded, stored: Found) -> Call:
+    def _plan(self, ref: str, batch: Batch, decoded: Decoded, stored: Found) -> CommitPlan:
         """Fold the batch over the stored positions it mentions; the commit of its net
         effect."""
         fold = ThreadFold(
@@ -235,20 +235,16 @@ class Drainer:
                 fold.apply(messages)
             except Exception as exc:  # any failure here marks the entry as poison
                 raise PoisonEntry(entry, f"cannot fold: {exc}") from exc
-        return commit_call(
-            self.store.keyspace,
+        return CommitPlan(
             ref,
-            fence=batch.fence,
-            new_cursor=decoded[-1][0],
-            next_position=fold.next_position,
-            effect=fold.take_effect(),
-            known=stored.positions,
-            pages=stored.pages,
-            per=stored.per,
-            applied=len(decoded),
-            retention_ms=self.settings.retention_ms,
-            wake_ms=self.settings.wake_ttl_ms,
-            encode=encode_stored,
+            batch.fence,
+            decoded[-1][0],
+            len(decoded),
+            fold.next_position,
+            fold.take_effect(),
+            stored,
+            self.settings.retention_ms,
+            self.settings.wake_ttl_ms,
         )
 
     def _settle(self, report: DrainReport, decoded: Decoded, done: Committed) -> bool:

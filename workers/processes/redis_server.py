@@ -145,7 +145,7 @@ class RedisServer:
     `probe` carry it.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913  # redis-server's options, keyword-only, one per setting
         self,
         *,
         port: int | None = None,

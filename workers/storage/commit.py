@@ -9,11 +9,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final, NamedTuple
 
+from threadfold.core.codec import encode_stored
 from threadfold.core.fold import Effect
 from threadfold.core.keys import Keyspace
 from threadfold.core.messages import BaseMessage
 from threadfold.workers.redis_io import Call
 from threadfold.workers.storage.contract import keys_of
+from threadfold.workers.storage.lookup import Found
 from threadfold.workers.storage.lua import script
 from threadfold.workers.storage.pages import edit_page, fingerprint, record
 
@@ -53,35 +55,42 @@ def _keys(ks: Keyspace, ref: str) -> Keys:
     return keys_of(Keys, ks.thread(ref))
 
 
-def commit_call(
-    ks: Keyspace,
-    ref: str,
-    *,
-    fence: str,
-    new_cursor: str,
-    next_position: int,
-    effect: Effect,
-    known: Mapping[str, int],
-    pages: Mapping[int, bytes],
-    per: int,
-    applied: int,
-    retention_ms: int,
-    wake_ms: int,
-    encode: Any,
-) -> Call:
-    """The compare-and-set commit of one folded batch: only its net effect is written.
+@dataclass(frozen=True, slots=True)
+class CommitPlan:
+    """One thread's commit as one value: the drainer builds it from a folded batch, the
+    store executes it (:func:`call`). Only the batch's net effect is written, and only
+    if the thread's fence is still the one the batch was read with."""
 
-    ``known`` are the stored positions the batch was folded over, confirmed against
-    ``pages``, the stored pages holding them (``per`` positions each) as of the batch's
-    fence. An upsert at its
-    known position is rewritten in place; one at a new position is appended, and a
-    known id re-added after a remove in the batch has its old record removed. The
-    pages edited are rewritten here and sent whole: Redis's Lua hashes every byte of
-    every string it makes, and a page spliced in a script was made three times (read,
-    cut, joined), where a page spliced here is made once in the commit's arguments.
+    ref: str
+    #: The fence the batch was read with (cursor, generation, incarnation).
+    fence: str
+    #: The batch's last entry, the thread's new cursor (version), and how many log
+    #: entries the batch applies.
+    cursor: str
+    applied: int
+    next_position: int
+    effect: Effect
+    #: The stored positions the batch was folded over, each confirmed against its
+    #: record's id, and the pages holding them (``per`` positions each) as of the fence.
+    stored: Found
+    #: How long applied entries stay in the log (0: trimmed at once), and the wake-up
+    #: flag's lease when a backlog remains.
+    retention_ms: int
+    wake_ms: int
+
+
+def call(ks: Keyspace, plan: CommitPlan) -> Call:
+    """The compare-and-set commit of ``plan``: only its net effect is written.
+
+    An upsert at its known position is rewritten in place; one at a new position is
+    appended, and a known id re-added after a remove in the batch has its old record
+    removed. The pages edited are rewritten here and sent whole: Redis's Lua hashes every
+    byte of every string it makes, and a page spliced in a script was made three times
+    (read, cut, joined), where a page spliced here is made once in the commit's
+    arguments.
     """
-    if effect.cleared:
-        known = {}  # the clear took every stored record
+    effect, stored = plan.effect, plan.stored
+    known = {} if effect.cleared else stored.positions  # a clear took every stored record
     removed: list[bytes | int] = []
     changes: dict[int, bytes | None] = {}
     inserts: list[tuple[int, str, BaseMessage]] = []
@@ -93,33 +102,33 @@ def commit_call(
     for key, (position, message) in effect.upserts.items():
         old = known.get(key)
         if old == position:
-            changes[position] = record(key, position, encode(message))
+            changes[position] = record(key, position, encode_stored(message))
             continue
         if old is not None:
             removed += [fingerprint(key), old]
             changes[old] = None
         inserts.append((position, key, message))
     inserts.sort(key=_first)
-    edited = _edited_pages(changes, per, pages)
+    edited = _edited_pages(changes, stored.per, stored.pages)
     head = Args(
-        fence,
-        new_cursor,
-        next_position,
+        plan.fence,
+        plan.cursor,
+        plan.next_position,
         "1" if effect.cleared else "0",
         len(removed) // 2,
         len(edited) // 2,
         len(inserts),
-        retention_ms,
-        wake_ms,
-        ref,
-        applied,
+        plan.retention_ms,
+        plan.wake_ms,
+        plan.ref,
+        plan.applied,
     )
     args: list[str | bytes | int] = [*head, *removed, *edited]
     for position, key, message in inserts:
-        args += [fingerprint(key), position, record(key, position, encode(message))]
+        args += [fingerprint(key), position, record(key, position, encode_stored(message))]
     # Counted, so that calls of many threads merge into one (``run_merged``); a call's
     # answer is a list of one section per thread (``parse`` takes one).
-    return Call(SCRIPT, _keys(ks, ref), [len(args), *args])
+    return Call(SCRIPT, _keys(ks, plan.ref), [len(args), *args])
 
 
 def _edited_pages(
