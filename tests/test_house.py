@@ -40,12 +40,6 @@ EXCEPTIONS: dict[str, str] = {
         "is a delta's validation (Delta, prepare) in a module of its own, which some twenty "
         "importers of producer.Delta name"
     ),
-    "workers/producer.py:prepare": (
-        "a delta's checks in the order its errors are reported, on the hot path"
-    ),
-    "workers/producer.py:Producer.enqueue_stream": (
-        "one generator holds the bulks in flight; its docstring is the streaming contract"
-    ),
     "workers/redis_io.py": (
         "the sync and asyncio runners, the hand-pipelined exchanges (merged frames, NOSCRIPT "
         "re-runs, the Stream over one held connection) and the Cluster's split share the "

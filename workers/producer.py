@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -84,17 +84,7 @@ def prepare(
     def at(field: str) -> str:
         return f"{where}.{field}" if where else field
 
-    try:
-        ref = make_ref(delta.tenant, delta.thread_id)
-    except InvalidName as exc:
-        raise InvalidMessage(at("thread_id"), str(exc)) from exc
-    if delta.delta_id is not None and not (
-        isinstance(delta.delta_id, str) and 0 < len(delta.delta_id) <= MAX_DELTA_ID
-    ):
-        reason = f"expected a string of 1 to {MAX_DELTA_ID} characters"
-        raise InvalidMessage(at("delta_id"), reason)
-    if not isinstance(delta.messages, list | tuple) or not delta.messages:
-        raise InvalidMessage(at("messages"), "expected a non-empty list of messages")
+    ref = _checked_ref(delta, at)
     source = derived_ids(ref, delta.delta_id) if delta.delta_id else new_id
     messages = ensure_ids(delta.messages, source, at("messages"))
     try:
@@ -118,6 +108,22 @@ def prepare(
             raise InvalidMessage(at(f"messages[{i}].id"), f"expected a string, got {ident!r}")
     ids = cast("tuple[str, ...]", ids)
     return _Prepared(ref, delta.delta_id or "", payload, ids, fingerprints(ids))
+
+
+def _checked_ref(delta: Delta, at: Callable[[str], str]) -> str:
+    """The thread's ref, once the delta's own fields (not its messages) are checked."""
+    try:
+        ref = make_ref(delta.tenant, delta.thread_id)
+    except InvalidName as exc:
+        raise InvalidMessage(at("thread_id"), str(exc)) from exc
+    if delta.delta_id is not None and not (
+        isinstance(delta.delta_id, str) and 0 < len(delta.delta_id) <= MAX_DELTA_ID
+    ):
+        reason = f"expected a string of 1 to {MAX_DELTA_ID} characters"
+        raise InvalidMessage(at("delta_id"), reason)
+    if not isinstance(delta.messages, list | tuple) or not delta.messages:
+        raise InvalidMessage(at("messages"), "expected a non-empty list of messages")
+    return ref
 
 
 def _prepare_all(
@@ -274,11 +280,17 @@ class Producer:
             while waiting:
                 yield self._answer(stream, waiting)
         finally:
-            try:
-                while waiting and stream.in_flight:  # left early: what was sent is stored
-                    self._answer(stream, waiting)
-            finally:
-                stream.close()
+            self._close(stream, waiting)
+
+    def _close(self, stream: Stream, waiting: deque[_Staged]) -> None:
+        """The stream's end, however it came: a caller that left the loop early or an
+        error still has bulks in flight, which are stored, so they are read and their
+        threads woken before the connection is closed."""
+        try:
+            while waiting and stream.in_flight:
+                self._answer(stream, waiting)
+        finally:
+            stream.close()
 
     def _answer(self, stream: Stream, waiting: deque[_Staged]) -> list[Enqueued]:
         """The oldest bulk in flight, answered and its wake-ups sent. When it fails, the
