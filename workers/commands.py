@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -86,7 +87,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         )
     except StackError as exc:
         raise CommandError(str(exc)) from exc
-    _print_urls(stack)
+    _print_urls(stack, _write_client_env(stack, settings))
     try:
         if args.demo:
             _run_demo(stack.client_settings(settings), stack.api_url)
@@ -101,10 +102,34 @@ def cmd_up(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_urls(stack: LocalStack) -> None:
+def _write_client_env(stack: LocalStack, settings: Settings) -> Path:
+    """The settings a ``threadfold.Client`` of this stack needs, as a file to ``source``.
+
+    The private Redis and broker listen on free ports, so ``Client()`` in another shell
+    cannot guess them. The file is made 0600 before anything is written to it: a Redis
+    given by ``REDIS_URL`` may carry a password, which is never printed.
+    """
+    client = stack.client_settings(settings)
+    values = {
+        "THREADFOLD_REDIS_URL": client.redis_url.get_secret_value(),
+        "THREADFOLD_BROKER_URL": client.broker,
+        "THREADFOLD_QUEUE": client.queue,
+        "THREADFOLD_KEY_PREFIX": client.key_prefix,
+    }
+    path = stack.data_dir / "env"
+    path.unlink(missing_ok=True)
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as out:
+        out.writelines(f"export {name}={shlex.quote(value)}\n" for name, value in values.items())
+    return path
+
+
+def _print_urls(stack: LocalStack, env: Path) -> None:
     print(f"  API       {stack.api_url}   (OpenAPI: {stack.api_url}/openapi.json)")
     print(f"  metrics   {stack.api_url}/metrics")
     print(f"  Redis     {mask(stack.redis_url)}")
+    if stack.broker_url:
+        print(f"  broker    {mask(stack.broker_url)}")
+    print(f"  clients   source {env}   (then threadfold.Client() finds this stack)")
     # Flushed: when stdout is a pipe or a file, the lines are read as the stack runs.
     print(f"  logs      {stack.data_dir / 'logs'}", flush=True)
 
