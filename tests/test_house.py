@@ -35,11 +35,6 @@ EXCEPTIONS: dict[str, str] = {
     "workers/drain/__init__.py:Drainer._round": _STORAGE,
     "workers/drain/batch.py:parse_read": _STORAGE,
     "workers/storage/commit.py:call": _STORAGE,
-    "workers/producer.py": (
-        "the ingest path, sync and asyncio, over one staging and answer code; the next cut "
-        "is a delta's validation (Delta, prepare) in a module of its own, which some twenty "
-        "importers of producer.Delta name"
-    ),
     "workers/redis_io.py": (
         "the sync and asyncio runners, the hand-pipelined exchanges (merged frames, NOSCRIPT "
         "re-runs, the Stream over one held connection) and the Cluster's split share the "

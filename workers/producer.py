@@ -1,4 +1,5 @@
-"""The producer client: validate, stamp ids, append to the thread's log, wake a worker.
+"""The producer client: validate and stamp ids (:mod:`threadfold.workers.prepare`), append
+to the thread's log, wake a worker.
 
 Usable from any Python backend, with or without the HTTP API. One script call appends
 the deltas of many threads (all of a bulk's on one server, a bucket's on a cluster):
@@ -15,40 +16,29 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import msgspec
 
-from threadfold.core.codec import encode_messages
-from threadfold.core.depth import DEFAULT_MAX_DEPTH, check_depth, containers_at_most
 from threadfold.core.errors import InvalidMessage
-from threadfold.core.ids import IdSource, derived_ids, ensure_ids, uuid4_str
-from threadfold.core.keys import DEFAULT_TENANT, InvalidName, make_ref
-from threadfold.core.servable import check_encoded
+from threadfold.core.ids import IdSource, uuid4_str
+from threadfold.core.keys import DEFAULT_TENANT
+from threadfold.workers.prepare import MAX_DELTA_ID, Delta, Prepared, prepare, prepare_all
 from threadfold.workers.redis_io import AsyncClient, Call, Stream, SyncClient, arun_many, run_many
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage import ingest
-from threadfold.workers.storage.pages import fingerprints
 from threadfold.workers.wakeup import AsyncWaker, Waker
 
-MAX_DELTA_ID = 200
+# Delta, prepare and MAX_DELTA_ID are named from here by the clients, the API and the
+# tests since before they had a module of their own (threadfold.workers.prepare).
+__all__ = ["MAX_DELTA_ID", "AsyncProducer", "Delta", "Enqueued", "Producer", "prepare"]
+
 log = logging.getLogger("threadfold.producer")
 
 
-# The per-delta records here are msgspec Structs: one is made per delta, and a Struct
-# is built in C (0.15 us) where a frozen dataclass sets each field through
-# object.__setattr__ (1.7 us): at 1,000 deltas per bulk call, a visible share.
-class Delta(msgspec.Struct, frozen=True):  # tracked by the GC: it holds the caller's objects
-    """One delta for one thread: a list of message-likes."""
-
-    thread_id: str
-    messages: Sequence[Any]
-    delta_id: str | None = None
-    tenant: str = DEFAULT_TENANT
-
-
+# One record per delta: a msgspec Struct, as threadfold.workers.prepare's are.
 class Enqueued(msgspec.Struct, frozen=True, gc=False):
     """The outcome of one delta: its version, and whether it was a retried ``delta_id``.
 
@@ -65,83 +55,7 @@ class Enqueued(msgspec.Struct, frozen=True, gc=False):
     ids: tuple[str, ...]
 
 
-class _Prepared(msgspec.Struct, gc=False):
-    ref: str
-    delta_id: str
-    payload: bytes
-    ids: tuple[str, ...]
-    mentioned: bytes
-
-
-def prepare(
-    delta: Delta, where: str, new_id: IdSource, max_depth: int = DEFAULT_MAX_DEPTH
-) -> _Prepared:
-    """Validate and encode one delta; errors are located under ``where`` ('' for none).
-
-    A message nested deeper than ``max_depth`` levels is refused (see threadfold.core.depth).
-    """
-
-    def at(field: str) -> str:
-        return f"{where}.{field}" if where else field
-
-    ref = _checked_ref(delta, at)
-    source = derived_ids(ref, delta.delta_id) if delta.delta_id else new_id
-    messages = ensure_ids(delta.messages, source, at("messages"))
-    try:
-        payload = encode_messages(messages)
-    except InvalidMessage as exc:
-        raise exc.under(f"{where}.") if where else exc from None
-    except RecursionError:
-        payload = b""  # nested past what the encoder takes: the walk below says where
-    # Nothing nested deeper than max_depth is stored, where a process with a deeper stack
-    # (a worker) could fail to decode it. Only a delta whose bound passes the limit is walked.
-    if not payload or containers_at_most(payload) > max_depth:
-        check_depth(messages, max_depth, at("messages"))
-        if not payload:  # shallow enough, but the caller's own stack was near the limit
-            raise InvalidMessage(at("messages"), "nested too deeply to encode here")
-    # What is accepted must be servable: a message with no OpenAI form would fail
-    # every later ?format=openai read of the thread (see threadfold.core.servable).
-    check_encoded(messages, payload, at("messages"))
-    ids = tuple([m.id for m in messages])
-    for i, ident in enumerate(ids):  # a message object is taken as built: check its id
-        if type(ident) is not str:
-            raise InvalidMessage(at(f"messages[{i}].id"), f"expected a string, got {ident!r}")
-    ids = cast("tuple[str, ...]", ids)
-    return _Prepared(ref, delta.delta_id or "", payload, ids, fingerprints(ids))
-
-
-def _checked_ref(delta: Delta, at: Callable[[str], str]) -> str:
-    """The thread's ref, once the delta's own fields (not its messages) are checked."""
-    try:
-        ref = make_ref(delta.tenant, delta.thread_id)
-    except InvalidName as exc:
-        raise InvalidMessage(at("thread_id"), str(exc)) from exc
-    if delta.delta_id is not None and not (
-        isinstance(delta.delta_id, str) and 0 < len(delta.delta_id) <= MAX_DELTA_ID
-    ):
-        reason = f"expected a string of 1 to {MAX_DELTA_ID} characters"
-        raise InvalidMessage(at("delta_id"), reason)
-    if not isinstance(delta.messages, list | tuple) or not delta.messages:
-        raise InvalidMessage(at("messages"), "expected a non-empty list of messages")
-    return ref
-
-
-def _prepare_all(
-    deltas: Sequence[Delta], path: str, new_id: IdSource, max_depth: int
-) -> list[_Prepared]:
-    """``path`` 'deltas' locates errors as deltas[i].<field>; any other is used as is."""
-    if not isinstance(deltas, Sequence):
-        raise InvalidMessage(path, f"expected a sequence of Delta, got {type(deltas).__name__}")
-    prepared = []
-    for i, d in enumerate(deltas):
-        where = f"{path}[{i}]" if path == "deltas" else path
-        if not isinstance(d, Delta):
-            raise InvalidMessage(where, f"expected a Delta, got {type(d).__name__}")
-        prepared.append(prepare(d, where, new_id, max_depth))
-    return prepared
-
-
-def _group(prepared: Sequence[_Prepared]) -> dict[str, list[int]]:
+def _group(prepared: Sequence[Prepared]) -> dict[str, list[int]]:
     """Indices per thread, in order: each thread's deltas are appended in this order."""
     groups: dict[str, list[int]] = {}
     for i, p in enumerate(prepared):
@@ -150,7 +64,7 @@ def _group(prepared: Sequence[_Prepared]) -> dict[str, list[int]]:
 
 
 def _calls(
-    settings: Settings, prepared: Sequence[_Prepared], groups: dict[str, list[int]]
+    settings: Settings, prepared: Sequence[Prepared], groups: dict[str, list[int]]
 ) -> tuple[list[Call], list[list[str]]]:
     """The ingest calls, and the threads each one carries."""
     ks = settings.keyspace
@@ -178,7 +92,7 @@ def _calls(
 
 def _outcomes(
     deltas: Sequence[Delta],
-    prepared: Sequence[_Prepared],
+    prepared: Sequence[Prepared],
     groups: dict[str, list[int]],
     shares: Sequence[list[str]],
     answers: Sequence[Any],
@@ -201,7 +115,7 @@ class _Staged:
     """A bulk validated and encoded, with the script calls that append it."""
 
     deltas: Sequence[Delta]
-    prepared: list[_Prepared]
+    prepared: list[Prepared]
     groups: dict[str, list[int]]
     calls: list[Call]
     shares: list[list[str]]
@@ -310,7 +224,7 @@ class Producer:
         return self._finish(staged, answers)
 
     def _stage(self, deltas: Sequence[Delta], path: str) -> _Staged:
-        prepared = _prepare_all(deltas, path, self.new_id, self.settings.max_json_depth)
+        prepared = prepare_all(deltas, path, self.new_id, self.settings.max_json_depth)
         groups = _group(prepared)
         calls, shares = _calls(self.settings, prepared, groups)
         return _Staged(deltas, prepared, groups, calls, shares)
@@ -332,7 +246,7 @@ class _Waiting:
     """One caller's validated deltas, waiting for the next shared round trip."""
 
     deltas: Sequence[Delta]
-    prepared: list[_Prepared]
+    prepared: list[Prepared]
     done: asyncio.Future[list[Enqueued]]
 
 
@@ -375,7 +289,7 @@ class AsyncProducer:
         return (await self.enqueue_many([delta], path="delta"))[0]
 
     async def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Enqueued]:
-        prepared = _prepare_all(deltas, path, self.new_id, self.settings.max_json_depth)
+        prepared = prepare_all(deltas, path, self.new_id, self.settings.max_json_depth)
         loop = asyncio.get_running_loop()
         waiting = _Waiting(deltas, prepared, loop.create_future())
         if not self._waiting:
