@@ -35,11 +35,6 @@ EXCEPTIONS: dict[str, str] = {
     "workers/drain/__init__.py:Drainer._round": _STORAGE,
     "workers/drain/batch.py:parse_read": _STORAGE,
     "workers/storage/commit.py:call": _STORAGE,
-    "workers/redis_io.py": (
-        "the sync and asyncio runners, the hand-pipelined exchanges (merged frames, NOSCRIPT "
-        "re-runs, the Stream over one held connection) and the Cluster's split share the "
-        "packing and reply-reading helpers; the Stream could be a module of its own"
-    ),
     "loadtests/locustfile.py": (
         "the file Locust is pointed at: three users, the step-load shape and the end-of-run "
         "check's hooks share one run state (STATE, TAG); the users could move to a module "

@@ -26,7 +26,8 @@ from threadfold.core.errors import InvalidMessage
 from threadfold.core.ids import IdSource, uuid4_str
 from threadfold.core.keys import DEFAULT_TENANT
 from threadfold.workers.prepare import MAX_DELTA_ID, Delta, Prepared, prepare, prepare_all
-from threadfold.workers.redis_io import AsyncClient, Call, Stream, SyncClient, arun_many, run_many
+from threadfold.workers.redis_inflight import Stream
+from threadfold.workers.redis_io import AsyncClient, Call, SyncClient, arun_many, run_many
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage import ingest
 from threadfold.workers.wakeup import AsyncWaker, Waker

@@ -199,9 +199,10 @@ def run_merged(client: SyncClient, calls: Sequence[Call]) -> list[Any]:
     return answers
 
 
-def _packed(calls: Sequence[Item], idx: Sequence[int], by_source: bool = False) -> bytes:
+def pack_calls(calls: Sequence[Item], idx: Sequence[int], by_source: bool = False) -> bytes:
     """The commands of ``calls[idx]`` serialized as one write: EVALSHA for a script
-    call, or EVAL with its source (``by_source``: see :class:`Stream`)."""
+    call, or EVAL with its source (``by_source``: see
+    :class:`threadfold.workers.redis_inflight.Stream`)."""
     pack: Any = hiredis.pack_command
     parts = []
     for i in idx:
@@ -223,10 +224,10 @@ def _rerun(client: SyncClient, item: Item) -> Any:
 
 def _send_and_read(conn: Any, packed: bytes, count: int) -> list[Any]:
     conn.send_packed_command([packed])
-    return _read_replies(conn, count)
+    return read_replies(conn, count)
 
 
-def _read_replies(conn: Any, count: int) -> list[Any]:
+def read_replies(conn: Any, count: int) -> list[Any]:
     replies: list[Any] = []
     for _ in range(count):
         try:
@@ -262,10 +263,10 @@ def _exchange(client: redis.Redis, packed: bytes, count: int) -> list[Any]:
 def _pipelined(
     conn: redis.Redis, client: SyncClient, calls: Sequence[Item], idx: Sequence[int]
 ) -> list[Any]:
-    return _resolved(client, calls, idx, _exchange(conn, _packed(calls, idx), len(idx)))
+    return resolved(client, calls, idx, _exchange(conn, pack_calls(calls, idx), len(idx)))
 
 
-def _resolved(
+def resolved(
     client: SyncClient, calls: Sequence[Item], idx: Sequence[int], results: list[Any]
 ) -> list[Any]:
     """The replies of ``calls[idx]``, with calls that met NOSCRIPT or a redirection re-run."""
@@ -287,73 +288,6 @@ def _resolved(
         elif isinstance(result, Exception):
             raise typed(result)
     return results
-
-
-class Stream:
-    """Script calls pipelined on one held connection, a batch of calls in flight while
-    the caller prepares the next: a batch job validates and encodes bulk k+1 while Redis
-    appends bulk k, in one thread (two threads sharing a producer cost a fifth more CPU
-    per delta, in GIL hand-offs and smaller batches).
-
-    One connection keeps the batches in order: Redis runs a connection's commands in
-    the order they arrive, so a thread's deltas stay in order across bulks. Scripts go
-    by EVAL with their source, never EVALSHA: a NOSCRIPT answer to batch k, re-run
-    after batch k+1 already ran, would put k's deltas after k+1's (a test caught it).
-    Redis finds a sent script by its SHA1, which costs it microseconds per batch. Nothing is
-    re-sent after a lost connection (ingestion is not idempotent without a delta_id):
-    the error is raised, and the batches whose replies were not read are in doubt, as
-    with a failed ``run_many``. On a cluster each batch runs as ``run_many`` does, one
-    after another (its calls span nodes).
-    """
-
-    def __init__(self, client: SyncClient) -> None:
-        self.client = client
-        self._conn: Any = None
-        self._sent: list[Sequence[Item]] = []
-
-    def send(self, calls: Sequence[Item]) -> None:
-        """Send a batch of calls; its replies are read by :meth:`receive`, in order."""
-        if isinstance(self.client, RedisCluster) or not calls:
-            self._sent.append(calls)
-            return
-        if self._conn is None:
-            self._conn = self.client.connection_pool.get_connection()
-        packed = _packed(calls, range(len(calls)), by_source=True)
-        try:
-            # No health check (a PING) while replies are due: it would read one of them.
-            self._conn.send_packed_command([packed], check_health=not self._sent)
-        except BaseException:
-            self.close(drop=True)
-            raise
-        self._sent.append(calls)
-
-    @property
-    def in_flight(self) -> int:
-        """Batches sent whose replies are not read yet."""
-        return len(self._sent)
-
-    def receive(self) -> list[Any]:
-        """The replies of the oldest batch sent and not yet received."""
-        calls = self._sent.pop(0)
-        if isinstance(self.client, RedisCluster) or not calls:
-            return run_many(self.client, calls)
-        try:
-            replies = _read_replies(self._conn, len(calls))
-        except BaseException:
-            self.close(drop=True)
-            raise
-        return _resolved(self.client, calls, range(len(calls)), replies)
-
-    def close(self, drop: bool = False) -> None:
-        """Give the connection back; one with replies unread (or ``drop``: a failed
-        exchange) is disconnected first, never reused as it is."""
-        conn, self._conn = self._conn, None
-        if conn is None:
-            return
-        if self._sent or drop:
-            self._sent.clear()
-            conn.disconnect()
-        self.client.connection_pool.release(conn)  # type: ignore[union-attr]
 
 
 def _key(item: Item) -> str:
@@ -406,7 +340,7 @@ async def arun_many(client: AsyncClient, calls: Sequence[Call]) -> list[Any]:
         return []
     if isinstance(client, AsyncRedisCluster):
         return list(await asyncio.gather(*(arun(client, call) for call in calls)))
-    results = await _aexchange(client, _packed(calls, range(len(calls))), len(calls))
+    results = await _aexchange(client, pack_calls(calls, range(len(calls))), len(calls))
     for i, result in enumerate(results):
         if isinstance(result, NoScriptError):
             results[i] = await arun(client, calls[i])
