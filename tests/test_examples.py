@@ -118,6 +118,10 @@ def test_a_block_that_is_not_run_is_still_well_formed(block: Block) -> None:
 # -- the examples run ----------------------------------------------------------------------
 
 
+# docs/integrations.md shows LangChain's RunnableWithMessageHistory, which langchain-core
+# 1.x marks deprecated (to go in 2.0: the langchain extra pins <2); a user sees a warning,
+# not the error this suite makes of every warning.
+@pytest.mark.filterwarnings("ignore:RunnableWithMessageHistory is deprecated")
 @pytest.mark.parametrize("path", RUNNABLE_FILES)
 def test_the_examples_run(path: str, stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in [n for n in os.environ if n.startswith("THREADFOLD_")]:
