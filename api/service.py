@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeVar
@@ -36,15 +34,23 @@ from threadfold.core.depth import path_text
 from threadfold.core.errors import InvalidMessage
 from threadfold.core.keys import InvalidName, check_name
 from threadfold.core.render import CODE, Unservable, render
-from threadfold.core.versions import InvalidVersion, parse_version, reached
+from threadfold.core.versions import InvalidVersion, parse_version
 from threadfold.workers.astore import AsyncStore
-from threadfold.workers.prefix import NotReplayable, Reason
+from threadfold.workers.prefix import NotReplayable
 from threadfold.workers.producer import AsyncProducer, Delta, Enqueued
-from threadfold.workers.reads import page_of, redis_id
+from threadfold.workers.reads import (
+    BeforeBirth,
+    HistoryGone,
+    NotReached,
+    ReadError,
+    ThreadNotFound,
+    await_for,
+    page_of,
+    redis_id,
+    travel_error,
+)
+from threadfold.workers.reads import PoisonEntry as ReadPoison
 from threadfold.workers.storage.read_state import StateBodies, StatePage
-
-_POLL_START, _POLL_MAX = 0.002, 0.05
-
 
 Format = Literal["langchain", "openai"]
 
@@ -170,28 +176,16 @@ class Service:
                 ref, redis_id(version), merge_chunks=self.settings.merge_chunks
             )
         except NotReplayable as exc:
-            raise travel_error(exc, thread_id, version) from exc
+            raise api_error(travel_error(exc, thread_id, version)) from exc
         return page_of(whole, mode, anchor, limit)
 
     async def _wait_for(self, ref: str, thread_id: str, wanted: str, wait: float) -> None:
-        """Read-your-writes: poll the version with a growing interval, up to ``wait``."""
-        deadline = time.monotonic() + wait
-        interval = _POLL_START
-        while True:
-            version = await self.store.version(ref)
-            if version is None:
-                raise NotFound(f"thread {thread_id!r} has never been written", field="thread_id")
-            if reached(version, wanted):
-                return
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise VersionNotReached(
-                    f"thread {thread_id!r} is at version {version}; min_version {wanted} was not "
-                    f"reached within {wait:g} s",
-                    version=version,
-                )
-            await asyncio.sleep(min(interval, left))
-            interval = min(interval * 2, _POLL_MAX)
+        """Read-your-writes: the direct clients' wait (:func:`await_for`), its refusals
+        as the API answers them."""
+        try:
+            await await_for(self.store, ref, thread_id, wanted, wait)
+        except ReadError as exc:
+            raise api_error(exc) from exc
 
     async def status(self, tenant: str, thread_id: str) -> StatusOut:
         found = await self.store.status(f"{tenant}/{thread_name(thread_id)}")
@@ -292,38 +286,22 @@ def _anchor(query: dict[str, str], name: str) -> str | None:
     return value
 
 
-def travel_error(exc: NotReplayable, thread_id: str, version: str) -> ApiError:
-    """The answer to time travel that has no state to give, by reason (never a 5xx but
-    for a read that every retry found moving, which a later retry may not)."""
-    name = f"thread {thread_id!r}"
-    match exc.reason:
-        case Reason.TRIMMED:
-            return Gone(
-                f"at_version: {name} cannot be replayed to {version}: retention trimmed its "
-                f"log; the oldest version served is {exc.oldest_version} (its live version)",
-                field="at_version",
-                oldest_version=exc.oldest_version,
-            )
-        case Reason.BEFORE_BIRTH:
-            return NotFound(
-                f"at_version: {name} had not been written at version {version} (its first "
-                f"version is {exc.first_version}; a thread of this id deleted since is gone "
-                "with its versions)",
-                field="at_version",
-                first_version=exc.first_version,
-            )
-        case Reason.POISON:
-            return PoisonEntry(
-                f"at_version: log entry {exc.entry} of {name}, at or before version "
-                f"{version}, cannot be decoded or folded; the thread is held before it "
-                "until an operator skips it (threadfold retry --skip)",
-                field="at_version",
-                entry=exc.entry,
-            )
-        case Reason.MOVING:
-            return Unavailable(f"{name} kept changing while its log was read; retry")
-        case _:  # never written, or deleted (while it was read, too)
-            return NotFound(f"{name} has never been written", field="thread_id")
+def api_error(exc: ReadError) -> ApiError:
+    """A refused read (:mod:`threadfold.workers.reads`, worded there once for the API
+    and the direct clients) as the API's error: the same message, field and details."""
+    match exc:
+        case BeforeBirth():
+            return NotFound(exc.message, field=exc.field, first_version=exc.first_version)
+        case ThreadNotFound():
+            return NotFound(exc.message, field=exc.field)
+        case NotReached():
+            return VersionNotReached(exc.message, version=exc.version)
+        case HistoryGone():
+            return Gone(exc.message, field=exc.field, oldest_version=exc.oldest_version)
+        case ReadPoison():
+            return PoisonEntry(exc.message, field=exc.field, entry=exc.entry)
+        case _:  # Moving: every read met a racing trim or delete; a retry may not
+            return Unavailable(exc.message)
 
 
 def _number(
