@@ -109,7 +109,7 @@ def test_forced_fingerprint_collisions_are_told_apart_and_folded_exactly(
     for module in (*(f"{storage}.{name}" for name in users), "threadfold.workers.layout"):
         monkeypatch.setattr(f"{module}.fingerprint", poor)
     monkeypatch.setattr(
-        "threadfold.workers.producer.fingerprints", lambda ids: b"".join(map(poor, ids))
+        "threadfold.workers.prepare.fingerprints", lambda ids: b"".join(map(poor, ids))
     )
     settings = make_settings(redis_url, batch_size=5)
     drainer, _ = _run(settings, seed=12, steps=500, threads=2)
