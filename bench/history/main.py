@@ -1,0 +1,75 @@
+"""The long history check of replay (issue 14): ``python -m bench.history --minutes N``
+(or ``python -m bench.history_check``, the name the issue gives it).
+
+Starts the whole service as ``threadfold up`` does (a private redis-server with its
+append-only file, a broker redis-server, a Celery worker of 2 processes, beat, the API)
+with :data:`bench.history.run.SETTINGS`, runs :mod:`bench.history` for ``--minutes``,
+lets everything quiesce and checks every answer offline. Writes the counts (operations
+by kind, answers by kind, wrong answers) to ``bench/results/history.json``; exits 1 on
+a wrong answer, keeping the whole history beside it (``history-wrong.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench.common import cli
+from bench.common.machine import load_average
+from bench.common.store import IN_PROCESS
+from bench.history.driver import Plan
+from bench.history.run import SETTINGS, THREADS, run
+from bench.history.session import Target
+from threadfold.workers.settings import Settings
+from threadfold.workers.stack import start_stack
+
+
+def _args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.history", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--minutes", type=float, default=10.0, help="how long to drive")
+    parser.add_argument("--seed", type=int, default=None, help="default: a random one")
+    parser.add_argument("--drivers", type=int, default=6, help="threads doing operations")
+    parser.add_argument("--out", type=Path, default=Path("bench/results/history.json"))
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _args(argv)
+    say = cli.progress(time.perf_counter())
+    seed = args.seed if args.seed is not None else random.randrange(2**31)
+    settings = Settings(**{**IN_PROCESS, **SETTINGS, "log_level": "WARNING"})
+    with tempfile.TemporaryDirectory(prefix="threadfold-history-") as folder:
+        say(f"starting the stack; seed {seed}")
+        stack = start_stack(settings, redis_url=None, workers=2, port=0, data_dir=Path(folder))
+        try:
+            target = Target(stack.client_settings(settings), stack.api_url,
+                            [sys.executable, "-m", "threadfold.workers.cli"],
+                            dict(stack.env), Path.cwd())
+            say(f"driving for {args.minutes:g} min, then quiescing and checking")
+            started = time.monotonic()
+            history, verdict = run(target, Plan(args.minutes * 60, seed, drivers=args.drivers))
+            seconds = time.monotonic() - started
+        finally:
+            stack.stop()
+    cli.write(args.out, {
+        "meta": {"date": time.strftime("%Y-%m-%d %H:%M"), "seed": seed, "minutes": args.minutes,
+                 "drivers": args.drivers, "threads": THREADS, "seconds": round(seconds, 1),
+                 "load_average": load_average(), "settings": SETTINGS},
+        **verdict.as_dict(),
+    })
+    print(json.dumps({k: v for k, v in verdict.as_dict().items() if k != "wrong"}, indent=2))
+    if verdict.wrong:
+        kept = args.out.with_name("history-wrong.json")
+        history.save(kept)
+        print(f"{len(verdict.wrong)} wrong answers (seed {seed}); the history: {kept}")
+        print("\n".join(verdict.wrong[:20]))
+        return 1
+    print(f"{verdict.total:,} operations, 0 wrong answers (seed {seed}); {args.out}")
+    return 0
