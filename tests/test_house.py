@@ -30,11 +30,22 @@ MAX_MODULE = 400
 MAX_FUNCTION = 40
 
 # "path" for a module, "path:Qualified.name" for a function -> why it is over its limit.
-_STORAGE = "storage move in progress (issue 15 items 1-3): shortened there, not here"
+# The first three are in the storage move's files (issue 15 items 1-3), which the change
+# that set the limits did not edit: their owner may shorten them and drop the entry.
 EXCEPTIONS: dict[str, str] = {
-    "workers/drain/__init__.py:Drainer._round": _STORAGE,
-    "workers/drain/batch.py:parse_read": _STORAGE,
-    "workers/storage/commit.py:call": _STORAGE,
+    "workers/drain/__init__.py:Drainer._round": (
+        "a drain round over many threads in order: batches read, decoded, ids looked up "
+        "for all at once, plans made, committed in one call, each thread settled; the "
+        "threads' outcomes carried from step to step"
+    ),
+    "workers/drain/batch.py:parse_read": (
+        "the drain's read of a thread's log entries, on the hot path: the producer's "
+        "entries taken inline, one pass, no call per entry"
+    ),
+    "workers/storage/commit.py:call": (
+        "a commit's net effect as COMMIT's arguments, in the script's order, in one pass "
+        "(the pages edited here and sent whole: see its docstring)"
+    ),
     "loadtests/locustfile.py": (
         "the one module that imports Locust (and with it gevent's patching of the standard "
         "library), so the rest of loadtests/ stays importable from tests and tools: its "
