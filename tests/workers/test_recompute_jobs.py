@@ -243,7 +243,9 @@ def test_a_slice_killed_by_the_hard_time_limit_is_reported_by_name(
     # command ending on "28/60 threads". Now each is named, and why. (Those whose results
     # were written before the hold began are reported as they are.)
     settings = _limits(redis_server, redis_url, soft=1.0, hard=2.0)
-    _written(settings, threads=40, deltas=200)
+    # Enough log that the audit is still reading when the pause lands: 200 deltas were
+    # replayed (~100k/s) before a loaded machine let the test send CLIENT PAUSE.
+    _written(settings, threads=40, deltas=20_000)
     with _worker(settings, tmp_path):
         with _paused_once_a_slice_starts(redis_server, seconds=5.0):
             job = _recompute(settings, "--audit", "--all")
