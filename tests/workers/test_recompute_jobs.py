@@ -187,7 +187,7 @@ def test_a_slice_stopped_by_the_soft_time_limit_is_sent_again_and_every_thread_r
     redis_server: RedisServer, redis_url: str, tmp_path: Path
 ) -> None:
     settings = _limits(redis_server, redis_url, soft=1.0, hard=6.0)
-    _written(settings, threads=30, deltas=150)
+    _written(settings, threads=30, deltas=15_000)  # still reading when the pause lands
     with _worker(settings, tmp_path):
         with _paused_once_a_slice_starts(redis_server, seconds=3.0):
             job = _recompute(settings, "--audit", "--all")
