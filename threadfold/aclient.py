@@ -12,8 +12,6 @@ from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import Any, Self
 
-from celery import Celery
-
 from threadfold import args, direct
 from threadfold.core.keys import DEFAULT_TENANT, make_ref
 from threadfold.errors import ClientClosed
@@ -38,14 +36,16 @@ class AsyncClient:
         waker: Waker | None = None,
         wake_window: float = 0.005,
     ) -> None:
-        self.settings = direct.settings_for(settings, redis_url, broker_url)
-        self.tenant = direct.tenant_of(tenant)
-        window = args.timeout(wake_window, "wake_window")
-        self._celery: Celery | None = None
-        if waker is None:
-            self._celery = entry.celery(self.settings)
-            waker = entry.waker(self.settings, self._celery)
-        self._waker = CoalescingWaker(waker, window=window)
+        wired = direct.wiring(
+            redis_url,
+            broker_url,
+            settings=settings,
+            tenant=tenant,
+            waker=waker,
+            wake_window=wake_window,
+        )
+        self.settings, self.tenant, self._celery = wired.settings, wired.tenant, wired.celery
+        self._waker = CoalescingWaker(wired.waker, window=wired.window)
         # No automatic reconnect-and-retry: see threadfold.Client.
         self._redis = entry.aredis(self.settings, retries=0, name=direct.CONNECTION_NAME)
         self._producer = entry.aproducer(self.settings, self._redis, self._waker)

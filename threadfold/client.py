@@ -13,8 +13,6 @@ from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import Any, Self
 
-from celery import Celery
-
 from threadfold import args, direct
 from threadfold.core.keys import DEFAULT_TENANT, make_ref
 from threadfold.errors import ClientClosed
@@ -45,14 +43,16 @@ class Client:
         waker: Waker | None = None,
         wake_window: float = 0.005,
     ) -> None:
-        self.settings = direct.settings_for(settings, redis_url, broker_url)
-        self.tenant = direct.tenant_of(tenant)
-        window = args.timeout(wake_window, "wake_window")
-        self._celery: Celery | None = None
-        if waker is None:
-            self._celery = entry.celery(self.settings)
-            waker = entry.waker(self.settings, self._celery)
-        self._waker = BackgroundWaker(waker, window=window)
+        wired = direct.wiring(
+            redis_url,
+            broker_url,
+            settings=settings,
+            tenant=tenant,
+            waker=waker,
+            wake_window=wake_window,
+        )
+        self.settings, self.tenant, self._celery = wired.settings, wired.tenant, wired.celery
+        self._waker = BackgroundWaker(wired.waker, window=wired.window)
         # No automatic reconnect-and-retry: a retried append after a lost reply would be
         # appended twice. A failure raises Unavailable; retry with the same delta_id.
         self._redis = entry.redis(self.settings, retries=0, name=direct.CONNECTION_NAME)

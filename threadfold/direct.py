@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import redis
+from celery import Celery
 from pydantic import SecretStr
 
+from threadfold import args
 from threadfold.core.errors import InvalidMessage
 from threadfold.core.keys import InvalidName, check_name
 from threadfold.core.render import CODE
@@ -28,10 +31,11 @@ from threadfold.errors import (
     VersionNotReached,
 )
 from threadfold.types import Appended, Skipped, State, Status, Unservable
-from threadfold.workers import reads
+from threadfold.workers import entry, reads
 from threadfold.workers.producer import Enqueued
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.status import ThreadStatus
+from threadfold.workers.wakeup import Waker
 
 #: What ``CLIENT LIST`` shows of a direct client's Redis connections.
 CONNECTION_NAME = "threadfold-client"
@@ -57,6 +61,39 @@ def settings_for(
         return Settings(**explicit)
     # model_copy does not validate: the values are given as the fields hold them.
     return settings.model_copy(update=explicit) if explicit else settings
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """What a direct client is built from, sync or asyncio alike: its settings and tenant,
+    the window its wake-ups are gathered over, and the waker that publishes them (with
+    the Celery app it made, if it made one, for ``close`` to release)."""
+
+    settings: Settings
+    tenant: str
+    window: float
+    waker: Waker
+    celery: Celery | None
+
+
+def wiring(
+    redis_url: str | None,
+    broker_url: str | None,
+    *,
+    settings: Settings | None,
+    tenant: str,
+    waker: Waker | None,
+    wake_window: float,
+) -> Wiring:
+    """The constructor arguments of ``Client`` and ``AsyncClient``, checked and resolved."""
+    resolved = settings_for(settings, redis_url, broker_url)
+    checked_tenant = tenant_of(tenant)
+    window = args.timeout(wake_window, "wake_window")
+    celery = None
+    if waker is None:
+        celery = entry.celery(resolved)
+        waker = entry.waker(resolved, celery)
+    return Wiring(resolved, checked_tenant, window, waker, celery)
 
 
 def tenant_of(tenant: str) -> str:
