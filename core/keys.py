@@ -103,6 +103,21 @@ class ThreadKeys:
         return f"{self.tag}:{self.ref}:ddx"
 
     @property
+    def feed(self) -> str:
+        """STREAM: the thread's change feed, one entry per committed version (entry id =
+        the version; fields ``p`` the version it applies on, ``e`` the event), and the
+        Pub/Sub channel its events are published on
+        (:mod:`threadfold.workers.feed.event`)."""
+        return f"{self.tag}:{self.ref}:feed"
+
+    @property
+    def active(self) -> str:
+        """ZSET of the bucket, one per tenant: ref -> ms of the thread's last commit (the
+        threads list's recent activity)."""
+        tenant = self.ref.partition("/")[0]
+        return f"{self.tag}:active:{tenant}"
+
+    @property
     def dirty(self) -> str:
         """ZSET of the bucket: ref -> ms since it has had a backlog."""
         return f"{self.tag}:dirty"
