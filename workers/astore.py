@@ -8,9 +8,9 @@ from threadfold.core.keys import Keyspace
 from threadfold.workers.prefix import NotReplayable, Retrying, travelling
 from threadfold.workers.redis_io import AsyncClient, Call, Item, arun
 from threadfold.workers.replay import at_version
-from threadfold.workers.storage import delete, read_state, status
+from threadfold.workers.storage import delete, feed, read_state, status
 from threadfold.workers.storage.meta import VERSION_FIELDS, version_of
-from threadfold.workers.storage.read_state import StateBodies, StatePage
+from threadfold.workers.storage.read_state import Snapshot, StateBodies, StatePage
 from threadfold.workers.storage.status import ThreadStatus
 
 
@@ -41,6 +41,16 @@ class AsyncStore:
 
     async def status(self, ref: str) -> ThreadStatus | None:
         return status.parse(await arun(self.client, status.call(self.keyspace.thread(ref))))
+
+    async def snapshot(self, ref: str) -> Snapshot | None:
+        """The whole thread with its messages' positions (a follower's start)."""
+        call = read_state.call(self.keyspace.thread(ref))
+        return read_state.parse_snapshot(await arun(self.client, call))
+
+    async def feed_after(self, ref: str, after: str, count: int = feed.PAGE) -> feed.FeedRead:
+        """The change events after version ``after``, or why there are none."""
+        call = feed.call(self.keyspace.thread(ref), after, count)
+        return feed.parse(await arun(self.client, call))
 
     async def delete(self, ref: str) -> bool:
         return delete.parse(await arun(self.client, delete.call(self.keyspace.thread(ref))))

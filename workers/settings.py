@@ -13,6 +13,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from threadfold.core.depth import DEFAULT_MAX_DEPTH, HIGHEST_MAX_DEPTH
 from threadfold.core.keys import Keyspace
+from threadfold.workers.feed.event import FeedLimits
 from threadfold.workers.redact import url_secrets
 
 
@@ -67,6 +68,17 @@ class Settings(BaseSettings):
         ge=0,
         description="Keep applied log entries this long "
         "(for replay and time travel); 0 trims at once.",
+    )
+    feed_max_events: int = Field(
+        500,
+        ge=0,
+        description="Change events kept per thread for subscribers that resume "
+        "(Last-Event-ID); 0 keeps none (live subscribers are still served).",
+    )
+    feed_max_age_seconds: float = Field(
+        600.0,
+        ge=0,
+        description="Drop a thread's change events older than this; 0: no age limit.",
     )
     merge_chunks: bool = Field(
         False,
@@ -155,3 +167,7 @@ class Settings(BaseSettings):
     @property
     def retention_ms(self) -> int:
         return int(self.retention_seconds * 1000)
+
+    @property
+    def feed_limits(self) -> FeedLimits:
+        return FeedLimits(self.feed_max_events, int(self.feed_max_age_seconds * 1000))

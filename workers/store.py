@@ -11,6 +11,7 @@ from threadfold.workers.storage import (
     commit,
     delete,
     fail,
+    feed,
     lookup,
     read_state,
     retry,
@@ -20,7 +21,7 @@ from threadfold.workers.storage import (
 from threadfold.workers.storage.backlog import Listing
 from threadfold.workers.storage.commit import CommitPlan, Committed
 from threadfold.workers.storage.lookup import Found
-from threadfold.workers.storage.read_state import StatePage
+from threadfold.workers.storage.read_state import Snapshot, StatePage
 from threadfold.workers.storage.retry import Retried
 from threadfold.workers.storage.status import ThreadStatus
 
@@ -76,6 +77,16 @@ class Store:
 
     def status(self, ref: str) -> ThreadStatus | None:
         return status.parse(run(self.client, status.call(self.keyspace.thread(ref))))
+
+    def snapshot(self, ref: str) -> Snapshot | None:
+        """The whole thread with its messages' positions (a follower's start)."""
+        call = read_state.call(self.keyspace.thread(ref))
+        return read_state.parse_snapshot(run(self.client, call))
+
+    def feed_after(self, ref: str, after: str, count: int = feed.PAGE) -> feed.FeedRead:
+        """The change events after version ``after``, or why there are none."""
+        call = feed.call(self.keyspace.thread(ref), after, count)
+        return feed.parse(run(self.client, call))
 
     def delete(self, ref: str) -> bool:
         return delete.parse(run(self.client, delete.call(self.keyspace.thread(ref))))

@@ -141,7 +141,16 @@ def _commit_of(settings: Settings, ref: str, batch: Batch) -> CommitPlan:
     last = batch.entries[-1][0]
     count = len(batch.entries)
     return CommitPlan(
-        ref, batch.fence, last, count, fold.next_position, effect, stored, 0, settings.wake_ttl_ms
+        ref,
+        batch.fence,
+        last,
+        count,
+        fold.next_position,
+        effect,
+        stored,
+        0,
+        settings.wake_ttl_ms,
+        settings.feed_limits,
     )
 
 

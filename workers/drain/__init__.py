@@ -245,6 +245,7 @@ class Drainer:
             stored,
             self.settings.retention_ms,
             self.settings.wake_ttl_ms,
+            self.settings.feed_limits,
         )
 
     def _settle(self, report: DrainReport, decoded: Decoded, done: Committed) -> bool:

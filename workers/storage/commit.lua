@@ -1,9 +1,9 @@
 -- Compare-and-set commits of one or more threads (a drain round commits all of a
 -- task's threads with one call; each thread's commit stands or fails on its own).
--- KEYS per thread: meta pages index log sched dirty
+-- KEYS per thread: meta pages index log sched dirty feed active
 -- ARGV per thread: count, then its count arguments:
 --       fence new_cursor next_position cleared n_removed n_pages n_inserts
---       retention_ms sched_ms ref n_entries
+--       retention_ms sched_ms ref n_entries feed_max_events feed_max_age_ms event
 --       {fingerprint position}*n_removed {page_number page}*n_pages
 --       {fingerprint position record}*n_inserts (ascending, past every stored position)
 --       The pages are whole: the stored ones the batch read, rewritten by the worker
@@ -12,9 +12,31 @@
 --    else {1, more, now_ms}
 local now = false
 
+-- The change event of the version just committed: kept in the thread's feed (entry id =
+-- the version, bounded by count and age) for followers that resume, and published on
+-- the feed's channel for those that follow live. Only COMMIT appends and every version
+-- it commits is past the thread's cursor, so the id is past the feed's last; should it
+-- not be (a clock stepped back across a delete), the feed starts again: followers see
+-- the chain break and read a snapshot, where an error here would leave the state
+-- written and the commit unanswered.
+local function publish(feed, version, prev, event, max_events, max_age_ms, at_ms)
+  if max_events > 0 then
+    local added = redis.pcall('XADD', feed, 'MAXLEN', '~', max_events, version,
+                              'p', prev, 'e', event)
+    if type(added) == 'table' and added.err then
+      redis.call('DEL', feed)
+      redis.call('XADD', feed, version, 'p', prev, 'e', event)
+    end
+    if max_age_ms > 0 then
+      redis.call('XTRIM', feed, 'MINID', '~', (at_ms - max_age_ms) .. '-0')
+    end
+  end
+  redis.call('PUBLISH', feed, event)
+end
+
 local function commit(k, a)   -- KEYS[k + i] and ARGV[a + i] are the thread's i-th
-  local meta, pages, index, log, sched, dirty =
-    KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6]
+  local meta, pages, index, log, sched, dirty, feed, active = KEYS[k + 1], KEYS[k + 2],
+    KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6], KEYS[k + 7], KEYS[k + 8]
   -- The fence, the state's shape and the applied count in one read (a redis.call
   -- costs more than the fields it returns).
   local state = redis.call('HMGET', meta, 'c', 'g', 'i', 'm', 'ib', 'pp', 'k')
@@ -24,7 +46,7 @@ local function commit(k, a)   -- KEYS[k + i] and ARGV[a + i] are the thread's i-
     tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7])
   local cleared = ARGV[a + 4] == '1'
   local gone, written, dropped = {}, {}, {}
-  local base = a + 12
+  local base = a + 15
   for i = base, base + 2 * n_removed - 1, 2 do
     gone[#gone + 1] = ARGV[i]
     gone[#gone + 1] = tonumber(ARGV[i + 1])
@@ -65,6 +87,9 @@ local function commit(k, a)   -- KEYS[k + i] and ARGV[a + i] are the thread's i-
   -- the stream itself (entries added against entries kept and skipped: see PREFIX),
   -- which costs this hot path nothing and no writer can forget to do.
   redis.call('XTRIM', log, 'MINID', threshold)
+  publish(feed, new_cursor, state[1] or '0-0', ARGV[a + 14],
+          tonumber(ARGV[a + 12]), tonumber(ARGV[a + 13]), now)
+  redis.call('ZADD', active, now, ARGV[a + 10])
   if has_backlog(log, new_cursor) then
     redis.call('PEXPIRE', sched, ARGV[a + 9])
     return {1, 1, now}
@@ -75,8 +100,8 @@ local function commit(k, a)   -- KEYS[k + i] and ARGV[a + i] are the thread's i-
 end
 
 local all, a = {}, 0
-for t = 0, #KEYS / 6 - 1 do
-  all[t + 1] = commit(6 * t, a + 1)
+for t = 0, #KEYS / 8 - 1 do
+  all[t + 1] = commit(8 * t, a + 1)
   a = a + 1 + tonumber(ARGV[a + 1])
 end
 return all

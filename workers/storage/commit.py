@@ -12,7 +12,8 @@ from typing import Any, Final, NamedTuple
 from threadfold.core.codec import encode_stored
 from threadfold.core.fold import Effect
 from threadfold.core.keys import Keyspace
-from threadfold.core.messages import BaseMessage
+from threadfold.workers.feed.event import FeedEvent, FeedLimits
+from threadfold.workers.feed.event import encode as encode_event
 from threadfold.workers.redis_io import Call
 from threadfold.workers.storage.contract import keys_of
 from threadfold.workers.storage.lookup import Found
@@ -32,6 +33,8 @@ class Keys(NamedTuple):
     log: str
     sched: str
     dirty: str
+    feed: str
+    active: str
 
 
 class Args(NamedTuple):
@@ -48,6 +51,9 @@ class Args(NamedTuple):
     sched_ms: int
     ref: str
     n_entries: int
+    feed_max_events: int
+    feed_max_age_ms: int
+    event: bytes
 
 
 @lru_cache(maxsize=65_536)
@@ -77,6 +83,8 @@ class CommitPlan:
     #: flag's lease when a backlog remains.
     retention_ms: int
     wake_ms: int
+    #: What the thread's change feed keeps of the event this commit writes.
+    feed: FeedLimits
 
 
 def call(ks: Keyspace, plan: CommitPlan) -> Call:
@@ -93,23 +101,32 @@ def call(ks: Keyspace, plan: CommitPlan) -> Call:
     known = {} if effect.cleared else stored.positions  # a clear took every stored record
     removed: list[bytes | int] = []
     changes: dict[int, bytes | None] = {}
-    inserts: list[tuple[int, str, BaseMessage]] = []
+    inserts: list[tuple[int, str, bytes]] = []
+    # The change event says what the state says: each removal and upsert as written.
+    gone: list[tuple[str, int]] = []
+    upserts: list[tuple[int, str, bytes]] = []
     for key in effect.removed:
         old = known.get(key)
         if old is not None:  # else it was new in this batch: nothing stored
             removed += [fingerprint(key), old]
             changes[old] = None
+            gone.append((key, old))
     for key, (position, message) in effect.upserts.items():
+        body = encode_stored(message)
+        upserts.append((position, key, body))
         old = known.get(key)
         if old == position:
-            changes[position] = record(key, position, encode_stored(message))
+            changes[position] = record(key, position, body)
             continue
         if old is not None:
             removed += [fingerprint(key), old]
             changes[old] = None
-        inserts.append((position, key, message))
+            gone.append((key, old))
+        inserts.append((position, key, body))
     inserts.sort(key=_first)
+    upserts.sort(key=_first)
     edited = _edited_pages(changes, stored.per, stored.pages)
+    event = FeedEvent(plan.cursor, _cursor_of(plan.fence), effect.cleared, gone, upserts)
     head = Args(
         plan.fence,
         plan.cursor,
@@ -122,10 +139,13 @@ def call(ks: Keyspace, plan: CommitPlan) -> Call:
         plan.wake_ms,
         plan.ref,
         plan.applied,
+        plan.feed.max_events,
+        plan.feed.max_age_ms,
+        encode_event(event),
     )
     args: list[str | bytes | int] = [*head, *removed, *edited]
-    for position, key, message in inserts:
-        args += [fingerprint(key), position, record(key, position, encode_stored(message))]
+    for position, key, body in inserts:
+        args += [fingerprint(key), position, record(key, position, body)]
     # Counted, so that calls of many threads merge into one (``run_merged``); a call's
     # answer is a list of one section per thread (``parse`` takes one).
     return Call(SCRIPT, _keys(ks, plan.ref), [len(args), *args])
@@ -144,8 +164,14 @@ def _edited_pages(
     return out
 
 
-def _first(item: tuple[int, str, BaseMessage]) -> int:
+def _first(item: tuple[int, str, bytes]) -> int:
     return item[0]
+
+
+def _cursor_of(fence: str) -> str:
+    """The cursor part of a fence (``c``, then ``@g`` and ``#i`` when set): the version
+    the batch was folded on, the event's ``prev``."""
+    return fence.partition("#")[0].partition("@")[0]
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,8 @@ class Keys(NamedTuple):
     dirty: str
     quarantine: str
     threads: str
+    feed: str
+    active: str
 
 
 class Args(NamedTuple):

@@ -51,6 +51,10 @@ letter  name              meaning                     written by      read by
                           (each XDEL'd)
 ``rb``  RETAINED_BEFORE   an earlier release's mark   (no longer      prefix (the log is not
                           of a retention trim         written)        whole)
+``fb``  FEED_BASE         the cursor at the last      rebuild         feed
+                          rebuild: no follower's
+                          state at or before it is
+                          resumed from the feed
 ======  ================  ==========================  ==============  ========================
 
 The *fence* a commit compares is ``c``, then ``@g`` once a rebuild happened, then
@@ -84,6 +88,7 @@ QUARANTINE_ENTRY: Final = "qe"
 SKIPPED: Final = "sk"
 SKIP_COUNT: Final = "sc"
 RETAINED_BEFORE: Final = "rb"
+FEED_BASE: Final = "fb"
 
 #: Every meta field, by name (the table above; a test holds the scripts to it).
 FIELDS: Final = {
@@ -104,6 +109,7 @@ FIELDS: Final = {
     "SKIPPED": SKIPPED,
     "SKIP_COUNT": SKIP_COUNT,
     "RETAINED_BEFORE": RETAINED_BEFORE,
+    "FEED_BASE": FEED_BASE,
 }
 
 #: Skipped entries a thread's meta lists (``sk``, the latest; ``sc`` counts them all):

@@ -62,6 +62,29 @@ class StateBodies:
         return StatePage(self.version, self.total, self.has_more, self.anchor_found, messages)
 
 
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A whole thread with each message's position (a follower's starting point: the
+    change events it applies next name positions, :mod:`threadfold.workers.feed`)."""
+
+    version: str
+    positions: list[int]
+    ids: list[bytes]
+    bodies: list[bytes]
+
+
+def parse_snapshot(raw: list[Any]) -> Snapshot | None:
+    """The answer to ``call(k)`` (a whole thread) with positions; None when never
+    written."""
+    if not raw:
+        return None
+    numbered = sorted(zip(map(int, raw[4::2]), raw[5::2], strict=True))
+    held = [r for _, page in numbered for r in records(as_bytes(page))]
+    return Snapshot(
+        text(raw[0]), [r[0] for r in held], [r[1] for r in held], [r[2] for r in held]
+    )
+
+
 def call(k: ThreadKeys, mode: str = "all", anchor: str = "", limit: int = -1) -> Call:
     return Call(SCRIPT, keys_of(Keys, k), Args(mode, anchor, limit, fingerprint(anchor)))
 

@@ -1,5 +1,5 @@
 -- Replace a thread's state with a replayed one, fenced like any commit.
--- KEYS: meta pages index
+-- KEYS: meta pages index feed
 -- ARGV: fence next_position n, then {fingerprint position record}*n (ascending)
 -- -> 1 done, 0 the fence moved meanwhile (replay again): the whole fence, not only the
 --    cursor, so that a thread deleted and written again since the replay's read (its
@@ -19,4 +19,11 @@ end
 -- 'g' changes with every rebuild: a drain that read before it cannot commit after it.
 redis.call('HSET', KEYS[1], 'n', ARGV[2], 'm', n, 'ib', buckets, 'pp', per)
 redis.call('HINCRBY', KEYS[1], 'g', 1)
+-- No event says what a rebuild changed, and the version did not move: the feed is
+-- dropped, 'fb' marks the version at which followers' states can no longer be trusted
+-- (FEED answers a resume from it or before with a snapshot), and live followers are
+-- told to read one now.
+redis.call('DEL', KEYS[4])
+redis.call('HSET', KEYS[1], 'fb', cursor_of(KEYS[1]))
+redis.call('PUBLISH', KEYS[4], '')
 return 1

@@ -19,6 +19,7 @@ class Keys(NamedTuple):
     meta: str
     pages: str
     index: str  # type: ignore[assignment]  # the key, as ThreadKeys names it (tuple.index unused)
+    feed: str
 
 
 class Args(NamedTuple):

@@ -13,6 +13,7 @@ from threadfold.workers.storage import (
     cursors,
     delete,
     fail,
+    feed,
     head,
     ingest,
     log_fence,
@@ -43,6 +44,7 @@ MODULES: Final = (
     prefix,
     log_fence,
     cursors,
+    feed,
 )
 
 ALL: Final[tuple[Script, ...]] = tuple(m.SCRIPT for m in MODULES)

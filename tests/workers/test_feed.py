@@ -1,0 +1,189 @@
+"""A thread's change feed, against a real redis-server and the real drainer.
+
+The feed's promise: applying a version's event to the state at the version before
+gives exactly the state at that version. It is checked at every version a random
+history commits, against time travel (the log replayed) and the one-delta-at-a-time
+oracle; and every way the chain can break (a trim, a rebuild, a delete, a skipped
+entry) must show as a gap, never as a wrong event.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import redis
+
+from tests.workers.harness import Sent, make_settings, store_for
+from tests.workers.produce import random_messages
+from tests.workers.test_concurrency import NoWake
+from threadfold.core import dump_messages
+from threadfold.core.codec import decode_stored
+from threadfold.workers.drain import Drainer
+from threadfold.workers.feed.apply import apply, in_order
+from threadfold.workers.feed.event import FeedEvent, decode
+from threadfold.workers.feed.follow import Follower, Step
+from threadfold.workers.producer import Producer
+from threadfold.workers.redis_io import run
+from threadfold.workers.replay import travel
+from threadfold.workers.settings import Settings
+from threadfold.workers.storage import rebuild
+from threadfold.workers.store import Store
+
+State = dict[int, tuple[str, bytes]]
+
+
+def _step(state: State, event: FeedEvent) -> State:
+    return apply(
+        state,
+        reset=event.reset,
+        removed=[p for _, p in event.removed],
+        upserts=[(p, (i, body)) for p, i, body in event.upserts],
+    )
+
+
+def _messages(state: State) -> list[dict[str, Any]]:
+    return dump_messages([decode_stored(body, i) for i, body in in_order(state)])
+
+
+def _follow(store: Store, ref: str, state: State, version: str) -> list[tuple[str, State]]:
+    """Every (version, state) the feed leads to from ``version``, paging through it."""
+    seen = []
+    follower = Follower(version)
+    while True:
+        read = store.feed_after(ref, follower.version, count=7)  # small pages: paging too
+        if read.kind != "events":
+            assert read.kind == "current", read
+            return seen
+        for event in read.events:
+            assert follower.offer(event) is Step.DELIVER
+            state = _step(state, event)
+            follower.delivered(event)
+            seen.append((event.version, state))
+
+
+def _run_history(settings: Settings, seed: int, threads: int, deltas: int) -> tuple[Store, Sent]:
+    store = store_for(settings)
+    producer = Producer(store.client, settings, NoWake())
+    rng = random.Random(seed)
+    sent = Sent()
+    refs = [f"_/f{t}" for t in range(threads)]
+    for step in range(deltas):
+        thread = f"f{rng.randrange(threads)}"
+        messages = random_messages(rng, step)
+        result = producer.enqueue(thread, messages)
+        sent.add(f"_/{thread}", result.version, messages, result.ids)
+        if rng.random() < 0.15:  # drains of every size, some one delta, some many
+            size = rng.choice([1, 2, 5, 50])
+            sized = settings.model_copy(update={"batch_size": size})
+            Drainer(store, sized).drain_many(refs)
+    Drainer(store, settings).drain_many(refs)
+    return store, sent
+
+
+def test_each_event_turns_the_state_before_into_the_state_after(redis_url: str) -> None:
+    settings = make_settings(redis_url, key_prefix="feed1", retention_seconds=3600)
+    for seed in range(3):
+        store, sent = _run_history(settings, seed, threads=3, deltas=250)
+        for ref in sent.deltas:
+            seen = _follow(store, ref, {}, "0-0")
+            assert len(seen) > 5
+            for version, state in seen:  # every version committed: the replayed state
+                assert _messages(state) == dump_messages(travel(store, ref, version).messages)
+            assert seen[-1][0] == store.read_state(ref).version  # type: ignore[union-attr]
+            assert _messages(seen[-1][1]) == dump_messages(sent.expected(ref))
+            # A follower starting from a snapshot, with its positions, gets there too.
+            snap = store.snapshot(ref)
+            assert snap is not None
+            base = dict(zip(snap.positions, zip((i.decode() for i in snap.ids), snap.bodies,
+                                                 strict=True), strict=True))
+            assert _messages(base) == _messages(seen[-1][1])
+            assert store.feed_after(ref, snap.version).kind == "current"
+        store.client.flushall()
+
+
+def test_every_commit_is_published_as_the_event_it_keeps(redis_url: str) -> None:
+    settings = make_settings(redis_url, key_prefix="feed2", batch_size=3)
+    client = redis.Redis.from_url(redis_url)
+    listener = client.pubsub()
+    channel = settings.keyspace.thread("_/f0").feed
+    listener.subscribe(channel)
+    assert listener.get_message(timeout=5)["type"] == "subscribe"  # type: ignore[index]
+    store, _ = _run_history(settings, 7, threads=1, deltas=120)
+    published = []
+    while (message := listener.get_message(timeout=0.5)) is not None:
+        published.append(message["data"])
+    kept = client.xrange(channel)
+    assert [blob for _, fields in kept for blob in [fields[b"e"]]] == published
+    events = [decode(blob) for blob in published]
+    assert all(e is not None for e in events)
+    # Ids are the versions, each event applies on the one before.
+    assert [i.decode() for i, _ in kept] == [e.version for e in events if e]
+    assert [e.prev for e in events if e][1:] == [e.version for e in events if e][:-1]
+    assert events[0] is not None and events[0].prev == "0-0"
+    del store
+
+
+def test_a_trimmed_feed_is_a_gap_not_a_partial_answer(redis_url: str) -> None:
+    settings = make_settings(redis_url, key_prefix="feed3", batch_size=1, feed_max_events=10)
+    store, sent = _run_history(settings, 11, threads=1, deltas=400)
+    [ref] = list(sent.deltas)
+    assert store.client.xlen(settings.keyspace.thread(ref).feed) < 300  # trimmed
+    assert store.feed_after(ref, "0-0").kind == "gap"
+    # The feed still serves a follower near the end.
+    last = store.client.xrevrange(settings.keyspace.thread(ref).feed, count=2)
+    before = store.feed_after(ref, last[1][0].decode())
+    assert before.kind == "events"
+    assert [e.version for e in before.events] == [last[0][0].decode()]
+
+
+def test_no_feed_kept_still_publishes(redis_url: str) -> None:
+    settings = make_settings(redis_url, key_prefix="feed4", feed_max_events=0)
+    client = redis.Redis.from_url(redis_url)
+    listener = client.pubsub()
+    listener.subscribe(settings.keyspace.thread("_/f0").feed)
+    listener.get_message(timeout=5)
+    store, _ = _run_history(settings, 3, threads=1, deltas=20)
+    assert not client.exists(settings.keyspace.thread("_/f0").feed)
+    assert listener.get_message(timeout=5) is not None
+    assert store.feed_after("_/f0", "0-0").kind == "gap"
+
+
+def test_a_rebuild_and_a_delete_break_every_chain(redis_url: str) -> None:
+    settings = make_settings(redis_url, key_prefix="feed5", batch_size=4)
+    store, sent = _run_history(settings, 5, threads=1, deltas=60)
+    [ref] = list(sent.deltas)
+    k = settings.keyspace.thread(ref)
+    version = store.read_state(ref).version  # type: ignore[union-attr]
+    middle = store.client.xrange(k.feed)[3][0].decode()
+    assert store.feed_after(ref, middle).kind == "events"
+    listener = store.client.pubsub()
+    listener.subscribe(k.feed)
+    listener.get_message(timeout=5)
+    # A rebuild at the current version (here: to an empty state) publishes a resync, and
+    # no follower at or before that version is resumed from the feed.
+    fence = store.client.hget(k.meta, "c").decode()  # type: ignore[union-attr]
+    fence += f"#{store.client.hget(k.meta, 'i').decode()}"  # type: ignore[union-attr]
+    assert rebuild.parse(run(store.client, rebuild.call(k, fence, 1000, [])))
+    assert listener.get_message(timeout=5)["data"] == b""  # type: ignore[index]
+    assert decode(b"") is None and Follower(version).offer(None) is Step.GAP
+    for after in (version, middle):
+        assert store.feed_after(ref, after).kind == "gap"
+    assert store.delete(ref)
+    assert listener.get_message(timeout=5)["data"] == b""  # type: ignore[index]
+    assert store.feed_after(ref, version).kind == "absent"
+    assert not store.client.exists(k.feed)
+    assert not store.client.zscore(k.active, ref)
+
+
+def test_a_version_that_is_not_the_threads_is_a_gap(redis_url: str) -> None:
+    settings = make_settings(redis_url, key_prefix="feed6", batch_size=4)
+    store, sent = _run_history(settings, 9, threads=1, deltas=40)
+    [ref] = list(sent.deltas)
+    versions = [i.decode() for i, _ in store.client.xrange(settings.keyspace.thread(ref).feed)]
+    ms, seq = versions[2].split("-")
+    for after in (f"{ms}-{int(seq) + 1}", "1-0", "99999999999999-0"):
+        if after not in versions:
+            assert store.feed_after(ref, after).kind == "gap", after
+    assert store.feed_after("_/never", "0-0").kind == "absent"
+    assert store.client.zscore(settings.keyspace.thread(ref).active, ref)

@@ -1,0 +1,34 @@
+"""The rule a follower applies: the state at an event's ``prev`` and the event give the
+state at its ``version`` (exactly ``GET state`` at that version)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def apply(
+    state: Mapping[int, T],
+    *,
+    reset: bool,
+    removed: Iterable[int],
+    upserts: Iterable[tuple[int, T]],
+) -> dict[int, T]:
+    """``state`` (position -> message) after one event, as a new mapping.
+
+    Generic over the message's form (a stored body, a LangChain dict, an OpenAI dict):
+    positions carry the rule. The messages in position order are the thread's messages.
+    """
+    out: dict[int, T] = {} if reset else dict(state)
+    for position in removed:
+        out.pop(position, None)
+    for position, message in upserts:
+        out[position] = message
+    return out
+
+
+def in_order(state: Mapping[int, T]) -> list[T]:
+    """The messages of ``state`` in position order."""
+    return [state[p] for p in sorted(state)]

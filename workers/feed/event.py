@@ -1,0 +1,67 @@
+"""A change event: a committed batch's net effect on the thread's messages.
+
+The drainer knows the effect exactly (it is what COMMIT writes), so the event is built
+from it, not diffed from two states. Messages are carried as the state stores them
+(:func:`threadfold.core.codec.encode_stored`, bytes beside their id) so that an event
+costs COMMIT no re-encoding and a reader renders it with the same code as a state read.
+"""
+
+from __future__ import annotations
+
+from typing import Final, NamedTuple
+
+import msgspec
+
+#: What DELETE and REBUILD publish on a thread's channel: the state changed in a way no
+#: event describes; every follower reads a fresh snapshot.
+RESYNC: Final = b""
+
+#: The version of a thread before its first commit (the scripts' ``cursor_of``).
+ORIGIN: Final = "0-0"
+
+
+class FeedEvent(msgspec.Struct, array_like=True, frozen=True):
+    """The step from the state at ``prev`` to the state at ``version``.
+
+    ``reset``: a ``__remove_all__`` emptied the thread first. ``removed``: (id, position)
+    of stored messages that go, including one an upsert moves to the end (it is listed
+    at its old position). ``upserts``: (position, id, stored body), ascending; a
+    position the state holds is replaced in place, a new one lies past every stored
+    position. Positions, not ids, carry the rule: a rendered message need not show its
+    id (the OpenAI form does not).
+    """
+
+    version: str
+    prev: str
+    reset: bool = False
+    removed: list[tuple[str, int]] = msgspec.field(default_factory=list)
+    upserts: list[tuple[int, str, bytes]] = msgspec.field(default_factory=list)
+
+
+class FeedLimits(NamedTuple):
+    """How much of a thread's change feed is kept: events (0: none kept, only
+    published) and their age in ms (0: no age limit)."""
+
+    max_events: int = 500
+    max_age_ms: int = 600_000
+
+
+_ENCODER: Final = msgspec.msgpack.Encoder()
+_DECODER: Final = msgspec.msgpack.Decoder(FeedEvent)
+
+
+def encode(event: FeedEvent) -> bytes:
+    return _ENCODER.encode(event)
+
+
+def decode(blob: bytes) -> FeedEvent | None:
+    """The event ``blob`` holds; None for :data:`RESYNC`."""
+    if not blob:
+        return None
+    return _DECODER.decode(blob)
+
+
+def version_key(version: str) -> tuple[int, int]:
+    """A version (a stream entry id, ``<ms>-<seq>``) as a value that orders like it."""
+    ms, _, seq = version.partition("-")
+    return int(ms), int(seq or 0)
