@@ -39,7 +39,7 @@ from threadfold.api.errors import (
 )
 from threadfold.api.openapi import document
 from threadfold.api.schemas import BulkAccepted, BulkIn, DeltaIn
-from threadfold.api.service import Service, parse_page
+from threadfold.api.service import Service, parse_page, parse_threads_limit
 from threadfold.api.settings import ApiSettings
 from threadfold.core.depth import path_text, too_deep_json
 from threadfold.workers import entry, maxmemory
@@ -191,6 +191,13 @@ async def get_status(request: Request) -> Response:
     return json_response(await res.service.status(tenant, request.path_params["thread_id"]))
 
 
+async def get_threads(request: Request) -> Response:
+    res = _resources(request)
+    tenant = res.auth.tenant(request.headers.get("authorization"))
+    limit = parse_threads_limit(request.query_params.multi_items())
+    return json_response(await res.service.threads(tenant, limit))
+
+
 async def delete_thread(request: Request) -> Response:
     res = _resources(request)
     tenant = res.auth.tenant(request.headers.get("authorization"))
@@ -247,6 +254,7 @@ ROUTES = [
     ("/threads/{thread_id}/state", "get_state", get_state, ["GET"]),
     ("/threads/{thread_id}/status", "get_status", get_status, ["GET"]),
     ("/threads/{thread_id}", "delete_thread", delete_thread, ["DELETE"]),
+    ("/threads", "get_threads", get_threads, ["GET"]),
     ("/healthz", "healthz", healthz, ["GET"]),
     ("/readyz", "readyz", readyz, ["GET"]),
     ("/metrics", "metrics", get_metrics, ["GET"]),

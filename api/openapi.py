@@ -19,6 +19,7 @@ from threadfold.api.schemas import (
     ErrorOut,
     StateOut,
     StatusOut,
+    ThreadsOut,
 )
 from threadfold.core.keys import NAME_RULE
 
@@ -178,8 +179,8 @@ _STATE_QUERY: Final = [
 
 
 def _paths() -> dict[str, Any]:
-    # In three parts only to keep each function short; the document's order is theirs.
-    return {**_write_paths(), **_thread_paths(), **_probe_paths()}
+    # In parts only to keep each function short; the document's order is theirs.
+    return {**_write_paths(), **_thread_paths(), **_watch_paths(), **_probe_paths()}
 
 
 def _write_paths() -> dict[str, Any]:
@@ -247,6 +248,27 @@ def _thread_paths() -> dict[str, Any]:
     }
 
 
+def _watch_paths() -> dict[str, Any]:
+    """What the page at /ui reads besides a thread's state: the threads list."""
+    errors = _ERRORS
+    return {
+        "/threads": {
+            "get": {
+                "summary": "The tenant's threads, most recently active first, with their "
+                "version, messages, backlog, lag and quarantine",
+                "parameters": [
+                    _query(
+                        "limit",
+                        {"type": "integer", "minimum": 0, "maximum": 500},
+                        "Most threads listed (default 50).",
+                    )
+                ],
+                "responses": {"200": {"description": "Threads", **_json("ThreadsOut")}, **errors},
+            }
+        },
+    }
+
+
 def _probe_paths() -> dict[str, Any]:
     errors = _ERRORS
     return {
@@ -271,7 +293,7 @@ def _probe_paths() -> dict[str, Any]:
 def document(auth: bool) -> dict[str, Any]:
     """The whole OpenAPI document."""
     _, components = msgspec.json.schema_components(
-        [DeltaIn, BulkIn, Accepted, BulkAccepted, StateOut, StatusOut, ErrorOut],
+        [DeltaIn, BulkIn, Accepted, BulkAccepted, StateOut, StatusOut, ThreadsOut, ErrorOut],
         ref_template="#/components/schemas/{name}",
     )
     components |= _message_components()

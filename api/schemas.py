@@ -93,6 +93,28 @@ class StatusOut(msgspec.Struct):
     skipped: list[SkippedOut] = []
 
 
+class ThreadOut(msgspec.Struct):
+    """A thread in ``GET /threads``: ``lag_ms`` is the age of its oldest unapplied delta
+    (null without a backlog), ``last_activity_ms`` its last commit or append, the later."""
+
+    thread_id: str
+    version: str
+    messages: int
+    backlog: int
+    lag_ms: int | None
+    quarantined: bool
+    quarantine_reason: str | None
+    last_commit_ms: int | None
+    last_activity_ms: int
+    last_enqueued: str
+
+
+class ThreadsOut(msgspec.Struct):
+    """``GET /threads``: the tenant's threads, most recently active first."""
+
+    threads: list[ThreadOut]
+
+
 class SkippedOut(msgspec.Struct):
     entry: str
     reason: str

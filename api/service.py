@@ -27,6 +27,8 @@ from threadfold.api.schemas import (
     SkippedOut,
     StateOut,
     StatusOut,
+    ThreadOut,
+    ThreadsOut,
     UnservableOut,
 )
 from threadfold.api.settings import ApiSettings
@@ -51,6 +53,7 @@ from threadfold.workers.reads import (
 )
 from threadfold.workers.reads import PoisonEntry as ReadPoison
 from threadfold.workers.storage.read_state import StateBodies, StatePage
+from threadfold.workers.threads_list import recent_threads
 
 Format = Literal["langchain", "openai"]
 
@@ -206,6 +209,28 @@ class Service:
             [SkippedOut(s.entry, s.reason, s.at_ms) for s in found.skipped],
         )
 
+    async def threads(self, tenant: str, limit: int) -> ThreadsOut:
+        """The tenant's ``limit`` most recently active threads
+        (:mod:`threadfold.workers.threads_list`)."""
+        found = await recent_threads(self.store.client, self.store.keyspace, tenant, limit)
+        return ThreadsOut(
+            [
+                ThreadOut(
+                    row.ref.partition("/")[2],
+                    row.version,
+                    row.messages,
+                    row.backlog,
+                    row.lag_ms,
+                    bool(row.quarantined),
+                    row.quarantined or None,
+                    row.last_commit_ms,
+                    activity,
+                    row.last_enqueued,
+                )
+                for row, activity in found
+            ]
+        )
+
     async def delete(self, tenant: str, thread_id: str) -> None:
         if not await self.store.delete(f"{tenant}/{thread_name(thread_id)}"):
             raise NotFound(f"thread {thread_id!r} has never been written", field="thread_id")
@@ -264,6 +289,25 @@ def parse_page(items: Iterable[tuple[str, str]], settings: ApiSettings) -> Page:
     if before is not None and after is not None:
         raise BadRequest("before: give either before or after, not both", field="before")
     return Page(fmt, min_version, at_version, wait, limit, before, after)
+
+
+#: ``GET /threads?limit=``: its default and its largest.
+THREADS_LIMIT: Final = 50
+THREADS_MAX: Final = 500
+
+
+def parse_threads_limit(items: Iterable[tuple[str, str]]) -> int:
+    """The query string of ``GET /threads``: ``limit`` alone, refused as ``parse_page``
+    refuses (unknown or repeated names, non-digits, out of range)."""
+    query: dict[str, str] = {}
+    for name, value in items:
+        if name != "limit":
+            field = path_text("", [name])
+            raise BadRequest(f"{field}: unknown query parameter", field=field)
+        if name in query:
+            raise BadRequest(f"{name}: given more than once", field=name)
+        query[name] = value
+    return int(_number(query, "limit", THREADS_LIMIT, THREADS_MAX, integer=True))
 
 
 def _version(query: dict[str, str], name: str) -> str | None:

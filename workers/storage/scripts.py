@@ -23,6 +23,8 @@ from threadfold.workers.storage import (
     rebuild,
     retry,
     status,
+    thread_row,
+    threads_recent,
     wake,
 )
 
@@ -45,6 +47,8 @@ MODULES: Final = (
     log_fence,
     cursors,
     feed,
+    threads_recent,
+    thread_row,
 )
 
 ALL: Final[tuple[Script, ...]] = tuple(m.SCRIPT for m in MODULES)
