@@ -24,13 +24,25 @@ from threadfold.workers.feed.apply import apply, in_order
 from threadfold.workers.feed.event import FeedEvent, decode
 from threadfold.workers.feed.follow import Follower, Step
 from threadfold.workers.producer import Producer
-from threadfold.workers.redis_io import run
+from threadfold.workers.redis_io import run, text
 from threadfold.workers.replay import travel
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage import rebuild
 from threadfold.workers.store import Store
 
 State = dict[int, tuple[str, bytes]]
+
+
+def _entries(client: Any, key: str) -> list[tuple[str, dict[bytes, bytes]]]:
+    """The feed's entries, (id, fields), oldest first."""
+    return [(i.decode(), fields) for i, fields in client.xrange(key)]
+
+
+def _listen(redis_url: str, channel: str) -> Any:
+    listener = redis.Redis.from_url(redis_url).pubsub()  # type: ignore[no-untyped-call]
+    listener.subscribe(channel)
+    assert listener.get_message(timeout=5)["type"] == "subscribe"
+    return listener
 
 
 def _step(state: State, event: FeedEvent) -> State:
@@ -48,7 +60,7 @@ def _messages(state: State) -> list[dict[str, Any]]:
 
 def _follow(store: Store, ref: str, state: State, version: str) -> list[tuple[str, State]]:
     """Every (version, state) the feed leads to from ``version``, paging through it."""
-    seen = []
+    seen: list[tuple[str, State]] = []
     follower = Follower(version)
     while True:
         read = store.feed_after(ref, follower.version, count=7)  # small pages: paging too
@@ -104,24 +116,20 @@ def test_each_event_turns_the_state_before_into_the_state_after(redis_url: str) 
 
 def test_every_commit_is_published_as_the_event_it_keeps(redis_url: str) -> None:
     settings = make_settings(redis_url, key_prefix="feed2", batch_size=3)
-    client = redis.Redis.from_url(redis_url)
-    listener = client.pubsub()
     channel = settings.keyspace.thread("_/f0").feed
-    listener.subscribe(channel)
-    assert listener.get_message(timeout=5)["type"] == "subscribe"  # type: ignore[index]
+    listener = _listen(redis_url, channel)
     store, _ = _run_history(settings, 7, threads=1, deltas=120)
     published = []
     while (message := listener.get_message(timeout=0.5)) is not None:
         published.append(message["data"])
-    kept = client.xrange(channel)
-    assert [blob for _, fields in kept for blob in [fields[b"e"]]] == published
+    kept = _entries(store.client, channel)
+    assert [fields[b"e"] for _, fields in kept] == published
     events = [decode(blob) for blob in published]
     assert all(e is not None for e in events)
     # Ids are the versions, each event applies on the one before.
-    assert [i.decode() for i, _ in kept] == [e.version for e in events if e]
+    assert [i for i, _ in kept] == [e.version for e in events if e]
     assert [e.prev for e in events if e][1:] == [e.version for e in events if e][:-1]
     assert events[0] is not None and events[0].prev == "0-0"
-    del store
 
 
 def test_a_trimmed_feed_is_a_gap_not_a_partial_answer(redis_url: str) -> None:
@@ -131,20 +139,17 @@ def test_a_trimmed_feed_is_a_gap_not_a_partial_answer(redis_url: str) -> None:
     assert store.client.xlen(settings.keyspace.thread(ref).feed) < 300  # trimmed
     assert store.feed_after(ref, "0-0").kind == "gap"
     # The feed still serves a follower near the end.
-    last = store.client.xrevrange(settings.keyspace.thread(ref).feed, count=2)
-    before = store.feed_after(ref, last[1][0].decode())
+    last = _entries(store.client, settings.keyspace.thread(ref).feed)[-2:]
+    before = store.feed_after(ref, last[0][0])
     assert before.kind == "events"
-    assert [e.version for e in before.events] == [last[0][0].decode()]
+    assert [e.version for e in before.events] == [last[1][0]]
 
 
 def test_no_feed_kept_still_publishes(redis_url: str) -> None:
     settings = make_settings(redis_url, key_prefix="feed4", feed_max_events=0)
-    client = redis.Redis.from_url(redis_url)
-    listener = client.pubsub()
-    listener.subscribe(settings.keyspace.thread("_/f0").feed)
-    listener.get_message(timeout=5)
+    listener = _listen(redis_url, settings.keyspace.thread("_/f0").feed)
     store, _ = _run_history(settings, 3, threads=1, deltas=20)
-    assert not client.exists(settings.keyspace.thread("_/f0").feed)
+    assert not store.client.exists(settings.keyspace.thread("_/f0").feed)
     assert listener.get_message(timeout=5) is not None
     assert store.feed_after("_/f0", "0-0").kind == "gap"
 
@@ -155,22 +160,19 @@ def test_a_rebuild_and_a_delete_break_every_chain(redis_url: str) -> None:
     [ref] = list(sent.deltas)
     k = settings.keyspace.thread(ref)
     version = store.read_state(ref).version  # type: ignore[union-attr]
-    middle = store.client.xrange(k.feed)[3][0].decode()
+    middle = _entries(store.client, k.feed)[3][0]
     assert store.feed_after(ref, middle).kind == "events"
-    listener = store.client.pubsub()
-    listener.subscribe(k.feed)
-    listener.get_message(timeout=5)
+    listener = _listen(redis_url, k.feed)
     # A rebuild at the current version (here: to an empty state) publishes a resync, and
     # no follower at or before that version is resumed from the feed.
-    fence = store.client.hget(k.meta, "c").decode()  # type: ignore[union-attr]
-    fence += f"#{store.client.hget(k.meta, 'i').decode()}"  # type: ignore[union-attr]
+    fence = f"{text(store.client.hget(k.meta, 'c'))}#{text(store.client.hget(k.meta, 'i'))}"
     assert rebuild.parse(run(store.client, rebuild.call(k, fence, 1000, [])))
-    assert listener.get_message(timeout=5)["data"] == b""  # type: ignore[index]
+    assert listener.get_message(timeout=5)["data"] == b""
     assert decode(b"") is None and Follower(version).offer(None) is Step.GAP
     for after in (version, middle):
         assert store.feed_after(ref, after).kind == "gap"
     assert store.delete(ref)
-    assert listener.get_message(timeout=5)["data"] == b""  # type: ignore[index]
+    assert listener.get_message(timeout=5)["data"] == b""
     assert store.feed_after(ref, version).kind == "absent"
     assert not store.client.exists(k.feed)
     assert not store.client.zscore(k.active, ref)
@@ -180,7 +182,7 @@ def test_a_version_that_is_not_the_threads_is_a_gap(redis_url: str) -> None:
     settings = make_settings(redis_url, key_prefix="feed6", batch_size=4)
     store, sent = _run_history(settings, 9, threads=1, deltas=40)
     [ref] = list(sent.deltas)
-    versions = [i.decode() for i, _ in store.client.xrange(settings.keyspace.thread(ref).feed)]
+    versions = [i for i, _ in _entries(store.client, settings.keyspace.thread(ref).feed)]
     ms, seq = versions[2].split("-")
     for after in (f"{ms}-{int(seq) + 1}", "1-0", "99999999999999-0"):
         if after not in versions:
