@@ -19,6 +19,8 @@ import asyncio
 import logging
 from collections.abc import Callable
 
+import redis as redis_py
+import redis.asyncio as aioredis
 from celery import Celery
 
 from threadfold.workers import maxmemory
@@ -48,6 +50,25 @@ def aredis(settings: Settings, *, retries: int = RECONNECT, name: str | None = N
     """The asyncio twin of :func:`redis`."""
     url = settings.redis_url.get_secret_value()
     return async_client(url, cluster=settings.cluster, retries=retries, name=name)
+
+
+def listener(settings: Settings, *, name: str) -> redis_py.Redis:
+    """A connection for the Pub/Sub channels of thread feeds: one plain connection, on a
+    Cluster too (a script's PUBLISH is broadcast to every node, so the URL's node hears
+    every thread's). No reconnects of its own: a follower must see each disconnect, the
+    one way Pub/Sub loses messages, and read what it missed from the feed."""
+    url = settings.redis_url.get_secret_value()
+    client = sync_client(url, cluster=False, retries=0, name=name)
+    assert isinstance(client, redis_py.Redis)  # cluster=False
+    return client
+
+
+def alistener(settings: Settings, *, name: str) -> aioredis.Redis:
+    """The asyncio twin of :func:`listener`."""
+    url = settings.redis_url.get_secret_value()
+    client = async_client(url, cluster=False, retries=0, name=name)
+    assert isinstance(client, aioredis.Redis)  # cluster=False
+    return client
 
 
 def store(settings: Settings, client: SyncClient | None = None) -> Store:
