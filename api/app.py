@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 import msgspec
@@ -22,7 +23,8 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
 
 from threadfold.api import metrics as prom
 from threadfold.api.auth import Authenticator
@@ -38,6 +40,7 @@ from threadfold.api.errors import (
     from_msgspec,
 )
 from threadfold.api.openapi import document
+from threadfold.api.pipeline import summary
 from threadfold.api.schemas import BulkAccepted, BulkIn, DeltaIn
 from threadfold.api.service import Service, parse_page, parse_threads_limit
 from threadfold.api.settings import ApiSettings
@@ -51,6 +54,8 @@ log = logging.getLogger("threadfold.api")
 T = TypeVar("T")
 Handler = Callable[[Request], Awaitable[Response]]
 _ENCODER = msgspec.json.Encoder()
+#: The page at /ui: static files shipped in the package (package data), no build step.
+UI_DIR = Path(__file__).with_name("ui")
 
 
 @dataclass
@@ -244,6 +249,19 @@ async def get_metrics(request: Request) -> Response:
     return Response(prom.render(totals, live), media_type=prom.CONTENT_TYPE)
 
 
+async def get_pipeline(request: Request) -> Response:
+    """/metrics' totals as JSON for the page (:mod:`threadfold.api.pipeline`); fleet-wide,
+    but behind a key like every route the page reads."""
+    res = _resources(request)
+    res.auth.tenant(request.headers.get("authorization"))
+    with contextlib.suppress(*RETRYABLE):  # this process's counts too, as /metrics
+        await res.metrics.aflush(res.client)
+    keyspace = res.settings.keyspace
+    totals = await prom.collect(res.client, keyspace)
+    live = await prom.gauges(res.client, keyspace, res.settings.metrics_liveness_seconds)
+    return json_response(summary(totals, live))
+
+
 async def get_openapi(request: Request) -> Response:
     return json_response(request.app.state.openapi)
 
@@ -258,6 +276,7 @@ ROUTES = [
     ("/healthz", "healthz", healthz, ["GET"]),
     ("/readyz", "readyz", readyz, ["GET"]),
     ("/metrics", "metrics", get_metrics, ["GET"]),
+    ("/pipeline", "pipeline", get_pipeline, ["GET"]),
     ("/openapi.json", "openapi", get_openapi, ["GET"]),
 ]
 
@@ -360,7 +379,11 @@ def create_app(settings: ApiSettings, resources: Resources | None = None) -> Sta
                 await res.metrics.aclose(res.client)
             await res.client.aclose()
 
-    routes = [Route(path, _route(name, fn), methods=methods) for path, name, fn, methods in ROUTES]
+    routes: list[Route | Mount] = [
+        Route(path, _route(name, fn), methods=methods) for path, name, fn, methods in ROUTES
+    ]
+    # /ui answers with a redirect to /ui/ (Starlette's trailing slash), then index.html.
+    routes.append(Mount("/ui", app=StaticFiles(directory=UI_DIR, html=True), name="ui"))
     app = Starlette(
         routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error}
     )

@@ -17,6 +17,7 @@ from threadfold.api.schemas import (
     BulkIn,
     DeltaIn,
     ErrorOut,
+    PipelineOut,
     StateOut,
     StatusOut,
     ThreadsOut,
@@ -249,7 +250,7 @@ def _thread_paths() -> dict[str, Any]:
 
 
 def _watch_paths() -> dict[str, Any]:
-    """What the page at /ui reads besides a thread's state: the threads list."""
+    """What the page at /ui reads besides a thread's state: threads, the pipeline."""
     errors = _ERRORS
     return {
         "/threads": {
@@ -264,6 +265,16 @@ def _watch_paths() -> dict[str, Any]:
                     )
                 ],
                 "responses": {"200": {"description": "Threads", **_json("ThreadsOut")}, **errors},
+            }
+        },
+        "/pipeline": {
+            "get": {
+                "summary": "Fleet-wide pipeline totals (ingested, applied, backlog, lag "
+                "histogram) as JSON; rates come from two samples",
+                "responses": {
+                    "200": {"description": "Pipeline totals", **_json("PipelineOut")},
+                    **errors,
+                },
             }
         },
     }
@@ -293,7 +304,17 @@ def _probe_paths() -> dict[str, Any]:
 def document(auth: bool) -> dict[str, Any]:
     """The whole OpenAPI document."""
     _, components = msgspec.json.schema_components(
-        [DeltaIn, BulkIn, Accepted, BulkAccepted, StateOut, StatusOut, ThreadsOut, ErrorOut],
+        [
+            DeltaIn,
+            BulkIn,
+            Accepted,
+            BulkAccepted,
+            StateOut,
+            StatusOut,
+            ThreadsOut,
+            PipelineOut,
+            ErrorOut,
+        ],
         ref_template="#/components/schemas/{name}",
     )
     components |= _message_components()

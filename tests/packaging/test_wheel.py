@@ -38,6 +38,7 @@ from tests.packaging.builds import (
     run,
     source_files,
 )
+from tests.workers.harness import ROOT
 
 INTERNALS = ("core", "workers", "api", "loadtests")
 
@@ -150,6 +151,16 @@ def test_the_wheel_holds_every_module_and_data_file_of_every_package(
         if not name.split("/")[0].endswith(".dist-info") and name.rsplit("/", 1)[0] in packages
     )
     assert not extra, f"the wheel holds files the source does not: {extra}"
+
+
+def test_the_wheel_holds_the_page_at_ui(wheel_names: set[str]) -> None:
+    """api/ui/ is a folder of static files, no package: pyproject's package-data must
+    name it (``ui/*``), or the installed API serves no page."""
+    page = ROOT / "api" / "ui"
+    expected = {f"{PACKAGE}/api/ui/{path.name}" for path in page.iterdir() if path.is_file()}
+    assert {f"{PACKAGE}/api/ui/index.html", f"{PACKAGE}/api/ui/app.js"} <= expected
+    missing = sorted(expected - wheel_names)
+    assert not missing, f"files of api/ui/ not in the wheel (package-data): {missing}"
 
 
 def test_the_wheel_declares_the_command_and_no_integration_in_its_base(wheel: Path) -> None:
@@ -296,6 +307,10 @@ def test_the_installed_service_runs_end_to_end(
         )
         answer = installed.run(str(installed.python), "-c", textwrap.dedent(client), env=env)
         assert answer.splitlines()[-1] == "ok", answer
+        page = httpx.get(f"http://127.0.0.1:{port}/ui", follow_redirects=True)
+        assert page.status_code == 200 and "threadfold" in page.text, page.text[:300]
+        script = httpx.get(f"http://127.0.0.1:{port}/ui/app.js")
+        assert "javascript" in script.headers["content-type"], script.headers
     except BaseException:
         for process in processes:
             print(process.log_path.read_text())
