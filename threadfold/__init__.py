@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         VersionNotReached,
     )
     from threadfold.http import AsyncHttpClient, HttpClient
+    from threadfold.live import Change, Event, Removed, Snapshot, Transcript, Upsert
     from threadfold.types import (
         Appended,
         AsyncClientProtocol,
@@ -63,6 +64,9 @@ _WHERE = {
         "threadfold.types",
     ),
     **dict.fromkeys(
+        ["Change", "Event", "Removed", "Snapshot", "Transcript", "Upsert"], "threadfold.live"
+    ),
+    **dict.fromkeys(
         [
             "ClientClosed",
             "Conflict",
@@ -86,26 +90,32 @@ __all__ = [
     "AsyncClient",
     "AsyncClientProtocol",
     "AsyncHttpClient",
+    "Change",
     "Client",
     "ClientClosed",
     "ClientProtocol",
     "Conflict",
     "DeltaLike",
+    "Event",
     "Format",
     "Gone",
     "HttpClient",
     "InvalidInput",
     "NotFound",
     "PoisonEntry",
+    "Removed",
     "RequestError",
     "ServerError",
     "Skipped",
+    "Snapshot",
     "State",
     "Status",
     "ThreadfoldError",
+    "Transcript",
     "Unauthorized",
     "Unavailable",
     "Unservable",
+    "Upsert",
     "VersionNotReached",
 ]
 

@@ -8,13 +8,14 @@ thread, never from the event loop. Use one client per event loop.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from types import TracebackType
 from typing import Any, Self
 
-from threadfold import args, direct
+from threadfold import args, direct, subscription
 from threadfold.core.keys import DEFAULT_TENANT, make_ref
 from threadfold.errors import ClientClosed
+from threadfold.live import Event
 from threadfold.types import Appended, DeltaLike, Format, State, Status
 from threadfold.workers import entry, reads
 from threadfold.workers.producer import Delta
@@ -124,6 +125,23 @@ class AsyncClient:
             return await reads.await_for(
                 self._store, make_ref(self.tenant, name), name, wanted, seconds
             )
+
+    async def subscribe(
+        self, thread_id: str, *, after: str | None = None, format: Format = "langchain"
+    ) -> AsyncIterator[Event]:
+        """The asyncio twin of :meth:`threadfold.Client.subscribe`."""
+        self._check_open()
+        name = args.thread_id(thread_id)
+        resume = args.version(after, "after") if after is not None else None
+        fmt = args.format_of(format)
+        ref = make_ref(self.tenant, name)
+        listener = entry.alistener(self.settings, name=direct.CONNECTION_NAME)
+        steps = subscription.Steps(name, ref, self.settings.keyspace.thread(ref).feed, fmt)
+        try:
+            async for event in subscription.afollow(self._store, listener, steps, resume):
+                yield event
+        finally:
+            await listener.aclose()
 
     async def close(self) -> None:
         """Publish the pending wake-ups, then close the connections."""

@@ -80,3 +80,15 @@ def timeout(value: float, field: str = "timeout") -> float:
             field=field,
         )
     return float(value)
+
+
+def format_of(value: object) -> str:
+    """``value`` if it is a format a read serves; else refused as the API refuses it."""
+    if value not in ("langchain", "openai"):
+        raise InvalidInput(
+            "format: expected 'langchain' or 'openai'",
+            status=400,
+            code="bad_request",
+            field="format",
+        )
+    return str(value)

@@ -9,13 +9,14 @@ per delta costs a few Celery tasks a window instead of one task per call.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, Self
 
-from threadfold import args, direct
+from threadfold import args, direct, subscription
 from threadfold.core.keys import DEFAULT_TENANT, make_ref
 from threadfold.errors import ClientClosed
+from threadfold.live import Event
 from threadfold.types import Appended, DeltaLike, Format, State, Status
 from threadfold.workers import entry, reads
 from threadfold.workers.producer import Delta
@@ -137,6 +138,25 @@ class Client:
         wanted, seconds = args.version(version), args.timeout(timeout)
         with direct.translated():
             return reads.wait_for(self._store, make_ref(self.tenant, name), name, wanted, seconds)
+
+    def subscribe(
+        self, thread_id: str, *, after: str | None = None, format: Format = "langchain"
+    ) -> Iterator[Event]:
+        """The thread's events, for as long as the caller iterates: a snapshot (unless
+        resuming ``after`` a version it holds), then one change per version; see
+        :mod:`threadfold.live`. Reconnects by itself; ``close()`` the iterator (or leave
+        the loop) to stop."""
+        self._check_open()
+        name = args.thread_id(thread_id)
+        resume = args.version(after, "after") if after is not None else None
+        fmt = args.format_of(format)
+        ref = make_ref(self.tenant, name)
+        listener = entry.listener(self.settings, name=direct.CONNECTION_NAME)
+        steps = subscription.Steps(name, ref, self.settings.keyspace.thread(ref).feed, fmt)
+        try:
+            yield from subscription.follow(self._store, listener, steps, resume)
+        finally:
+            listener.close()
 
     def close(self) -> None:
         """Publish the pending wake-ups, then close the connections."""

@@ -11,14 +11,15 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import httpx
 
-from threadfold import wire
+from threadfold import sse, wire
 from threadfold.errors import ClientClosed, RequestError
+from threadfold.live import Event
 from threadfold.retry import RetryPolicy, retried, unreachable
 from threadfold.types import Appended, DeltaLike, Format, State, Status
 
@@ -179,6 +180,16 @@ class HttpClient(_Base):
     def wait_for(self, thread_id: str, version: str, timeout: float) -> str:
         return self._call(wire.wait_for(thread_id, version, timeout))
 
+    def subscribe(
+        self, thread_id: str, *, after: str | None = None, format: Format = "langchain"
+    ) -> Iterator[Event]:
+        """The thread's events (``GET /threads/{id}/events``): a snapshot unless resuming
+        ``after`` a version, then one change per version; reopened with the last id
+        whenever the stream ends (:mod:`threadfold.sse`)."""
+        self._check_open()
+        reader = sse.Reader(thread_id, after, format, self.shown_url)
+        return sse.follow(self._http, reader, self.policy, self.timeout)
+
     def close(self) -> None:
         self._closed = True
         self._http.close()
@@ -281,6 +292,14 @@ class AsyncHttpClient(_Base):
 
     async def wait_for(self, thread_id: str, version: str, timeout: float) -> str:
         return await self._call(wire.wait_for(thread_id, version, timeout))
+
+    def subscribe(
+        self, thread_id: str, *, after: str | None = None, format: Format = "langchain"
+    ) -> AsyncIterator[Event]:
+        """The asyncio twin of :meth:`HttpClient.subscribe`."""
+        self._check_open()
+        reader = sse.Reader(thread_id, after, format, self.shown_url)
+        return sse.afollow(self._http, reader, self.policy, self.timeout)
 
     async def close(self) -> None:
         self._closed = True

@@ -7,11 +7,14 @@ types, a direct client builds them from the store's answers.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Literal, Protocol, Self, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, TypeAlias
 
 import msgspec
+
+if TYPE_CHECKING:  # threadfold.live builds on the types here
+    from threadfold.live import Event
 
 Format: TypeAlias = Literal["langchain", "openai"]
 
@@ -134,6 +137,10 @@ class ClientProtocol(Protocol):
 
     def wait_for(self, thread_id: str, version: str, timeout: float) -> str: ...
 
+    def subscribe(
+        self, thread_id: str, *, after: str | None = None, format: Format = "langchain"
+    ) -> Iterator[Event]: ...
+
     def close(self) -> None: ...
 
     def __enter__(self) -> Self: ...
@@ -173,6 +180,10 @@ class AsyncClientProtocol(Protocol):
     async def delete(self, thread_id: str) -> None: ...
 
     async def wait_for(self, thread_id: str, version: str, timeout: float) -> str: ...
+
+    def subscribe(
+        self, thread_id: str, *, after: str | None = None, format: Format = "langchain"
+    ) -> AsyncIterator[Event]: ...
 
     async def close(self) -> None: ...
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, Self
 
@@ -17,6 +17,7 @@ from threadfold import (
     Client,
     ClientProtocol,
     DeltaLike,
+    Event,
     Format,
     HttpClient,
     State,
@@ -88,6 +89,19 @@ class Synced:
     def wait_for(self, thread_id: str, version: str, timeout: float) -> str:
         return self.runner.run(self.inner.wait_for(thread_id, version, timeout))
 
+    def subscribe(
+        self, thread_id: str, *, after: str | None = None, format: Format = "langchain"
+    ) -> Iterator[Event]:
+        events = self.inner.subscribe(thread_id, after=after, format=format)
+        try:
+            while True:
+                try:
+                    yield self.runner.run(_next(events))
+                except StopAsyncIteration:
+                    return
+        finally:
+            self.runner.run(_closed(events))
+
     def close(self) -> None:
         self.runner.run(self.inner.close())
 
@@ -126,3 +140,12 @@ def open_client(
     if kind == "AsyncHttpClient":
         return Synced(runner, AsyncHttpClient(api_url, api_key, **options))
     raise ValueError(f"unknown kind of client {kind!r}")
+
+
+async def _next(events: Any) -> Event:
+    event: Event = await anext(events)
+    return event
+
+
+async def _closed(events: Any) -> None:
+    await events.aclose()

@@ -9,7 +9,7 @@ noted apart: it was not appended again.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, Self
 
@@ -19,6 +19,7 @@ from threadfold import (
     AsyncClientProtocol,
     ClientProtocol,
     DeltaLike,
+    Event,
     Format,
     State,
     Status,
@@ -102,6 +103,11 @@ class Recording:
     def wait_for(self, thread_id: str, version: str, timeout: float) -> str:
         return self.inner.wait_for(thread_id, version, timeout)
 
+    def subscribe(
+        self, thread_id: str, *, after: str | None = None, format: Format = "langchain"
+    ) -> Iterator[Event]:
+        return self.inner.subscribe(thread_id, after=after, format=format)
+
     def close(self) -> None:
         self.inner.close()
 
@@ -168,6 +174,11 @@ class AsyncRecording:
 
     async def wait_for(self, thread_id: str, version: str, timeout: float) -> str:
         return await self.inner.wait_for(thread_id, version, timeout)
+
+    def subscribe(
+        self, thread_id: str, *, after: str | None = None, format: Format = "langchain"
+    ) -> AsyncIterator[Event]:
+        return self.inner.subscribe(thread_id, after=after, format=format)
 
     async def close(self) -> None:
         await self.inner.close()

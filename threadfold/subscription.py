@@ -1,0 +1,189 @@
+"""``subscribe()`` of the direct clients: a thread's events read straight from Redis.
+
+A subscription listens on the thread's feed channel (:func:`threadfold.workers.entry.listener`)
+*before* it reads its starting point, so nothing committed in between is missed: what
+arrives at or before that point is stale and dropped (the :class:`Follower`'s rule).
+Pub/Sub loses messages only by dropping the connection (a restart, an output buffer
+overflow), which the listener, having no silent reconnects, sees: it reconnects and
+reads what it missed from the thread's feed, or a fresh snapshot when the feed no longer
+reaches back. A resync published by a rebuild or a delete is answered with a snapshot.
+The feed is never polled on a timer: after a rebuild at the follower's version the feed
+cannot tell that version's old state from its new one, and would answer every poll
+with a gap (a snapshot each time).
+
+:class:`Steps` is the subscription's logic, shared by the sync and asyncio loops below:
+given what Redis answered, the events to yield.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any, Final
+
+import msgspec
+import redis
+
+from threadfold.live import Change, Event, Snapshot
+from threadfold.workers.astore import AsyncStore
+from threadfold.workers.feed.bodies import Reason, change_body, snapshot_body
+from threadfold.workers.feed.event import ORIGIN, FeedEvent, decode
+from threadfold.workers.feed.follow import Follower, Step
+from threadfold.workers.storage.feed import FeedRead
+from threadfold.workers.storage.read_state import Snapshot as StoredSnapshot
+from threadfold.workers.store import Store
+
+#: How long a listener waits for a message before it looks whether it was closed.
+TICK: Final = 1.0
+#: Reconnection backoff: first wait, cap.
+BACKOFF: Final = (0.05, 2.0)
+
+
+class Steps:
+    """One subscription's state: the version it holds, and the events Redis's answers
+    make of it."""
+
+    def __init__(self, thread_id: str, ref: str, channel: str, fmt: str) -> None:
+        self.thread_id, self.ref, self.channel, self.fmt = thread_id, ref, channel, fmt
+        self.follower = Follower(ORIGIN)
+
+    def snapshot(self, found: StoredSnapshot | None, reason: Reason) -> Snapshot:
+        body = snapshot_body(self.thread_id, found, self.fmt, reason)
+        self.follower.version = body.version
+        return msgspec.convert(body, Snapshot, from_attributes=True)
+
+    def change(self, event: FeedEvent) -> Change:
+        self.follower.delivered(event)
+        return msgspec.convert(
+            change_body(self.thread_id, event, self.fmt), Change, from_attributes=True
+        )
+
+    def offered(self, blob: bytes) -> tuple[Step, FeedEvent | None]:
+        event = decode(blob)
+        return self.follower.offer(event), event
+
+    def caught_up(self, read: FeedRead) -> tuple[list[Change], bool]:
+        """The changes a feed read gives, and whether a snapshot must follow (the feed
+        does not lead from this follower's version)."""
+        if read.kind == "current" or (read.kind == "absent" and self.follower.version == ORIGIN):
+            return [], False
+        if read.kind != "events":
+            return [], True
+        out: list[Change] = []
+        for event in read.events:
+            step = self.follower.offer(event)
+            if step is Step.STALE:
+                continue
+            if step is Step.GAP:
+                return out, True
+            out.append(self.change(event))
+        return out, False
+
+
+def _message(raw: Any) -> bytes | None:
+    """A channel message's payload; None for anything else (subscribe confirmations)."""
+    if raw is None or raw.get("type") != "message":
+        return None
+    data: bytes = raw["data"]
+    return data
+
+
+def follow(
+    store: Store, listener: redis.Redis, steps: Steps, after: str | None
+) -> Iterator[Event]:
+    """The events of a direct sync subscription, for ever (until the caller stops)."""
+    wait = BACKOFF[0]
+    resuming: str | None = after
+    while True:
+        pubsub = listener.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+        try:
+            pubsub.subscribe(steps.channel)
+            yield from _start(store, steps, resuming)
+            wait = BACKOFF[0]
+            while True:
+                blob = _message(pubsub.get_message(timeout=TICK))
+                if blob is None:
+                    continue
+                step, event = steps.offered(blob)
+                if step is Step.DELIVER and event is not None:
+                    yield steps.change(event)
+                elif step is Step.GAP:
+                    yield from _catch_up(store, steps, resync=event is None)
+        except (redis.ConnectionError, redis.TimeoutError):
+            time.sleep(wait)
+            wait = min(wait * 2, BACKOFF[1])
+        finally:
+            pubsub.close()
+        resuming = steps.follower.version  # a reconnection resumes where it stood
+
+
+def _start(store: Store, steps: Steps, after: str | None) -> Iterator[Event]:
+    if after is None:
+        yield steps.snapshot(store.snapshot(steps.ref), "start")
+        return
+    steps.follower.version = after
+    changes, gap = steps.caught_up(store.feed_after(steps.ref, after))
+    yield from changes
+    if gap:
+        yield steps.snapshot(store.snapshot(steps.ref), "resume_gap")
+
+
+def _catch_up(store: Store, steps: Steps, *, resync: bool) -> Iterator[Event]:
+    if resync:  # a rebuild or a delete: no event describes it
+        yield steps.snapshot(store.snapshot(steps.ref), "resync")
+        return
+    changes, gap = steps.caught_up(store.feed_after(steps.ref, steps.follower.version))
+    yield from changes
+    if gap:
+        yield steps.snapshot(store.snapshot(steps.ref), "resync")
+
+
+async def afollow(
+    store: AsyncStore, listener: Any, steps: Steps, after: str | None
+) -> AsyncIterator[Event]:
+    """The asyncio twin of :func:`follow`."""
+    wait = BACKOFF[0]
+    resuming: str | None = after
+    while True:
+        pubsub = listener.pubsub(ignore_subscribe_messages=True)
+        try:
+            await pubsub.subscribe(steps.channel)
+            for event in await _astart(store, steps, resuming):
+                yield event
+            wait = BACKOFF[0]
+            while True:
+                blob = _message(await pubsub.get_message(timeout=TICK))
+                if blob is None:
+                    continue
+                step, feed_event = steps.offered(blob)
+                if step is Step.DELIVER and feed_event is not None:
+                    yield steps.change(feed_event)
+                elif step is Step.GAP:
+                    for event in await _acatch_up(store, steps, resync=feed_event is None):
+                        yield event
+        except (redis.ConnectionError, redis.TimeoutError):
+            await asyncio.sleep(wait)
+            wait = min(wait * 2, BACKOFF[1])
+        finally:
+            await pubsub.aclose()
+        resuming = steps.follower.version
+
+
+async def _astart(store: AsyncStore, steps: Steps, after: str | None) -> list[Event]:
+    if after is None:
+        return [steps.snapshot(await store.snapshot(steps.ref), "start")]
+    steps.follower.version = after
+    changes, gap = steps.caught_up(await store.feed_after(steps.ref, after))
+    if gap:
+        return [*changes, steps.snapshot(await store.snapshot(steps.ref), "resume_gap")]
+    return list(changes)
+
+
+async def _acatch_up(store: AsyncStore, steps: Steps, *, resync: bool) -> list[Event]:
+    if resync:
+        return [steps.snapshot(await store.snapshot(steps.ref), "resync")]
+    changes, gap = steps.caught_up(await store.feed_after(steps.ref, steps.follower.version))
+    if gap:
+        return [*changes, steps.snapshot(await store.snapshot(steps.ref), "resync")]
+    return list(changes)
