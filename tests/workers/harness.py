@@ -85,9 +85,12 @@ def close_clients() -> None:
         OPEN_CLIENTS.pop().close()
 
 
-def start_api(settings: Settings, log_dir: Path, **env: str) -> tuple[ManagedProcess, str]:
-    """A real API process (``python -m threadfold.api``) on a free port, answering /healthz."""
-    port = free_port()
+def start_api(
+    settings: Settings, log_dir: Path, port: int | None = None, **env: str
+) -> tuple[ManagedProcess, str]:
+    """A real API process (``python -m threadfold.api``) on ``port`` (by default a free
+    one), answering /healthz."""
+    port = free_port() if port is None else port
     api = _child(API_ARGV, settings, log_dir / "api.log", {"THREADFOLD_PORT": str(port), **env})
     url = api_url(port)
     try:
