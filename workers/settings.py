@@ -70,15 +70,16 @@ class Settings(BaseSettings):
         "(for replay and time travel); 0 trims at once.",
     )
     feed_max_events: int = Field(
-        500,
+        100,
         ge=0,
         description="Change events kept per thread for subscribers that resume "
         "(Last-Event-ID); 0 keeps none (live subscribers are still served).",
     )
     feed_max_age_seconds: float = Field(
-        600.0,
+        300.0,
         ge=0,
-        description="Drop a thread's change events older than this; 0: no age limit.",
+        description="Drop a thread's change events older than this, and its whole feed "
+        "this long after its last commit; 0: no age limit.",
     )
     merge_chunks: bool = Field(
         False,

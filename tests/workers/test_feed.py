@@ -136,7 +136,10 @@ def test_a_trimmed_feed_is_a_gap_not_a_partial_answer(redis_url: str) -> None:
     settings = make_settings(redis_url, key_prefix="feed3", batch_size=1, feed_max_events=10)
     store, sent = _run_history(settings, 11, threads=1, deltas=400)
     [ref] = list(sent.deltas)
-    assert store.client.xlen(settings.keyspace.thread(ref).feed) < 300  # trimmed
+    feed = settings.keyspace.thread(ref).feed
+    assert store.client.xlen(feed) == 10  # exactly the last 10 kept
+    # ... and the whole feed goes once the thread is idle for the age limit.
+    assert 0 < store.client.pttl(feed) <= settings.feed_max_age_seconds * 1000
     assert store.feed_after(ref, "0-0").kind == "gap"
     # The feed still serves a follower near the end.
     last = _entries(store.client, settings.keyspace.thread(ref).feed)[-2:]

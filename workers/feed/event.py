@@ -42,8 +42,8 @@ class FeedLimits(NamedTuple):
     """How much of a thread's change feed is kept: events (0: none kept, only
     published) and their age in ms (0: no age limit)."""
 
-    max_events: int = 500
-    max_age_ms: int = 600_000
+    max_events: int = 100
+    max_age_ms: int = 300_000
 
 
 _ENCODER: Final = msgspec.msgpack.Encoder()

@@ -13,22 +13,25 @@
 local now = false
 
 -- The change event of the version just committed: kept in the thread's feed (entry id =
--- the version, bounded by count and age) for followers that resume, and published on
--- the feed's channel for those that follow live. Only COMMIT appends and every version
+-- the version; the last max_events exactly, none older than max_age_ms, and the key
+-- gone max_age_ms after the thread's last commit, so an idle thread keeps no feed) for
+-- followers that resume, and published on the feed's channel for those that follow
+-- live. Only COMMIT appends and every version
 -- it commits is past the thread's cursor, so the id is past the feed's last; should it
 -- not be (a clock stepped back across a delete), the feed starts again: followers see
 -- the chain break and read a snapshot, where an error here would leave the state
 -- written and the commit unanswered.
 local function publish(feed, version, prev, event, max_events, max_age_ms, at_ms)
   if max_events > 0 then
-    local added = redis.pcall('XADD', feed, 'MAXLEN', '~', max_events, version,
+    local added = redis.pcall('XADD', feed, 'MAXLEN', max_events, version,
                               'p', prev, 'e', event)
     if type(added) == 'table' and added.err then
       redis.call('DEL', feed)
       redis.call('XADD', feed, version, 'p', prev, 'e', event)
     end
     if max_age_ms > 0 then
-      redis.call('XTRIM', feed, 'MINID', '~', (at_ms - max_age_ms) .. '-0')
+      redis.call('XTRIM', feed, 'MINID', (at_ms - max_age_ms) .. '-0')
+      redis.call('PEXPIRE', feed, max_age_ms)
     end
   end
   redis.call('PUBLISH', feed, event)
