@@ -86,7 +86,7 @@ def close_clients() -> None:
 
 
 def start_api(
-    settings: Settings, log_dir: Path, port: int | None = None, **env: str
+    settings: Settings, log_dir: Path, *, port: int | None = None, **env: str
 ) -> tuple[ManagedProcess, str]:
     """A real API process (``python -m threadfold.api``) on ``port`` (by default a free
     one), answering /healthz."""
