@@ -39,6 +39,7 @@ from threadfold.api.errors import (
     UnsupportedMediaType,
     from_msgspec,
 )
+from threadfold.api.events import get_events, make_hub
 from threadfold.api.openapi import document
 from threadfold.api.pipeline import summary
 from threadfold.api.schemas import BulkAccepted, BulkIn, DeltaIn
@@ -46,6 +47,7 @@ from threadfold.api.service import Service, parse_page, parse_threads_limit
 from threadfold.api.settings import ApiSettings
 from threadfold.core.depth import path_text, too_deep_json
 from threadfold.workers import entry, maxmemory
+from threadfold.workers.feed.hub import Hub
 from threadfold.workers.metrics import LATENCY_BUCKETS_MS, RETRYABLE, FlushOutage, Metrics
 from threadfold.workers.redis_io import AsyncClient
 from threadfold.workers.wakeup import AsyncWaker, CoalescingWaker
@@ -70,6 +72,8 @@ class Resources:
     waker: AsyncWaker
     broker_check: Callable[[], bool]
     flush_outage: FlushOutage = field(default_factory=lambda: FlushOutage(log))
+    #: The process's one reader of thread feeds (GET /threads/{id}/events).
+    hub: Hub | None = None
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -271,6 +275,7 @@ ROUTES = [
     ("/deltas", "post_bulk", post_bulk, ["POST"]),
     ("/threads/{thread_id}/state", "get_state", get_state, ["GET"]),
     ("/threads/{thread_id}/status", "get_status", get_status, ["GET"]),
+    ("/threads/{thread_id}/events", "get_events", get_events, ["GET"]),
     ("/threads/{thread_id}", "delete_thread", delete_thread, ["DELETE"]),
     ("/threads", "get_threads", get_threads, ["GET"]),
     ("/healthz", "healthz", healthz, ["GET"]),
@@ -329,6 +334,7 @@ def build_resources(settings: ApiSettings, waker: AsyncWaker | None = None) -> R
         Metrics(settings.keyspace, "api", settings.metrics_flush_seconds),
         waker,
         _broker_check(celery),
+        hub=make_hub(settings, service.store),
     )
 
 
@@ -377,6 +383,8 @@ def create_app(settings: ApiSettings, resources: Resources | None = None) -> Sta
                 await res.waker.close()
             with contextlib.suppress(Exception):
                 await res.metrics.aclose(res.client)
+            if res.hub is not None:
+                await res.hub.close()
             await res.client.aclose()
 
     routes: list[Route | Mount] = [

@@ -58,6 +58,27 @@ class ApiSettings(Settings):
         32, ge=0, description="Memory per API process for stored messages' JSON (0: off)."
     )
 
+    sse_heartbeat_seconds: float = Field(
+        5.0,
+        gt=0,
+        le=300,
+        description="A comment line is sent on a thread's event stream (GET "
+        "/threads/{id}/events) after this long without an event, so that proxies and "
+        "clients see the stream alive.",
+    )
+    sse_queue_events: int = Field(
+        1000,
+        ge=1,
+        description="Events queued per event-stream subscriber; one that falls further "
+        "behind is dropped with an error event (too_slow) and resumes with Last-Event-ID.",
+    )
+    sse_max_subscribers: int = Field(
+        10_000,
+        ge=0,
+        description="Event-stream subscribers per API process; above it, 503 "
+        "too_many_subscribers with Retry-After.",
+    )
+
     @field_validator("api_keys")
     @classmethod
     def _keys_are_a_token_map(cls, value: SecretStr | None) -> SecretStr | None:

@@ -1,0 +1,226 @@
+"""``GET /threads/{thread_id}/events``: a thread's changes as Server-Sent Events.
+
+The request is checked like ``GET state`` (auth, tenant, thread id, query), then the
+answer streams from the process's one feed reader (:class:`threadfold.workers.feed.hub.Hub`):
+a snapshot (unless resuming), a change per committed version, heartbeats between, an
+error event when the follower read too slowly. The wire form is :mod:`threadfold.api.sse`'s.
+
+:class:`EventStream` is a Response whose body it writes itself: it watches the client's
+disconnect while it waits for events, so a client that leaves frees its follower at
+once (not at the next write), and a client that stops reading after it was dropped as
+too slow is cut after a grace period (its socket blocks the write of the error event).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Final
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from threadfold.api.errors import BadRequest, Unavailable
+from threadfold.api.fragments import JsonFragments
+from threadfold.api.service import Format, thread_name
+from threadfold.api.settings import ApiSettings
+from threadfold.api.sse import HEARTBEAT, RETRY, Renderer
+from threadfold.core.depth import path_text
+from threadfold.core.versions import InvalidVersion, parse_version
+from threadfold.workers import entry
+from threadfold.workers.astore import AsyncStore
+from threadfold.workers.feed.hub import Hub, TooManySubscribers
+from threadfold.workers.feed.subscriber import Ended, Item, Subscriber
+from threadfold.workers.metrics import Metrics
+
+if TYPE_CHECKING:  # the app imports this module
+    from threadfold.api.app import Resources
+
+log = logging.getLogger("threadfold.api")
+
+#: What ``CLIENT LIST`` shows of the feed reader's one connection.
+HUB_CLIENT_NAME: Final = "threadfold-api-feed"
+
+_QUERY: Final = frozenset({"format", "after"})
+#: Items written at most in one send (fewer, larger writes to a follower behind).
+_BATCH: Final = 64
+_HEADERS: Final = {
+    "Cache-Control": "no-cache",
+    "X-Accel-Buffering": "no",  # nginx: pass each event on, do not buffer the stream
+}
+
+
+class TooManySubscribersError(Unavailable):
+    """Raised when this API process already serves its cap of subscribers."""
+
+    code = "too_many_subscribers"
+    retry_after = 5
+
+
+def parse_events_query(
+    items: Iterable[tuple[str, str]], last_event_id: str | None
+) -> tuple[Format, str | None]:
+    """``format`` and the version to resume after (``after`` or ``Last-Event-ID``)."""
+    query: dict[str, str] = {}
+    for name, value in items:
+        if name not in _QUERY:
+            field = path_text("", [name])
+            raise BadRequest(f"{field}: unknown query parameter", field=field)
+        if name in query:
+            raise BadRequest(f"{name}: given more than once", field=name)
+        query[name] = value
+    fmt = query.get("format", "langchain")
+    if fmt not in ("langchain", "openai"):
+        raise BadRequest("format: expected 'langchain' or 'openai'", field="format")
+    after = _version(query.get("after"), "after")
+    header = _version(last_event_id, "Last-Event-ID")
+    if after is not None and header is not None and after != header:
+        raise BadRequest(
+            f"after: {after!r} differs from the Last-Event-ID header {header!r}; give one",
+            field="after",
+        )
+    return ("openai" if fmt == "openai" else "langchain"), after or header
+
+
+def _version(value: str | None, name: str) -> str | None:
+    if value is None:
+        return None
+    try:
+        ms, seq = parse_version(value)
+    except InvalidVersion as exc:
+        raise BadRequest(f"{name}: {exc}", field=name) from exc
+    return f"{ms}-{seq}"
+
+
+def make_hub(settings: ApiSettings, store: AsyncStore) -> Hub:
+    """The process's feed reader, on a connection of its own (one for any number of
+    followers; see threadfold.workers.entry.alistener)."""
+    return Hub(
+        entry.alistener(settings, name=HUB_CLIENT_NAME),
+        store,
+        lambda ref: settings.keyspace.thread(ref).feed,
+        queue_events=settings.sse_queue_events,
+        max_subscribers=settings.sse_max_subscribers,
+    )
+
+
+async def get_events(request: Request) -> Response:
+    """The route's handler: the request checked, the stream opened. The app's _route
+    counts (and times) only this opening; the stream runs after it returned."""
+    res: Resources = request.app.state.resources
+    tenant = res.auth.tenant(request.headers.get("authorization"))
+    assert res.hub is not None  # build_resources made one
+    return open_stream(
+        request,
+        tenant,
+        hub=res.hub,
+        heartbeat=res.settings.sse_heartbeat_seconds,
+        metrics=res.metrics,
+        fragments=res.service.fragments,
+    )
+
+
+def open_stream(
+    request: Request,
+    tenant: str,
+    *,
+    hub: Hub,
+    heartbeat: float,
+    metrics: Metrics,
+    fragments: JsonFragments | None,
+) -> EventStream:
+    """The checked request's stream (raises the 400 / 422 / 503 it answers instead)."""
+    thread_id = request.path_params["thread_id"]
+    ref = f"{tenant}/{thread_name(thread_id)}"
+    fmt, after = parse_events_query(
+        request.query_params.multi_items(), request.headers.get("last-event-id")
+    )
+    try:
+        sub = hub.subscribe(ref, after)
+    except TooManySubscribers as exc:
+        raise TooManySubscribersError(
+            f"this API process serves its cap of {hub.max_subscribers} subscribers; "
+            "retry after Retry-After (or on another process)"
+        ) from exc
+    return EventStream(hub, sub, Renderer(thread_id, fmt, fragments), heartbeat, metrics)
+
+
+class EventStream(Response):
+    """The streamed answer; ``hub.unsubscribe`` runs however it ends."""
+
+    media_type = "text/event-stream"
+
+    def __init__(
+        self, hub: Hub, sub: Subscriber, renderer: Renderer, heartbeat: float, metrics: Metrics
+    ) -> None:
+        super().__init__(None, 200, _HEADERS)
+        # No length: the body is a stream (Response counts a None body as 0 bytes).
+        self.raw_headers = [(k, v) for k, v in self.raw_headers if k != b"content-length"]
+        self.hub, self.sub, self.renderer = hub, sub, renderer
+        self.heartbeat = heartbeat
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        pump = asyncio.create_task(self._pump(send))
+        gone = asyncio.create_task(_disconnected(receive))
+        cut = asyncio.create_task(self._grace_after_drop())
+        try:
+            await asyncio.wait({pump, gone, cut}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self.hub.unsubscribe(self.sub)
+            if self.sub.ended is not None:
+                self.metrics.add(f"sse_subscribers_dropped|reason={self.sub.ended.code}")
+            for task in (pump, gone, cut):
+                task.cancel()
+            for task in (pump, gone, cut):
+                with contextlib.suppress(BaseException):
+                    await task
+        if pump.done() and not pump.cancelled() and pump.exception() is not None:
+            error = pump.exception()
+            if not isinstance(error, OSError):  # a client gone mid-write is no error
+                log.error("event stream of %s failed", self.sub.ref, exc_info=error)
+        elif cut.done():
+            log.info("cut a subscriber dropped as too slow that did not read its error")
+
+    async def _pump(self, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+        await send({"type": "http.response.body", "body": RETRY, "more_body": True})
+        ended = False
+        while not ended:
+            try:
+                item = await asyncio.wait_for(self.sub.next(), self.heartbeat)
+            except TimeoutError:
+                await send({"type": "http.response.body", "body": HEARTBEAT, "more_body": True})
+                continue
+            chunk, ended = self._frames(item)
+            await send({"type": "http.response.body", "body": chunk, "more_body": not ended})
+
+    def _frames(self, first: Item) -> tuple[bytes, bool]:
+        """``first`` and what else is queued (up to a batch), as one write."""
+        parts, item, sent = [], first, 0
+        while True:
+            parts.append(self.renderer.frame(item))
+            if isinstance(item, Ended):
+                break
+            sent += 1
+            if len(parts) >= _BATCH or (nxt := self.sub.next_nowait()) is None:
+                break
+            item = nxt
+        if sent:
+            self.metrics.add("sse_events_sent", sent)
+        return b"".join(parts), isinstance(item, Ended)
+
+    async def _grace_after_drop(self) -> None:
+        """Ends once the follower was dropped and a grace period passed (the pump had
+        that long to write the error event to a client that does not read)."""
+        while not self.sub.dropped:
+            await asyncio.sleep(self.heartbeat)
+        await asyncio.sleep(max(2 * self.heartbeat, 5.0))
+
+
+async def _disconnected(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
