@@ -14,6 +14,7 @@ from typing import Any
 
 import redis
 
+from tests.infra.redis_cluster import RedisCluster
 from tests.workers.harness import Sent, make_settings, store_for
 from tests.workers.produce import random_messages
 from tests.workers.test_concurrency import NoWake
@@ -192,3 +193,30 @@ def test_a_version_that_is_not_the_threads_is_a_gap(redis_url: str) -> None:
             assert store.feed_after(ref, after).kind == "gap", after
     assert store.feed_after("_/never", "0-0").kind == "absent"
     assert store.client.zscore(settings.keyspace.thread(ref).active, ref)
+
+
+def test_on_a_cluster_every_node_hears_every_thread(redis_cluster: RedisCluster) -> None:
+    """A script's PUBLISH on a Cluster reaches every node: a listener on any one node (the
+    direct clients' and the API's one connection) hears threads of every slot; FEED
+    resumes there as on one server."""
+    settings = make_settings(redis_cluster.url, cluster=True, key_prefix="feedc", batch_size=3)
+    refs = [f"_/f{t}" for t in range(6)]  # buckets on all three masters
+    first = settings.keyspace.thread(refs[0]).feed
+    listeners = [_listen(f"redis://127.0.0.1:{port}/0", first) for port in redis_cluster.ports]
+    for listener in listeners:
+        for ref in refs[1:]:
+            listener.subscribe(settings.keyspace.thread(ref).feed)
+    store, sent = _run_history(settings, 13, threads=6, deltas=120)
+    for listener in listeners:
+        heard: dict[str, list[str]] = {}
+        while (message := listener.get_message(timeout=0.5)) is not None:
+            if message["type"] == "message":
+                event = decode(message["data"])
+                assert event is not None
+                heard.setdefault(message["channel"].decode(), []).append(event.version)
+        for ref in refs:
+            kept = _entries(store.client, settings.keyspace.thread(ref).feed)
+            assert heard[settings.keyspace.thread(ref).feed] == [i for i, _ in kept]
+    for ref in sent.deltas:
+        seen = _follow(store, ref, {}, "0-0")
+        assert _messages(seen[-1][1]) == dump_messages(sent.expected(ref))
