@@ -125,6 +125,7 @@ def _write_client_env(stack: LocalStack, settings: Settings) -> Path:
 
 def _print_urls(stack: LocalStack, env: Path) -> None:
     print(f"  API       {stack.api_url}   (OpenAPI: {stack.api_url}/openapi.json)")
+    print(f"  watch     {stack.api_url}/ui   (threads, live transcripts, the pipeline)")
     print(f"  metrics   {stack.api_url}/metrics")
     print(f"  Redis     {mask(stack.redis_url)}")
     if stack.broker_url:
