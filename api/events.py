@@ -167,8 +167,9 @@ class EventStream(Response):
         pump = asyncio.create_task(self._pump(send))
         gone = asyncio.create_task(_disconnected(receive))
         cut = asyncio.create_task(self._grace_after_drop())
+        first: set[asyncio.Task[None]] = set()
         try:
-            await asyncio.wait({pump, gone, cut}, return_when=asyncio.FIRST_COMPLETED)
+            first, _ = await asyncio.wait({pump, gone, cut}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             self.hub.unsubscribe(self.sub)
             if self.sub.ended is not None:
@@ -178,11 +179,11 @@ class EventStream(Response):
             for task in (pump, gone, cut):
                 with contextlib.suppress(BaseException):
                     await task
-        if pump.done() and not pump.cancelled() and pump.exception() is not None:
+        if pump in first and pump.exception() is not None:
             error = pump.exception()
             if not isinstance(error, OSError):  # a client gone mid-write is no error
                 log.error("event stream of %s failed", self.sub.ref, exc_info=error)
-        elif cut.done():
+        elif cut in first:
             log.info("cut a subscriber dropped as too slow that did not read its error")
 
     async def _pump(self, send: Send) -> None:

@@ -5,6 +5,8 @@ must equal ``GET state`` at every version they see."""
 from __future__ import annotations
 
 import random
+import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,8 +16,10 @@ import pytest
 import redis
 
 from tests.api.sse_reader import Follower, close, open_stream
+from tests.infra.processes import wait_until
 from tests.workers.harness import make_settings, start_api, start_worker
 from tests.workers.produce import random_messages
+from threadfold.api.events import HUB_CLIENT_NAME
 from threadfold.workers.processes import ManagedProcess
 from threadfold.workers.settings import Settings
 
@@ -193,3 +197,205 @@ def test_heartbeats_are_sent_while_nothing_happens(stack: Stack) -> None:
     close(stream)
     comments = [e for e in kinds if e is not None and e.kind == "comment"]
     assert len(comments) >= 3 and all(e.text == ": heartbeat" for e in comments)
+
+
+def test_a_trimmed_feed_resumes_with_a_snapshot(redis_url: str, tmp_path: Path) -> None:
+    stack = _stack(redis_url, tmp_path, settings={"feed_max_events": 2, "batch_size": 1})
+    try:
+        first = stack.state("g", min_version=stack.post("g", [["user", "0"]]))["version"]
+        last = ""
+        for step in range(1, 12):  # each its own version: the feed keeps the last few
+            last = stack.post("g", [["user", str(step)]])
+            stack.state("g", min_version=last)
+        stream = open_stream(stack.client, "/threads/g/events", headers={"Last-Event-ID": first})
+        snap = stream.next()
+        close(stream)
+        assert snap is not None and snap.kind == "snapshot"
+        assert snap.data["reason"] == "resume_gap" and snap.data["exists"] is True
+        assert snap.data["messages"] == stack.state("g")["messages"]
+        assert [m["content"] for m in snap.data["messages"]] == [str(i) for i in range(12)]
+    finally:
+        stack.close()
+
+
+def test_requests_are_checked_like_get_state(redis_url: str, tmp_path: Path) -> None:
+    stack = _stack(redis_url, tmp_path, worker=False)
+    try:
+        get = stack.client.get
+        bad = get("/threads/t/events?after=12")
+        assert bad.status_code == 400 and bad.json()["error"]["field"] == "after"
+        assert "<ms>-<seq>" in bad.json()["error"]["message"]
+        header = get("/threads/t/events", headers={"Last-Event-ID": "x-1"})
+        assert header.status_code == 400
+        assert header.json()["error"]["field"] == "Last-Event-ID"
+        both = get("/threads/t/events?after=1-0", headers={"Last-Event-ID": "2-0"})
+        assert both.status_code == 400 and both.json()["error"]["field"] == "after"
+        assert "Last-Event-ID" in both.json()["error"]["message"]
+        unknown = get("/threads/t/events?limit=3")
+        assert unknown.status_code == 400 and unknown.json()["error"]["field"] == "limit"
+        fmt = get("/threads/t/events?format=xml")
+        assert fmt.status_code == 400 and fmt.json()["error"]["field"] == "format"
+        name = get("/threads/" + "x" * 300 + "/events")
+        assert name.status_code == 422 and name.json()["error"]["field"] == "thread_id"
+        # The same version both ways is one resume, not a conflict.
+        same = open_stream(
+            stack.client, "/threads/t/events?after=1-0", headers={"Last-Event-ID": "01-0"}
+        )
+        assert same.response.status_code == 200
+        close(same)
+    finally:
+        stack.close()
+
+
+TOKEN_A, TOKEN_B = "key-a-0123456789abcdef", "key-b-0123456789abcdef"
+
+
+def test_a_key_watches_its_own_tenants_thread_only(redis_url: str, tmp_path: Path) -> None:
+    keys = f'{{"{TOKEN_A}": "ta", "{TOKEN_B}": "tb"}}'
+    stack = _stack(redis_url, tmp_path, THREADFOLD_API_KEYS=keys)
+    a = {"Authorization": f"Bearer {TOKEN_A}"}
+    b = {"Authorization": f"Bearer {TOKEN_B}"}
+    try:
+        assert stack.client.get("/threads/x/events").status_code == 401
+        wrong = stack.client.get("/threads/x/events", headers={"Authorization": "Bearer nope"})
+        assert wrong.status_code == 401
+        stack.post("x", [["user", "secret of a"]], headers=a)
+        watch_a = open_stream(stack.client, "/threads/x/events", headers=a)
+        watch_b = open_stream(stack.client, "/threads/x/events", headers=b)
+        snap_b = watch_b.next()
+        assert snap_b is not None and snap_b.data["exists"] is False
+        stack.post("x", [["user", "more of a"]], headers=a)
+        stack.post("x", [["user", "of b"]], headers=b)
+        change_b = watch_b.next()
+        seen_a: list[str] = []
+        while "more of a" not in seen_a:
+            event = watch_a.next()
+            assert event is not None
+            if event.kind == "snapshot":
+                seen_a += [m["content"] for m in event.data["messages"]]
+            else:
+                seen_a += [u["message"]["content"] for u in event.data["upserts"]]
+        close(watch_a)
+        close(watch_b)
+        assert change_b is not None and change_b.kind == "change"
+        assert [u["message"]["content"] for u in change_b.data["upserts"]] == ["of b"]
+        assert "of b" not in seen_a and "secret of a" in seen_a
+    finally:
+        stack.close()
+
+
+def test_above_the_cap_a_subscriber_is_refused_with_retry_after(
+    redis_url: str, tmp_path: Path
+) -> None:
+    stack = _stack(redis_url, tmp_path, worker=False, THREADFOLD_SSE_MAX_SUBSCRIBERS="2")
+    try:
+        held = [open_stream(stack.client, f"/threads/c{i}/events") for i in range(2)]
+        assert all(s.next() is not None for s in held)  # both in
+        refused = stack.client.get("/threads/c9/events")
+        assert refused.status_code == 503
+        assert refused.json()["error"]["code"] == "too_many_subscribers"
+        assert int(refused.headers["retry-after"]) > 0
+        close(held.pop())
+        wait_until(lambda: _opens(stack, "/threads/c9/events"), 10, message="slot not freed")
+        for s in held:
+            close(s)
+    finally:
+        stack.close()
+
+
+def _opens(stack: Stack, path: str) -> bool:
+    stream = open_stream(stack.client, path)
+    close(stream)
+    return stream.response.status_code == 200
+
+
+def _raw_subscriber(url: str, path: str) -> socket.socket:
+    """A subscriber that sends its request and then reads nothing: a tiny receive buffer,
+    so the server's writes block soon."""
+    host, port = url.removeprefix("http://").split(":")
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect((host, int(port)))
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+    return sock
+
+
+def _read_to_end(sock: socket.socket, deadline: float) -> bytes:
+    sock.settimeout(1.0)
+    got = bytearray()
+    while time.monotonic() < deadline and not got.endswith(b"0\r\n\r\n"):
+        try:
+            chunk = sock.recv(1 << 20)
+        except TimeoutError:
+            continue
+        if not chunk:
+            break
+        got += chunk
+    return bytes(got)
+
+
+def test_a_slow_reader_is_dropped_while_another_keeps_up(redis_url: str, tmp_path: Path) -> None:
+    stack = _stack(redis_url, tmp_path, THREADFOLD_SSE_QUEUE_EVENTS="3")
+    url = str(stack.client.base_url).rstrip("/")
+    try:
+        fast = open_stream(stack.client, "/threads/s/events")
+        follower = Follower()
+        first = fast.next()
+        assert first is not None
+        follower.take(first)
+        slow = _raw_subscriber(url, "/threads/s/events")
+        big = "x" * 200_000
+        last = ""
+        for step in range(40):  # ~8 MB: more than the kernel's buffers hold
+            last = stack.post("s", [{"role": "user", "content": f"{step}{big}", "id": f"m{step}"}])
+            stack.state("s", min_version=last)
+        final = stack.state("s")["version"]
+        _follow_until(fast, follower, final)
+        assert len(follower.seen) >= 40 and follower.seen[-1][1] == stack.state("s")["messages"]
+        got = _read_to_end(slow, time.monotonic() + 20)
+        slow.close()
+        close(fast)
+        assert b"event: snapshot" in got
+        tail = got[got.rindex(b"event: ") :]
+        assert tail.startswith(b"event: error\ndata: "), tail[:200]
+        assert b'"code":"too_slow"' in tail and got.endswith(b"0\r\n\r\n")
+        assert got.count(b"event: change") < 40
+        metrics = stack.client.get("/metrics").text
+        assert 'threadfold_sse_subscribers_dropped_total{reason="too_slow"} 1.0' in metrics
+    finally:
+        stack.close()
+
+
+def _feed_clients(admin: redis.Redis) -> list[dict[str, Any]]:
+    return [c for c in admin.client_list() if c.get("name") == HUB_CLIENT_NAME]
+
+
+def test_many_subscribers_share_one_pubsub_connection(stack: Stack) -> None:
+    admin = redis.Redis.from_url(stack.settings.redis_url.get_secret_value())
+    streams = [open_stream(stack.client, f"/threads/m{i % 10}/events") for i in range(50)]
+    try:
+        for s in streams:
+            snap = s.next()
+            assert snap is not None and snap.kind == "snapshot"
+        [hub] = _feed_clients(admin)
+        assert int(hub["sub"]) == 10  # one channel per watched thread, not per subscriber
+        versions = {i: stack.post(f"m{i}", [["user", f"to m{i}"]]) for i in range(10)}
+        for n, s in enumerate(streams):
+            change = s.next()
+            assert change is not None and change.kind == "change"
+            assert change.data["upserts"][0]["message"]["content"] == f"to m{n % 10}"
+            assert change.id == stack.state(f"m{n % 10}", min_version=versions[n % 10])["version"]
+        assert len(_feed_clients(admin)) == 1
+        clients = admin.client_list()
+        # No connection per subscriber: one Pub/Sub connection in all, and far fewer
+        # connections than subscribers (the API's pool, the worker's, this test's).
+        assert [c["name"] for c in clients if int(c["sub"])] == [HUB_CLIENT_NAME]
+        assert len(clients) < 25, [c["name"] for c in clients]
+        for s in streams:
+            close(s)
+        # The last subscriber of a thread leaving unsubscribes its channel.
+        wait_until(lambda: _feed_clients(admin)[0]["sub"] == "0", 10, message="still subscribed")
+    finally:
+        for s in streams:
+            close(s)
+        admin.close()
