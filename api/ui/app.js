@@ -109,13 +109,16 @@ class ThreadView {
     slider.max = String(Math.max(0, versions.length - 1));
     if (this.mode === "live") {
       slider.value = slider.max;
-      $("slider-label").textContent = thread.version ? `${thread.version} · live` : "live";
+      $("slider-label").textContent = `${versions.length}/${versions.length} · live`;
     } else {
-      slider.value = String(Math.max(0, versions.indexOf(this.picked)));
+      const at = Math.max(0, versions.indexOf(this.picked));
+      slider.value = String(at);
+      $("slider-label").textContent = `${at + 1}/${versions.length} · ${this.picked}`;
     }
     slider.disabled = versions.length < 2;
-    $("thread-version").textContent = thread.version ? `version ${thread.version}` : "";
-    const n = thread.messages.length;
+    const live = this.mode === "live" ? "version" : "live at";
+    $("thread-version").textContent = thread.version ? `${live} ${thread.version}` : "";
+    const n = this.transcript.messages.length;
     $("thread-count").textContent = `${n} message${n === 1 ? "" : "s"}`;
   }
 
@@ -134,7 +137,7 @@ class ThreadView {
     this.picked = version;
     this.#status("history");
     $("to-live").hidden = false;
-    $("slider-label").textContent = `${version} · ${thread.versions.indexOf(version) + 1}/${thread.versions.length}`;
+    this.#header();
     const request = ++this.request;
     let messages;
     let note = `Viewing version ${version}; new changes keep arriving in the background.`;
@@ -153,6 +156,7 @@ class ThreadView {
     this.transcript.render(messages || []);
     this.#banner(note, !messages);
     $("thread").dataset.showing = version;
+    this.#header();
   }
 
   /** Back to the live transcript. */

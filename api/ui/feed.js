@@ -1,47 +1,49 @@
-// A thread as the feed builds it: the messages at a version, and the rule that moves
-// them one change event on (docs: the wire format of GET /threads/{id}/events; the
-// same rule as threadfold.workers.feed.apply).
+// A thread as the feed builds it: its messages by position at a version, and the rule
+// that moves them one change event on (the wire format of GET /threads/{id}/events;
+// the same rule as threadfold.workers.feed.apply).
+//
+// A snapshot gives each message's position (`positions`, beside `messages`); a change
+// names positions: if `reset`, drop every message; drop the `removed` positions; set
+// each upsert's position (a held one is replaced in place, a new one lies past all).
+// The messages in position order are then the thread's, exactly GET state's.
+
+/** Entries `{position, message}` of a snapshot, in position order. */
+export function entriesOf(snapshot) {
+  const entries = snapshot.messages.map((message, i) => ({
+    position: snapshot.positions[i],
+    message,
+  }));
+  return entries.sort((a, b) => a.position - b.position);
+}
+
+const idOf = (entry) => entry.message?.id ?? entry.id;
 
 /**
- * Apply a change event to `messages` (the list at `change.prev`), in place:
- * if `reset`, empty the list; delete every id in `removed` (a message that moved to the
- * end is listed there too); then for each upsert in ascending position, replace the
- * message with that id in place if present, else append.
- * Returns what the page marks: ids `added`, `updated`, and `removed` (with the message
- * and the id of the message before it, where its ghost is shown while it fades).
+ * Apply a change event to `entries` (the thread at `change.prev`); the new entries.
+ * `marks` says what the page shows as changed: ids `added` and `updated`, and
+ * `removed` (each with the message, and the id of the message kept before it, where
+ * its fading ghost stands). A message moved (removed and upserted at once) is updated.
  */
-export function applyChange(messages, change) {
-  const before = new Map(messages.map((m, i) => [m.id, i]));
-  const upserted = new Set(change.upserts.map((u) => u.message.id));
-  const gone = [];
-  if (change.reset) {
-    for (const m of messages) gone.push({ message: m, after: null });
-    messages.length = 0;
+export function applyChange(entries, change) {
+  const byPosition = new Map(change.reset ? [] : entries.map((e) => [e.position, e]));
+  for (const removed of change.removed) byPosition.delete(removed.position);
+  for (const upsert of change.upserts) {
+    byPosition.set(upsert.position, { position: upsert.position, message: upsert.message });
   }
-  if (change.removed.length) {
-    const removed = new Set(change.removed);
-    let kept = null; // the last message before it that stays: where its ghost goes
-    for (const m of messages) {
-      if (!removed.has(m.id)) kept = m.id;
-      else if (!upserted.has(m.id)) gone.push({ message: m, after: kept });
-    }
-    const staying = messages.filter((m) => !removed.has(m.id));
-    messages.splice(0, messages.length, ...staying);
+  const after = [...byPosition.values()].sort((a, b) => a.position - b.position);
+
+  const before = new Map(entries.map((e) => [idOf(e), e]));
+  const upserted = new Set(change.upserts.map((u) => u.message?.id ?? u.id));
+  const staying = new Set(after.map(idOf));
+  const marks = { added: [], updated: [], removed: [] };
+  for (const id of upserted) (before.has(id) ? marks.updated : marks.added).push(id);
+  let kept = null;
+  for (const entry of entries) {
+    const id = idOf(entry);
+    if (staying.has(id)) kept = id;
+    else marks.removed.push({ message: entry.message, after: kept });
   }
-  const index = new Map(messages.map((m, i) => [m.id, i]));
-  const added = [];
-  const updated = [];
-  const upserts = [...change.upserts].sort((a, b) => a.position - b.position);
-  for (const { message } of upserts) {
-    const at = index.get(message.id);
-    if (at !== undefined) messages[at] = message;
-    else {
-      index.set(message.id, messages.length);
-      messages.push(message);
-    }
-    (before.has(message.id) ? updated : added).push(message.id);
-  }
-  return { added, updated, removed: gone };
+  return { entries: after, marks };
 }
 
 /** Versions `<ms>-<seq>` compare as integer pairs. */
@@ -53,47 +55,50 @@ export function compareVersions(a, b) {
   return 0;
 }
 
-/** The ms part of a version: when it was written (Redis's clock). */
-export const versionMs = (version) => Number(version.split("-")[0]);
-
 /**
- * One followed thread: the live messages and version, the versions seen (for the
+ * One followed thread: the live entries and version, the versions seen (for the
  * slider), and what it takes to rebuild any of them without the server (the last
- * snapshot and the changes after it) when time travel cannot serve it (the log
- * trimmed with THREADFOLD_RETENTION_SECONDS=0).
+ * snapshot and the changes after it, bounded) when time travel cannot serve it (the
+ * log trimmed with THREADFOLD_RETENTION_SECONDS=0).
  */
 export class FollowedThread {
   constructor(threadId, maxVersions = 500) {
     this.threadId = threadId;
-    this.messages = [];
+    this.entries = [];
     this.version = null;
     this.exists = true;
     this.versions = [];
     this.maxVersions = maxVersions;
-    this.base = null; // { version, messages } of the last snapshot
+    this.base = null; // { version, entries } of the last snapshot
     this.changes = []; // the change events after it, in order
+  }
+
+  get messages() {
+    return this.entries.map((e) => e.message);
   }
 
   /** A snapshot replaces everything (a start, a resume gap or a resync). */
   snapshot(data) {
-    const previous = new Map(this.messages.map((m) => [m.id, m]));
-    this.messages = [...data.messages];
+    const previous = new Map(this.entries.map((e) => [idOf(e), e.message]));
+    this.entries = entriesOf(data);
     this.version = data.version;
     this.exists = data.exists !== false;
-    this.base = { version: data.version, messages: [...data.messages] };
+    this.base = { version: data.version, entries: this.entries };
     this.changes = [];
     this.#seen(data.version);
-    const added = [];
-    const updated = [];
-    for (const m of this.messages) {
-      if (!previous.has(m.id)) added.push(m.id);
-      else if (JSON.stringify(previous.get(m.id)) !== JSON.stringify(m)) updated.push(m.id);
+    const marks = { added: [], updated: [], removed: [] };
+    if (!previous.size) return marks; // the first: nothing to mark
+    const ids = new Set(this.entries.map(idOf));
+    for (const { message } of this.entries) {
+      if (!previous.has(message.id)) marks.added.push(message.id);
+      else if (JSON.stringify(previous.get(message.id)) !== JSON.stringify(message)) {
+        marks.updated.push(message.id);
+      }
     }
-    const ids = new Set(this.messages.map((m) => m.id));
-    const removed = [...previous.values()]
-      .filter((m) => !ids.has(m.id))
-      .map((m) => ({ message: m, after: null }));
-    return { added: previous.size ? added : [], updated, removed };
+    for (const [id, message] of previous) {
+      if (!ids.has(id)) marks.removed.push({ message, after: null });
+    }
+    return marks;
   }
 
   /** A change applies only on the version it names (its prev); else the chain broke. */
@@ -102,15 +107,15 @@ export class FollowedThread {
       return { stale: true };
     }
     if (data.prev !== this.version) return { gap: true };
-    const marks = applyChange(this.messages, data);
+    const { entries, marks } = applyChange(this.entries, data);
+    this.entries = entries;
     this.version = data.version;
     this.exists = true;
     this.changes.push(data);
     if (this.changes.length > this.maxVersions) {
-      // Keep memory bounded: the oldest change folds into the base.
+      // Memory stays bounded: the oldest change folds into the base.
       const oldest = this.changes.shift();
-      applyChange(this.base.messages, oldest);
-      this.base.version = oldest.version;
+      this.base = { version: oldest.version, entries: applyChange(this.base.entries, oldest).entries };
     }
     this.#seen(data.version);
     return marks;
@@ -119,17 +124,16 @@ export class FollowedThread {
   /** The messages at `version` from the last snapshot and the changes since, or null. */
   rebuild(version) {
     if (!this.base || compareVersions(version, this.base.version) < 0) return null;
-    const messages = [...this.base.messages];
+    let entries = this.base.entries;
     for (const change of this.changes) {
       if (compareVersions(change.version, version) > 0) break;
-      applyChange(messages, change);
+      entries = applyChange(entries, change).entries;
     }
-    return messages;
+    return entries.map((e) => e.message);
   }
 
   #seen(version) {
-    const last = this.versions[this.versions.length - 1];
-    if (last === version) return;
+    if (this.versions[this.versions.length - 1] === version) return;
     this.versions.push(version);
     if (this.versions.length > this.maxVersions) this.versions.shift();
   }

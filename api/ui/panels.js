@@ -98,10 +98,10 @@ export class PipelinePanel {
     this.ingest = [...this.ingest, ingest].slice(-SPARK_POINTS);
     this.apply = [...this.apply, apply].slice(-SPARK_POINTS);
     const top = Math.max(1, ...this.ingest, ...this.apply);
+    // The samples so far stretched over the width (up to the last SPARK_POINTS).
+    const step = 300 / Math.max(1, this.ingest.length - 1);
     const points = (values) =>
-      values
-        .map((v, i) => `${(i * 300) / (SPARK_POINTS - 1)},${(46 - (v / top) * 42).toFixed(1)}`)
-        .join(" ");
+      values.map((v, i) => `${(i * step).toFixed(1)},${(46 - (v / top) * 42).toFixed(1)}`).join(" ");
     $("p-spark").querySelector(".ingest").setAttribute("points", points(this.ingest));
     $("p-spark").querySelector(".apply").setAttribute("points", points(this.apply));
   }
@@ -144,27 +144,33 @@ export class ThreadsPanel {
       row.classList.toggle("has-backlog", t.backlog > 0);
       const name = document.createElement("td");
       name.className = "tid";
-      name.textContent = t.thread_id;
+      const cell = document.createElement("div");
+      cell.className = "cell";
+      const label = document.createElement("span");
+      label.className = "name";
+      label.textContent = t.thread_id;
+      cell.append(label);
+      name.append(cell);
       name.title = `${t.thread_id} · version ${t.version}`;
       if (t.quarantined) {
         const badge = document.createElement("span");
         badge.className = "badge quarantined";
         badge.textContent = "quarantined";
         badge.title = t.quarantine_reason || "";
-        name.append(badge);
+        cell.append(badge);
       }
-      const cell = (text, className) => {
-        const td = document.createElement("td");
-        td.className = className;
-        td.textContent = text;
-        return td;
+      const td = (text, className) => {
+        const node = document.createElement("td");
+        node.className = className;
+        node.textContent = text;
+        return node;
       };
       row.append(
         name,
-        cell(t.messages.toLocaleString(), "num"),
-        cell(t.backlog.toLocaleString(), "num backlog"),
-        cell(formatMs(t.lag_ms), "num"),
-        cell(ago(t.last_activity_ms), "ago"),
+        td(t.messages.toLocaleString(), "num"),
+        td(t.backlog.toLocaleString(), "num backlog"),
+        td(formatMs(t.lag_ms), "num"),
+        td(ago(t.last_activity_ms), "ago"),
       );
       return row;
     });

@@ -161,6 +161,7 @@ export class Transcript {
   clear() {
     this.nodes.clear();
     this.ghosts = [];
+    this.messages = [];
     this.root.replaceChildren();
   }
 

@@ -1,0 +1,251 @@
+"""The page at /ui in a real browser (Debian's Chromium, headless, through Playwright)
+against a real stack: a redis-server, the API process (with an API key) and a Celery
+worker. What is checked is what a person sees: the threads list, a delta appearing
+live without a reload, a removal going, a streamed chunk growing, a tool call with its
+result, the slider showing an older version, the key entered once.
+
+Screenshots go to THREADFOLD_UI_ARTIFACTS (default: a folder under pytest's tmp dir,
+printed at the start).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import BrowserContext, Page, expect
+
+from tests.infra.redis_server import RedisServer
+from tests.ui.browser import artifacts, browser_context, chromium
+from tests.workers.harness import make_settings, start_api, start_worker
+
+KEY = "ui-tests-key-0123456789abcdef"
+AUTH = {"authorization": f"Bearer {KEY}"}
+#: Appears within a second of its POST, as the issue asks (the page does not reload).
+LIVE_MS = 1000
+#: Everything else the page shows on its own schedule (the list is read every 2 s).
+SHOWN_MS = 10_000
+
+
+@dataclass(frozen=True)
+class Stack:
+    url: str
+    shots: Path
+    headers: dict[str, str]
+
+    def post(self, thread: str, messages: list[Any]) -> str:
+        response = httpx.post(
+            f"{self.url}/threads/{thread}/deltas", json={"messages": messages}, headers=self.headers
+        )
+        assert response.status_code == 202, response.text
+        version: str = response.json()["version"]
+        return version
+
+    def applied(self, thread: str, version: str) -> None:
+        """Wait until ``version`` is folded (read-your-writes)."""
+        response = httpx.get(
+            f"{self.url}/threads/{thread}/state",
+            params={"min_version": version, "wait": 20},
+            headers=self.headers,
+            timeout=30,
+        )
+        assert response.status_code == 200, response.text
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    chromium()  # fail (CI) or skip before starting anything
+    return artifacts(tmp_path_factory)
+
+
+@contextmanager
+def _running(logs: Path, shots: Path, *, keyed: bool, retention: float) -> Iterator[Stack]:
+    """A redis-server, an API process (with the key when ``keyed``) and a worker."""
+    with RedisServer() as server:
+        # merged chunks make a streamed message grow in place.
+        settings = make_settings(server.url, retention_seconds=retention, merge_chunks=True)
+        if keyed:
+            api, url = start_api(settings, logs, THREADFOLD_API_KEYS=json.dumps({KEY: None}))
+        else:
+            api, url = start_api(settings, logs)
+        worker = start_worker(settings, "ui", logs)
+        try:
+            yield Stack(url, shots, AUTH if keyed else {})
+        finally:
+            api.kill()
+            worker.kill()
+    for log in logs.iterdir():
+        assert "Traceback" not in log.read_text(), log
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory, shots: Path) -> Iterator[Stack]:
+    """With an API key, and a retention that keeps the log: time travel serves the
+    slider's older versions."""
+    with _running(tmp_path_factory.mktemp("ui-stack"), shots, keyed=True, retention=600) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def open_stack(tmp_path_factory: pytest.TempPathFactory, shots: Path) -> Iterator[Stack]:
+    """No keys, and the default retention (0: applied entries are trimmed at once)."""
+    with _running(tmp_path_factory.mktemp("ui-open"), shots, keyed=False, retention=0) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def context(shots: Path) -> Iterator[BrowserContext]:
+    with browser_context(chromium()) as opened:
+        yield opened
+
+
+@pytest.fixture
+def page(context: BrowserContext, stack: Stack) -> Iterator[Page]:
+    """A new tab on the page, the key entered once."""
+    tab = context.new_page()
+    errors: list[str] = []
+    tab.on("pageerror", lambda error: errors.append(str(error)))
+    tab.goto(f"{stack.url}/ui")
+    tab.fill("#key-input", KEY)
+    tab.click("#key-save")
+    expect(tab.locator("#key-state")).to_have_attribute("data-state", "set")
+    yield tab
+    tab.close()
+    assert not errors, f"the page's scripts failed: {errors}"
+
+
+def _open(page: Page, thread: str) -> None:
+    """Open ``thread`` from the list, as a person would: click its row."""
+    row = page.locator(f'#threads tr[data-thread="{thread}"]')
+    expect(row).to_be_visible(timeout=SHOWN_MS)
+    row.click()
+    expect(page.locator("#thread-title")).to_have_text(thread)
+    expect(page.locator("#live")).to_have_attribute("data-state", "live", timeout=SHOWN_MS)
+
+
+def _message(page: Page, message_id: str) -> Any:
+    return page.locator(f'#transcript li[data-id="{message_id}"]')
+
+
+def test_the_page_lists_threads_and_shows_changes_live(stack: Stack, page: Page) -> None:
+    first = stack.post("ui-live", [{"role": "user", "content": "What is 6 x 7?", "id": "q1"}])
+    stack.applied("ui-live", first)
+    _open(page, "ui-live")
+    expect(_message(page, "q1")).to_contain_text("What is 6 x 7?")
+    page.evaluate("window.loadedOnce = true")  # gone if the page reloads
+
+    call = {"name": "multiply", "args": {"a": 6, "b": 7}, "id": "call-1"}
+    stack.post("ui-live", [{"role": "assistant", "content": "", "id": "a1", "tool_calls": [call]}])
+    expect(_message(page, "a1")).to_contain_text("multiply", timeout=LIVE_MS)
+    expect(_message(page, "a1").locator(".result")).to_contain_text("awaiting")
+    stack.post("ui-live", [{"role": "tool", "content": "42", "tool_call_id": "call-1", "id": "t1"}])
+    expect(_message(page, "t1")).to_contain_text("42", timeout=LIVE_MS)
+    expect(_message(page, "a1").locator(".result")).to_contain_text("result: 42")
+
+    stack.post("ui-live", [{"type": "AIMessageChunk", "content": "The answer", "id": "s1"}])
+    expect(_message(page, "s1")).to_contain_text("The answer", timeout=LIVE_MS)
+    stack.post("ui-live", [{"type": "AIMessageChunk", "content": " is 42.", "id": "s1"}])
+    expect(_message(page, "s1").locator(".content")).to_have_text(
+        "The answer is 42.", timeout=LIVE_MS
+    )
+    expect(_message(page, "s1")).to_have_class("msg ai updated")
+
+    stack.post("ui-live", [{"role": "user", "content": "thanks!", "id": "q2"}])
+    expect(_message(page, "q2")).to_be_visible(timeout=LIVE_MS)
+    page.screenshot(path=str(stack.shots / "live-thread.png"))
+
+    stack.post("ui-live", [{"type": "remove", "id": "q2", "content": ""}])
+    removed = _message(page, "q2")
+    expect(removed).to_have_attribute("data-removed", "true", timeout=LIVE_MS)
+    page.screenshot(path=str(stack.shots / "removal.png"))
+    expect(removed).to_have_count(0, timeout=SHOWN_MS)
+    assert page.evaluate("window.loadedOnce") is True, "the page reloaded"
+    expect(page.locator("#transcript li")).to_have_count(4)  # q1 a1 t1 s1
+
+
+def test_the_list_shows_backlog_and_activity(stack: Stack, page: Page) -> None:
+    version = stack.post("ui-list", ["listed"])
+    stack.applied("ui-list", version)
+    row = page.locator('#threads tr[data-thread="ui-list"]')
+    expect(row).to_be_visible(timeout=SHOWN_MS)
+    expect(row.locator("td").nth(1)).to_have_text("1")  # messages
+    expect(row.locator("td.backlog")).to_have_text("0")
+    expect(page.locator("#p-backlog")).to_have_text(re.compile(r"^[0-9,]+$"), timeout=SHOWN_MS)
+    expect(page.locator("#pipeline-note")).to_contain_text("over the last", timeout=SHOWN_MS)
+
+
+def test_the_slider_shows_an_older_version_and_returns_to_live(stack: Stack, page: Page) -> None:
+    older = stack.post("ui-history", [{"role": "user", "content": "first", "id": "h1"}])
+    stack.applied("ui-history", older)
+    _open(page, "ui-history")
+    for n in (2, 3):
+        stack.post("ui-history", [{"role": "user", "content": f"message {n}", "id": f"h{n}"}])
+        expect(_message(page, f"h{n}")).to_be_visible(timeout=LIVE_MS)
+
+    page.locator("#slider").focus()
+    page.keyboard.press("Home")  # the first version this page saw: only h1
+    expect(page.locator("#thread")).to_have_attribute("data-showing", older, timeout=SHOWN_MS)
+    expect(page.locator("#live")).to_have_attribute("data-state", "history")
+    expect(_message(page, "h1")).to_be_visible()
+    expect(page.locator("#transcript li")).to_have_count(1)
+    page.screenshot(path=str(stack.shots / "history.png"))
+
+    stack.post("ui-history", [{"role": "user", "content": "while away", "id": "h4"}])
+    expect(page.locator("#slider")).to_have_attribute("max", "3", timeout=SHOWN_MS)
+    expect(page.locator("#transcript li")).to_have_count(1)  # history holds still
+
+    page.click("#to-live")
+    expect(page.locator("#live")).to_have_attribute("data-state", "live")
+    expect(page.locator("#transcript li")).to_have_count(4)
+
+
+def test_the_key_is_entered_once_for_the_tab(
+    stack: Stack, page: Page, context: BrowserContext
+) -> None:
+    version = stack.post("ui-key", ["keyed"])
+    stack.applied("ui-key", version)
+    _open(page, "ui-key")
+    page.goto(f"{stack.url}/ui/#/")  # a navigation: the page loads again, same tab
+    expect(page.locator("#key-state")).to_have_attribute("data-state", "set")
+    _open(page, "ui-key")
+    expect(page.locator("#transcript li")).to_have_count(1)
+    page.screenshot(path=str(stack.shots / "page.png"))
+
+    other = context.new_page()  # another tab starts without the key
+    try:
+        other.goto(f"{stack.url}/ui")
+        expect(other.locator("#key-state")).to_have_attribute("data-state", "needed")
+        expect(other.locator("#threads-note")).to_have_text("API key needed")
+    finally:
+        other.close()
+
+
+def test_without_retention_the_slider_rebuilds_from_the_feed(
+    open_stack: Stack, context: BrowserContext
+) -> None:
+    """Time travel answers 410 once the log is trimmed: the page rebuilds a version it
+    saw from the feed events it received (no key needed on this stack)."""
+    page = context.new_page()
+    try:
+        older = open_stack.post("ui-trimmed", [{"role": "user", "content": "one", "id": "r1"}])
+        open_stack.applied("ui-trimmed", older)
+        page.goto(f"{open_stack.url}/ui/#/t/ui-trimmed")
+        expect(page.locator("#key-state")).to_have_attribute("data-state", "none")
+        expect(_message(page, "r1")).to_be_visible(timeout=SHOWN_MS)
+        open_stack.post("ui-trimmed", [{"role": "user", "content": "two", "id": "r2"}])
+        expect(_message(page, "r2")).to_be_visible(timeout=LIVE_MS)
+        page.locator("#slider").focus()
+        page.keyboard.press("Home")
+        expect(page.locator("#thread")).to_have_attribute("data-showing", older, timeout=SHOWN_MS)
+        expect(page.locator("#banner")).to_contain_text("rebuilt from the feed")
+        expect(page.locator("#transcript li")).to_have_count(1)
+        expect(_message(page, "r1")).to_be_visible()
+    finally:
+        page.close()
