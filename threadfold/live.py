@@ -21,7 +21,8 @@ from threadfold.types import Format, Unservable
 
 class Snapshot(msgspec.Struct, frozen=True):
     """The whole thread at ``version`` (``0-0`` and no messages while it does not
-    exist: ``exists``), ``positions[i]`` being ``messages[i]``'s. ``reason``: the
+    exist: ``exists``), ``positions[i]`` being ``messages[i]``'s (repeated where the
+    OpenAI form serves one stored message as several). ``reason``: the
     subscription's ``"start"``, a resume the feed could not serve (``"resume_gap"``),
     or a break of the chain while following (``"resync"``)."""
 
@@ -49,11 +50,19 @@ class Removed(msgspec.Struct, frozen=True):
 
 class Upsert(msgspec.Struct, frozen=True):
     """A message written at ``position``: one the thread holds there is replaced in
-    place; a new position lies past all the thread holds (the message is appended)."""
+    place; a new position lies past all the thread holds (the message is appended).
+    In the OpenAI form a message with ``tool_result`` blocks is served as several
+    messages (as ``state()`` serves it): ``message`` is the first, ``messages`` all."""
 
     position: int
     id: str
     message: dict[str, Any]
+    messages: tuple[dict[str, Any], ...] | None = None
+
+    @property
+    def served(self) -> list[dict[str, Any]]:
+        """The messages this upsert puts at its position."""
+        return list(self.messages) if self.messages is not None else [self.message]
 
 
 class Change(msgspec.Struct, frozen=True):
@@ -88,13 +97,15 @@ class Transcript:
 
     def __init__(self) -> None:
         self.version: str | None = None
-        self._by_position: dict[int, dict[str, Any]] = {}
+        self._by_position: dict[int, list[dict[str, Any]]] = {}
 
     def apply(self, event: Event) -> None:
         """Take ``event``: a snapshot replaces everything; a change must apply on this
         transcript's version (the clients only send those), else ValueError."""
         if isinstance(event, Snapshot):
-            self._by_position = dict(zip(event.positions, event.messages, strict=True))
+            self._by_position = {}
+            for position, message in zip(event.positions, event.messages, strict=True):
+                self._by_position.setdefault(position, []).append(message)
         else:
             if event.prev != self.version:
                 raise ValueError(
@@ -105,13 +116,13 @@ class Transcript:
             for gone in event.removed:
                 self._by_position.pop(gone.position, None)
             for upsert in event.upserts:
-                self._by_position[upsert.position] = upsert.message
+                self._by_position[upsert.position] = upsert.served
         self.version = event.version
 
     @property
     def messages(self) -> list[dict[str, Any]]:
-        """The thread's messages at :attr:`version`, in order."""
-        return [self._by_position[p] for p in sorted(self._by_position)]
+        """The thread's messages at :attr:`version`, in order (as ``state()`` reads them)."""
+        return [m for p in sorted(self._by_position) for m in self._by_position[p]]
 
     @property
     def ids(self) -> list[str | None]:

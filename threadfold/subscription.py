@@ -27,7 +27,7 @@ import redis
 
 from threadfold.live import Change, Event, Snapshot
 from threadfold.workers.astore import AsyncStore
-from threadfold.workers.feed.bodies import Reason, change_body, snapshot_body
+from threadfold.workers.feed.bodies import Bodies, Reason
 from threadfold.workers.feed.event import ORIGIN, FeedEvent, decode
 from threadfold.workers.feed.follow import Follower, Step
 from threadfold.workers.storage.feed import FeedRead
@@ -45,19 +45,19 @@ class Steps:
     make of it."""
 
     def __init__(self, thread_id: str, ref: str, channel: str, fmt: str) -> None:
-        self.thread_id, self.ref, self.channel, self.fmt = thread_id, ref, channel, fmt
+        self.ref, self.channel = ref, channel
+        self.bodies = Bodies(thread_id, fmt)
         self.follower = Follower(ORIGIN)
 
     def snapshot(self, found: StoredSnapshot | None, reason: Reason) -> Snapshot:
-        body = snapshot_body(self.thread_id, found, self.fmt, reason)
-        self.follower.version = body.version
+        version = found.version if found is not None else ORIGIN
+        body = self.bodies.snapshot(version, found, reason, exists=found is not None)
+        self.follower.version = version
         return msgspec.convert(body, Snapshot, from_attributes=True)
 
     def change(self, event: FeedEvent) -> Change:
         self.follower.delivered(event)
-        return msgspec.convert(
-            change_body(self.thread_id, event, self.fmt), Change, from_attributes=True
-        )
+        return msgspec.convert(self.bodies.change(event), Change, from_attributes=True)
 
     def offered(self, blob: bytes) -> tuple[Step, FeedEvent | None]:
         event = decode(blob)

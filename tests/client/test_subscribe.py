@@ -62,6 +62,10 @@ def _write(client: ClientProtocol, thread: str, n: int, tag: str) -> str:
             messages.append({"role": "assistant", "content": f"updated {i}", "id": f"{tag}0"})
         if i % 4 == 3:
             messages.append({"type": "remove", "id": f"{tag}{i - 2}", "content": ""})
+        if i % 4 == 2:  # served as two messages in the OpenAI form
+            blocks = [{"type": "text", "text": "see"},
+                      {"type": "tool_result", "tool_use_id": f"c{i}", "content": "42"}]
+            messages.append({"role": "user", "content": blocks, "id": f"{tag}tool"})
         last = client.append(thread, messages).version
     return client.wait_for(thread, last, timeout=30)
 

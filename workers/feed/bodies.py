@@ -1,20 +1,27 @@
 """What a follower is sent: a snapshot or a change, with messages in the form a state read
 serves (LangChain's or OpenAI's, markers in place of what cannot be served).
 
-One definition for the SSE endpoint (``data:`` of ``event: snapshot`` / ``event: change``)
-and the direct clients' ``subscribe()``, so that a subscriber sees the same bodies
-whichever door it came through.
+One definition for the SSE endpoint (``data:`` of ``event: snapshot`` / ``event: change``,
+framed by :mod:`threadfold.api.sse`) and the direct clients' ``subscribe()``, so that a
+subscriber sees the same bodies whichever door it came through.
+
+``positions`` (a snapshot's) and an upsert's ``position`` carry the apply rule
+(:mod:`threadfold.workers.feed.apply`). In the OpenAI form a stored message with
+``tool_result`` blocks is served as several messages (as ``GET state`` serves it): a
+snapshot repeats its position for each, and its upsert's ``message`` is the first,
+``messages`` all of them.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol
 
 import msgspec
 
 from threadfold.core.codec import decode_stored
-from threadfold.core.render import CODE, render
-from threadfold.workers.feed.event import ORIGIN, FeedEvent
+from threadfold.core.render import CODE, Unservable, serve
+from threadfold.workers.feed.event import FeedEvent
 from threadfold.workers.storage.read_state import Snapshot
 
 #: Why a snapshot was sent: the stream's start; a resume the feed could not serve (it
@@ -37,29 +44,29 @@ class Marker(msgspec.Struct, frozen=True):
 
 class SnapshotBody(msgspec.Struct, frozen=True):
     """The whole thread at ``version`` (``0-0`` and no messages when it does not
-    exist), each message's ``position`` beside it: the changes that follow name
-    positions."""
+    exist), each served message's stored ``position`` beside it."""
 
     thread_id: str
     version: str
     total: int
     format: str
-    messages: list[dict[str, Any]]
+    messages: list[Any]
     positions: list[int]
     unservable: list[Marker]
     reason: Reason
     exists: bool
 
 
-class Removed(msgspec.Struct, frozen=True):
+class RemovedBody(msgspec.Struct, frozen=True):
     id: str
     position: int
 
 
-class Upsert(msgspec.Struct, frozen=True):
+class UpsertBody(msgspec.Struct, frozen=True, omit_defaults=True):
     position: int
     id: str
-    message: dict[str, Any]
+    message: Any
+    messages: list[Any] | None = None  # the OpenAI form's split of one stored message
 
 
 class ChangeBody(msgspec.Struct, frozen=True):
@@ -71,67 +78,91 @@ class ChangeBody(msgspec.Struct, frozen=True):
     version: str
     prev: str
     reset: bool
-    removed: list[Removed]
-    upserts: list[Upsert]
+    removed: list[RemovedBody]
+    upserts: list[UpsertBody]
     unservable: list[Marker]
 
 
-_NOTHING: Final[list[Any]] = []
+class Fragments(Protocol):
+    """A cache of messages' JSON in LangChain's form (:mod:`threadfold.api.fragments`)."""
+
+    def of(
+        self, ids: Sequence[bytes], bodies: Sequence[bytes]
+    ) -> tuple[list[msgspec.Raw], list[Unservable]]: ...
 
 
-def snapshot_body(
-    thread_id: str, snapshot: Snapshot | None, fmt: str, reason: Reason
-) -> SnapshotBody:
-    if snapshot is None:
-        return SnapshotBody(thread_id, ORIGIN, 0, fmt, [], [], [], reason, exists=False)
-    ids = [i.decode() for i in snapshot.ids]
-    messages = [decode_stored(b, i) for i, b in zip(ids, snapshot.bodies, strict=True)]
-    rendered = render(messages, fmt)
-    markers = [
-        Marker(CODE, u.message, u.field, u.pointer, u.index, u.id) for u in rendered.unservable
-    ]
-    return SnapshotBody(
-        thread_id,
-        snapshot.version,
-        len(messages),
-        fmt,
-        rendered.messages,
-        snapshot.positions,
-        markers,
-        reason,
-        exists=True,
-    )
+class Bodies:
+    """The bodies of one thread's follower in one format (``fragments``: the process's
+    JSON cache for LangChain's form, if it has one; messages are then pre-encoded)."""
 
+    def __init__(self, thread_id: str, fmt: str, fragments: Fragments | None = None) -> None:
+        self.thread_id = thread_id
+        self.format = fmt
+        self.fragments = fragments if fmt == "langchain" else None
 
-def change_body(thread_id: str, event: FeedEvent, fmt: str) -> ChangeBody:
-    messages = [decode_stored(body, i) for _, i, body in event.upserts]
-    rendered = render(messages, fmt) if messages else None
-    upserts = (
-        [
-            Upsert(position, i, served)
-            for (position, i, _), served in zip(event.upserts, rendered.messages, strict=True)
-        ]
-        if rendered is not None
-        else _NOTHING
-    )
-    markers = [
-        Marker(
-            CODE,
-            f"upserts[{u.index}].message (id {u.id!r}) cannot be served with "
-            f"format={u.format}: {u.reason}",
-            f"upserts[{u.index}].message",
-            f"/upserts/{u.index}/message",
-            u.index,
-            u.id,
+    def snapshot(
+        self, version: str, snapshot: Snapshot | None, reason: Reason, exists: bool
+    ) -> SnapshotBody:
+        ids = snapshot.ids if snapshot is not None else []
+        bodies = snapshot.bodies if snapshot is not None else []
+        messages, counts, flaws = self._messages(ids, bodies)
+        held = snapshot.positions if snapshot is not None else []
+        positions = [p for p, n in zip(held, counts, strict=True) for _ in range(n)]
+        markers = [_marker(f, f.field, f.pointer, f.message) for f in flaws]
+        return SnapshotBody(
+            self.thread_id, version, len(ids), self.format, messages, positions, markers,
+            reason, exists,
+        )  # fmt: skip
+
+    def change(self, event: FeedEvent) -> ChangeBody:
+        ids = [i.encode() for _, i, _ in event.upserts]
+        messages, counts, flaws = self._messages(ids, [b for _, _, b in event.upserts])
+        upserts, at = [], 0
+        for (position, ident, _), n in zip(event.upserts, counts, strict=True):
+            served = messages[at : at + n]
+            upserts.append(UpsertBody(position, ident, served[0], served if n > 1 else None))
+            at += n
+        markers = []
+        for f in flaws:  # located in the upserts, not in a page
+            where = counts_index(counts, f.index)
+            field, pointer = f"upserts[{where}].message", f"/upserts/{where}/message"
+            what = f"cannot be served with format={f.format}: {f.reason}"
+            markers.append(_marker(f, field, pointer, f"{field} (id {f.id!r}) {what}", where))
+        removed = [RemovedBody(i, p) for i, p in event.removed]
+        return ChangeBody(
+            self.thread_id, event.version, event.prev, event.reset, removed, upserts, markers
         )
-        for u in (rendered.unservable if rendered is not None else ())
-    ]
-    return ChangeBody(
-        thread_id,
-        event.version,
-        event.prev,
-        event.reset,
-        [Removed(i, p) for i, p in event.removed],
-        upserts,
-        markers,
-    )
+
+    def _messages(
+        self, ids: Sequence[bytes], bodies: Sequence[bytes]
+    ) -> tuple[list[Any], list[int], list[Unservable]]:
+        """Served messages, how many each stored one gave, and the markers among them."""
+        if self.fragments is not None:
+            raws, flaws = self.fragments.of(ids, bodies)
+            return list(raws), [1] * len(raws), flaws
+        out: list[Any] = []
+        counts: list[int] = []
+        flaws = []
+        for ident, body in zip(ids, bodies, strict=True):
+            served, flaw = serve(decode_stored(body, ident.decode()), self.format, len(out))
+            out += served
+            counts.append(len(served))
+            if flaw is not None:
+                flaws.append(flaw)
+        return out, counts, flaws
+
+
+def counts_index(counts: Sequence[int], served_index: int) -> int:
+    """The stored message (its index) that gave the served message at ``served_index``."""
+    at = 0
+    for i, n in enumerate(counts):
+        at += n
+        if served_index < at:
+            return i
+    return len(counts) - 1
+
+
+def _marker(
+    f: Unservable, field: str, pointer: str, message: str, index: int | None = None
+) -> Marker:
+    return Marker(CODE, message, field, pointer, f.index if index is None else index, f.id)
