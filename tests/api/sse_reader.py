@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import queue
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,8 +35,10 @@ class Stream:
     closing: bool = False
 
     def next(self, timeout: float = 15.0, skip_comments: bool = True) -> Event | None:
+        """The next event within ``timeout`` seconds (heartbeats do not extend it)."""
+        deadline = time.monotonic() + timeout
         while True:
-            event = self.events.get(timeout=timeout)
+            event = self.events.get(timeout=max(0.0, deadline - time.monotonic()))
             if event is None or not skip_comments or event.kind not in ("comment", "retry"):
                 return event
 

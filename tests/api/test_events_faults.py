@@ -1,0 +1,90 @@
+"""The feed reader of an API process across faults: its Pub/Sub connection killed while
+versions commit, and Redis restarted under it. Subscribers keep their streams, miss
+nothing, and end equal to ``GET state``."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import redis
+
+from tests.api.sse_reader import Follower, close, open_stream
+from tests.api.test_events import Stack, _follow_until
+from tests.infra.redis_server import RedisServer
+from tests.workers.harness import make_settings, start_api, start_worker
+from threadfold.api.events import HUB_CLIENT_NAME
+
+
+def _kill_hub_connections(admin: redis.Redis, until: threading.Event) -> None:
+    while not until.is_set():
+        for c in admin.client_list():
+            if c.get("name") == HUB_CLIENT_NAME:
+                admin.client_kill_filter(_id=c["id"])
+        time.sleep(0.005)
+
+
+def test_events_committed_while_the_connection_is_down_are_still_delivered(
+    redis_url: str, tmp_path: Path
+) -> None:
+    settings = make_settings(redis_url, retention_seconds=3600)
+    api, url = start_api(settings, tmp_path, THREADFOLD_SSE_HEARTBEAT_SECONDS="0.3")
+    worker = start_worker(settings, "faults", tmp_path)
+    stack = Stack(url, settings, [api, worker])
+    admin = redis.Redis.from_url(redis_url)
+    try:
+        streams = [open_stream(stack.client, "/threads/k/events") for _ in range(3)]
+        followers = [Follower() for _ in streams]
+        for s, f in zip(streams, followers, strict=True):
+            first = s.next()
+            assert first is not None
+            f.take(first)
+        stop = threading.Event()
+        killer = threading.Thread(target=_kill_hub_connections, args=(admin, stop))
+        killer.start()
+        try:  # commits land while the hub's connection is down, again and again
+            for step in range(8):
+                stack.state("k", min_version=stack.post("k", [["user", f"k{step}"]]))
+        finally:
+            stop.set()
+            killer.join()
+        final = stack.state("k")["version"]
+        for s, f in zip(streams, followers, strict=True):
+            _follow_until(s, f, final)  # through changes and, after a reconnect, a re-read
+            close(s)
+            assert f.seen[-1][1] == stack.state("k")["messages"]
+            assert [m["content"] for m in f.seen[-1][1]] == [f"k{i}" for i in range(8)]
+    finally:
+        admin.close()
+        stack.close()
+
+
+def test_the_reader_survives_a_redis_restart(tmp_path: Path) -> None:
+    with RedisServer(appendonly=True, appendfsync="always") as server:
+        settings = make_settings(server.url, retention_seconds=3600)
+        api, url = start_api(settings, tmp_path, THREADFOLD_SSE_HEARTBEAT_SECONDS="0.3")
+        worker = start_worker(settings, "restart", tmp_path)
+        stack = Stack(url, settings, [api, worker])
+        try:
+            stack.state("z", min_version=stack.post("z", [["user", "before"]]))
+            stream = open_stream(stack.client, "/threads/z/events")
+            follower = Follower()
+            first = stream.next()
+            assert first is not None and first.data["exists"]
+            follower.take(first)
+            server.restart()
+            version = ""
+            deadline = time.monotonic() + 30
+            while not version:  # the API answers 503 until it reconnects
+                try:
+                    version = stack.post("z", [["user", "after"]])
+                except AssertionError:
+                    assert time.monotonic() < deadline
+                    time.sleep(0.2)
+            final = stack.state("z", min_version=version)["version"]
+            _follow_until(stream, follower, final)
+            close(stream)
+            assert [m["content"] for m in follower.seen[-1][1]] == ["before", "after"]
+        finally:
+            stack.close()
