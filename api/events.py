@@ -145,6 +145,7 @@ def open_stream(
             f"this API process serves its cap of {hub.max_subscribers} subscribers; "
             "retry after Retry-After (or on another process)"
         ) from exc
+    metrics.set_gauge("sse_subscribers", hub.subscribers)
     return EventStream(hub, sub, Renderer(thread_id, fmt, fragments), heartbeat, metrics)
 
 
@@ -172,6 +173,7 @@ class EventStream(Response):
             first, _ = await asyncio.wait({pump, gone, cut}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             self.hub.unsubscribe(self.sub)
+            self.metrics.set_gauge("sse_subscribers", self.hub.subscribers)
             if self.sub.ended is not None:
                 self.metrics.add(f"sse_subscribers_dropped|reason={self.sub.ended.code}")
             for task in (pump, gone, cut):

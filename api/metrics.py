@@ -18,7 +18,7 @@ import time
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Final
+from typing import Any, Final
 
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -49,6 +49,12 @@ HELP: Final = {
     "batch_entries": ("histogram", "Entries per committed batch."),
     "visible_lag_ms": ("histogram", "Enqueue-to-visible lag of each applied delta (ms)."),
     "http_request_ms": ("histogram", "HTTP request duration (ms)."),
+    "sse_events_sent": ("counter", "Events written to event-stream subscribers."),
+    "sse_subscribers_dropped": (
+        "counter",
+        "Event-stream subscribers ended by the server, by reason (too_slow, shutting_down).",
+    ),
+    "sse_subscribers": ("gauge", "Event-stream subscribers open on the live API processes."),
     "threads_with_backlog": ("gauge", "Threads with deltas not applied yet."),
     "threads_quarantined": ("gauge", "Threads in quarantine."),
     "processes": (
@@ -90,7 +96,8 @@ async def gauges(
     # pile up (a process leaving gracefully removes its own).
     pipe.zremrangebyscore(keyspace.metrics_procs, "-inf", f"({alive_since}")
     pipe.zrange(keyspace.metrics_procs, 0, -1)
-    *counts, _, procs = await pipe.execute()
+    pipe.hgetall(keyspace.metrics_gauges)
+    *counts, _, procs, per_process = await pipe.execute()
     values = {
         "threads_with_backlog": float(sum(counts[0::2])),
         "threads_quarantined": float(sum(counts[1::2])),
@@ -100,7 +107,25 @@ async def gauges(
         role = text(proc).partition(":")[0]
         roles[role] = roles.get(role, 0.0) + 1
     values |= {f"processes|role={role}": n for role, n in roles.items()}
-    return values
+    return values | await _live_gauges(client, keyspace, {text(p) for p in procs}, per_process)
+
+
+async def _live_gauges(
+    client: AsyncClient, keyspace: Keyspace, live: set[str], per_process: dict[Any, Any]
+) -> dict[str, float]:
+    """Each gauge summed over the live processes (``sse_subscribers`` always shown); the
+    values of processes no longer alive (killed, not left) are removed."""
+    sums: dict[str, float] = {"sse_subscribers": 0.0}
+    dead = []
+    for field, value in per_process.items():
+        proc, _, name = text(field).rpartition("|")
+        if proc in live:
+            sums[name] = sums.get(name, 0.0) + float(value)
+        else:
+            dead.append(field)
+    if dead:
+        await client.hdel(keyspace.metrics_gauges, *dead)
+    return sums
 
 
 def render(totals: Mapping[str, float], gauge_values: Mapping[str, float]) -> str:

@@ -170,6 +170,12 @@ class Keyspace:
         """HASH: the fleet-wide counters, only ever incremented (see threadfold.workers.metrics)."""
         return f"{{{self.prefix}:metrics}}:totals"
 
+    @property
+    def metrics_gauges(self) -> str:
+        """HASH: ``<process>|<gauge>`` -> the process's value at its last flush (a live
+        process's count, e.g. its event-stream subscribers; summed over live processes)."""
+        return f"{{{self.prefix}:metrics}}:gauges"
+
     def job(self, job_id: str) -> str:
         """HASH: a recompute job's results, ref -> JSON (one slot for all jobs)."""
         return f"{{{self.prefix}:jobs}}:{job_id}"

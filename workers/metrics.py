@@ -50,10 +50,22 @@ LATENCY_BUCKETS_MS: Final = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 5000)
 # fraction ("hash value is not an integer"), which a histogram's sum does, and Redis
 # keeps 17 significant digits, so counts stay exact. A flush adds all its fields or
 # none: a script runs whole (its amounts are numbers, the only way one could fail).
+# ARGV: process, stamp ('' = leaving), n gauges, {gauge value}*n, {counter amount}*.
+# A gauge is the process's own value (HSET under "<process>|<gauge>"), dropped when the
+# process leaves; the scrape sums the live processes' (threadfold.api.metrics.gauges).
 FLUSH: Final = Script(
     "metrics_flush",
     """
-for i = 3, #ARGV, 2 do
+local n = tonumber(ARGV[3])
+for i = 4, 3 + 2 * n, 2 do
+  local field = ARGV[1] .. '|' .. ARGV[i]
+  if ARGV[2] == '' then
+    redis.call('HDEL', KEYS[3], field)
+  else
+    redis.call('HSET', KEYS[3], field, ARGV[i + 1])
+  end
+end
+for i = 4 + 2 * n, #ARGV, 2 do
   redis.call('HINCRBYFLOAT', KEYS[1], ARGV[i], ARGV[i + 1])
 end
 if ARGV[2] == '' then
@@ -85,6 +97,7 @@ class Metrics:
         self.role = role
         self.every = every
         self._counts: defaultdict[str, float] = defaultdict(float)
+        self._gauges: dict[str, float] = {}  # this process's values, sent with each flush
         self._lock = threading.Lock()
         self._last_flush = time.monotonic()
         self._closed = False
@@ -92,6 +105,12 @@ class Metrics:
     def add(self, name: str, amount: float = 1) -> None:
         with self._lock:
             self._counts[name] += amount
+
+    def set_gauge(self, name: str, value: float) -> None:
+        """This process's current value of gauge ``name`` (the scrape sums the live
+        processes' values; a process that leaves or dies stops counting)."""
+        with self._lock:
+            self._gauges[name] = value
 
     def observe(self, name: str, value: float, bounds: tuple[int, ...]) -> None:
         """One observation of a histogram: its bucket and its sum (the count is the
@@ -166,13 +185,19 @@ class Metrics:
 
     def _call(self, counts: dict[str, float]) -> Call:
         stamp = "" if self._closed else str(int(time.time() * 1000))
-        args: list[str | int | float] = [process_name(self.role), stamp]
+        with self._lock:
+            gauges = list(self._gauges.items())
+        args: list[str | int | float] = [process_name(self.role), stamp, len(gauges)]
+        for name, value in gauges:
+            args += [name, value]
         for field, amount in counts.items():
             # Redis refuses inf and nan, which would fail the whole flush; a sum that
             # overflowed is dropped (its buckets still count the observations).
             if amount and math.isfinite(amount):
                 args += [field, int(amount) if amount.is_integer() else amount]
-        return Call(FLUSH, (self.keyspace.metrics_totals, self.keyspace.metrics_procs), args)
+        keys = (self.keyspace.metrics_totals, self.keyspace.metrics_procs,
+                self.keyspace.metrics_gauges)  # fmt: skip
+        return Call(FLUSH, keys, args)
 
 
 class FlushOutage:

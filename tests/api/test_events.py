@@ -399,3 +399,23 @@ def test_many_subscribers_share_one_pubsub_connection(stack: Stack) -> None:
         for s in streams:
             close(s)
         admin.close()
+
+
+def _metric(stack: Stack, line_start: str) -> float:
+    text = stack.client.get("/metrics").text
+    [line] = [line for line in text.splitlines() if line.startswith(line_start + " ")]
+    return float(line.split()[-1])
+
+
+def test_metrics_count_subscribers_and_events(stack: Stack) -> None:
+    assert _metric(stack, "threadfold_sse_subscribers") == 0
+    streams = [open_stream(stack.client, "/threads/g1/events") for _ in range(3)]
+    for s in streams:
+        assert s.next() is not None
+    wait_until(lambda: _metric(stack, "threadfold_sse_subscribers") == 3, 10)
+    stack.post("g1", [["user", "x"]])
+    for s in streams:
+        assert s.next() is not None
+        close(s)
+    wait_until(lambda: _metric(stack, "threadfold_sse_subscribers") == 0, 10)
+    assert _metric(stack, "threadfold_sse_events_sent_total") >= 6  # 3 snapshots, 3 changes
