@@ -23,6 +23,7 @@ from threadfold.api.schemas import (
     ThreadsOut,
 )
 from threadfold.core.keys import NAME_RULE
+from threadfold.workers.feed.bodies import ChangeBody, SnapshotBody
 
 _STR_OR_NULL: Final = {"anyOf": [{"type": "string"}, {"type": "null"}]}
 _COMMON: Final[dict[str, Any]] = {
@@ -239,6 +240,7 @@ def _thread_paths() -> dict[str, Any]:
                 "responses": {"200": {"description": "Status", **_json("StatusOut")}, **errors},
             }
         },
+        "/threads/{thread_id}/events": _events_path(),
         "/threads/{thread_id}": {
             "delete": {
                 "summary": "Remove a thread and its log",
@@ -246,6 +248,47 @@ def _thread_paths() -> dict[str, Any]:
                 "responses": {"204": {"description": "Deleted"}, **errors},
             }
         },
+    }
+
+
+def _events_path() -> dict[str, Any]:
+    """GET /threads/{thread_id}/events: Server-Sent Events (docs/live.md has the wire)."""
+    return {
+        "get": {
+            "summary": "The thread's changes as Server-Sent Events: a snapshot (unless "
+            "resuming), then one change per committed version (id: the version), "
+            "heartbeat comments, an error event before the server ends a stream",
+            "parameters": [
+                _THREAD_ID,
+                _query(
+                    "format",
+                    {"enum": ["langchain", "openai"]},
+                    "The messages' form, as on GET state.",
+                ),
+                _query(
+                    "after",
+                    {"type": "string", "pattern": _VERSION_PATTERN},
+                    "Resume after this version (as the Last-Event-ID header; both given "
+                    "and different: 400): every change after it, or a snapshot with "
+                    "reason resume_gap when the feed no longer reaches back.",
+                ),
+            ],
+            "responses": {
+                "200": {
+                    "description": "text/event-stream: event snapshot (data: SnapshotBody), "
+                    "event change (data: ChangeBody), event error ({error: {code, message}}: "
+                    "too_slow, shutting_down)",
+                    "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                },
+                **_ERRORS,
+                "503": {
+                    "description": "Redis unreachable (unavailable), or this API process "
+                    "serves its cap of subscribers (too_many_subscribers); retry after "
+                    "Retry-After",
+                    **_json("ErrorOut"),
+                },
+            },
+        }
     }
 
 
@@ -301,22 +344,26 @@ def _probe_paths() -> dict[str, Any]:
     }
 
 
+_REF: Final = "#/components/schemas/{name}"
+#: The bodies the document describes (their components; others are referenced from them).
+_BODIES: Final = (
+    DeltaIn,
+    BulkIn,
+    Accepted,
+    BulkAccepted,
+    StateOut,
+    StatusOut,
+    ThreadsOut,
+    PipelineOut,
+    ErrorOut,
+    SnapshotBody,
+    ChangeBody,
+)
+
+
 def document(auth: bool) -> dict[str, Any]:
     """The whole OpenAPI document."""
-    _, components = msgspec.json.schema_components(
-        [
-            DeltaIn,
-            BulkIn,
-            Accepted,
-            BulkAccepted,
-            StateOut,
-            StatusOut,
-            ThreadsOut,
-            PipelineOut,
-            ErrorOut,
-        ],
-        ref_template="#/components/schemas/{name}",
-    )
+    _, components = msgspec.json.schema_components(_BODIES, ref_template=_REF)
     components |= _message_components()
     components["StateOut"]["properties"]["messages"]["items"] = {
         "anyOf": [{"$ref": "#/components/schemas/Message"}, {"type": "object"}]

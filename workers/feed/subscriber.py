@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final
 
+from threadfold.workers.feed.bodies import Reason
 from threadfold.workers.feed.event import ORIGIN, FeedEvent
 from threadfold.workers.feed.follow import Follower, Step
 from threadfold.workers.storage.read_state import Snapshot
 
-#: Why a follower is sent a whole state: it started, it resumed from a version the
-#: feed no longer reaches, or its chain broke (a lost message, a rebuild, a delete).
-Reason = Literal["start", "resume_gap", "resync"]
+__all__ = ["Change", "Ended", "Item", "Reason", "Start", "Subscriber"]
 
 
 @dataclass(eq=False, slots=True)
