@@ -25,6 +25,7 @@ from starlette.types import Receive, Scope, Send
 
 from threadfold.api.errors import BadRequest, Unavailable
 from threadfold.api.fragments import JsonFragments
+from threadfold.api.guard import on_shutdown
 from threadfold.api.service import Format, thread_name
 from threadfold.api.settings import ApiSettings
 from threadfold.api.sse import HEARTBEAT, RETRY, Renderer
@@ -32,7 +33,7 @@ from threadfold.core.depth import path_text
 from threadfold.core.versions import InvalidVersion, parse_version
 from threadfold.workers import entry
 from threadfold.workers.astore import AsyncStore
-from threadfold.workers.feed.hub import Hub, TooManySubscribers
+from threadfold.workers.feed.hub import Hub, HubClosed, TooManySubscribers
 from threadfold.workers.feed.subscriber import Ended, Item, Subscriber
 from threadfold.workers.metrics import Metrics
 
@@ -98,13 +99,15 @@ def _version(value: str | None, name: str) -> str | None:
 def make_hub(settings: ApiSettings, store: AsyncStore) -> Hub:
     """The process's feed reader, on a connection of its own (one for any number of
     followers; see threadfold.workers.entry.alistener)."""
-    return Hub(
+    hub = Hub(
         entry.alistener(settings, name=HUB_CLIENT_NAME),
         store,
         lambda ref: settings.keyspace.thread(ref).feed,
         queue_events=settings.sse_queue_events,
         max_subscribers=settings.sse_max_subscribers,
     )
+    on_shutdown(hub.shutting_down)  # a stream ends only when asked to
+    return hub
 
 
 async def get_events(request: Request) -> Response:
@@ -140,6 +143,8 @@ def open_stream(
     )
     try:
         sub = hub.subscribe(ref, after)
+    except HubClosed as exc:
+        raise Unavailable("the server is shutting down; retry (on another process)") from exc
     except TooManySubscribers as exc:
         raise TooManySubscribersError(
             f"this API process serves its cap of {hub.max_subscribers} subscribers; "

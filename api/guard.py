@@ -20,6 +20,7 @@ import asyncio
 import functools
 import http
 import logging
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
@@ -66,6 +67,19 @@ def protocol(limits: HttpLimits) -> type[asyncio.Protocol]:
     )
 
 
+#: What the process does when the server starts a graceful shutdown, before it waits for
+#: the responses under way to end: a response that would never end by itself (an event
+#: stream) ends itself here (threadfold.api.events registers its hub). Weak references:
+#: an app that is gone (a test's) leaves nothing behind.
+_ON_SHUTDOWN: list[weakref.WeakMethod[Callable[[], None]]] = []
+
+
+def on_shutdown(method: Callable[[], None]) -> None:
+    """Call the bound ``method`` when the server starts shutting down."""
+    _ON_SHUTDOWN[:] = [ref for ref in _ON_SHUTDOWN if ref() is not None]
+    _ON_SHUTDOWN.append(weakref.WeakMethod(method))
+
+
 class _Refused(Exception):
     """Raised from a parser callback to stop parsing a request that broke a limit."""
 
@@ -103,6 +117,15 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         super().connection_lost(exc)
+
+    def shutdown(self) -> None:
+        """uvicorn's graceful shutdown, for each open connection: long-lived responses
+        are asked to end first (uvicorn would wait for them for ever)."""
+        for ref in _ON_SHUTDOWN:
+            method = ref()
+            if method is not None:
+                method()
+        super().shutdown()
 
     def data_received(self, data: bytes) -> None:
         if self._refusal is not None:

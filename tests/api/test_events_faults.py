@@ -4,6 +4,7 @@ nothing, and end equal to ``GET state``."""
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from pathlib import Path
@@ -88,3 +89,24 @@ def test_the_reader_survives_a_redis_restart(tmp_path: Path) -> None:
             assert [m["content"] for m in follower.seen[-1][1]] == ["before", "after"]
         finally:
             stack.close()
+
+
+def test_a_graceful_stop_ends_every_stream_with_shutting_down(
+    redis_url: str, tmp_path: Path
+) -> None:
+    settings = make_settings(redis_url)
+    api, url = start_api(settings, tmp_path, THREADFOLD_SSE_HEARTBEAT_SECONDS="0.3")
+    stack = Stack(url, settings, [api])
+    try:
+        streams = [open_stream(stack.client, f"/threads/q{i}/events") for i in range(3)]
+        for s in streams:
+            assert s.next() is not None
+        api.send_signal(signal.SIGTERM)  # uvicorn waits for open responses: they end
+        api.wait_for_exit(10)
+        for s in streams:
+            last = s.next()
+            assert last is not None and last.kind == "error", last
+            assert last.data["error"]["code"] == "shutting_down"
+            assert s.next() is None  # and the stream ended
+    finally:
+        stack.close()

@@ -60,6 +60,10 @@ class TooManySubscribers(Exception):
     """Raised by :meth:`Hub.subscribe` at the process's cap of followers."""
 
 
+class HubClosed(Exception):
+    """Raised by :meth:`Hub.subscribe` once the hub is shutting down."""
+
+
 @dataclass(eq=False)
 class Topic:
     """A watched thread: its local followers, and whether its SUBSCRIBE is confirmed."""
@@ -105,6 +109,8 @@ class Hub:
     def subscribe(self, ref: str, after: str | None = None) -> Subscriber:
         """A new follower of ``ref``: from a whole state, or resuming after version
         ``after``. Its items come through :meth:`Subscriber.next`."""
+        if self._closed:
+            raise HubClosed("shutting down")
         if self.subscribers >= self.max_subscribers:
             raise TooManySubscribers(f"{self.subscribers} subscribers: the cap is reached")
         self._start()
@@ -133,13 +139,18 @@ class Hub:
                 topic.filler.cancel()
             self._dirty.set()
 
-    async def close(self) -> None:
-        """End every follower (``shutting_down``) and the connection."""
+    def shutting_down(self) -> None:
+        """End every follower (``shutting_down``: its last item) and refuse new ones;
+        idempotent. The process is stopping: its clients resume elsewhere."""
         self._closed = True
         for topic in list(self._topics.values()):
             for sub in list(topic.subs):
                 sub.end(SHUTTING_DOWN)
                 self.unsubscribe(sub)
+
+    async def close(self) -> None:
+        """:meth:`shutting_down`, then the connection."""
+        self.shutting_down()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
