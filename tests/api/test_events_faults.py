@@ -13,9 +13,11 @@ import redis
 
 from tests.api.sse_reader import Follower, close, open_stream
 from tests.api.test_events import Stack, _follow_until
+from tests.infra.redis_cluster import RedisCluster
 from tests.infra.redis_server import RedisServer
-from tests.workers.harness import make_settings, start_api, start_worker
+from tests.workers.harness import make_settings, start_api, start_worker, store_for
 from threadfold.api.events import HUB_CLIENT_NAME
+from threadfold.workers.drain import Drainer
 
 
 def _kill_hub_connections(admin: redis.Redis, until: threading.Event) -> None:
@@ -108,5 +110,37 @@ def test_a_graceful_stop_ends_every_stream_with_shutting_down(
             assert last is not None and last.kind == "error", last
             assert last.data["error"]["code"] == "shutting_down"
             assert s.next() is None  # and the stream ended
+    finally:
+        stack.close()
+
+
+def test_one_connection_to_one_node_hears_threads_on_every_node_of_a_cluster(
+    redis_cluster: RedisCluster, redis_url: str, tmp_path: Path
+) -> None:
+    """A script's PUBLISH on a cluster reaches every node: the hub, connected to the
+    URL's node only, follows threads whose slots live on the other masters."""
+    settings = make_settings(
+        redis_cluster.url, cluster=True, key_prefix="sse", broker_url=redis_url
+    )
+    api, url = start_api(settings, tmp_path, THREADFOLD_SSE_HEARTBEAT_SECONDS="0.3")
+    stack = Stack(url, settings, [api])
+    names = [f"n{i}" for i in range(12)]  # over many buckets, so over every node
+    admin = redis_cluster.client()
+    feeds = [settings.keyspace.thread(f"_/{n}").feed for n in names]
+    nodes = {admin.get_node_from_key(feed).name for feed in feeds}  # type: ignore[no-untyped-call]
+    try:
+        streams = {n: open_stream(stack.client, f"/threads/{n}/events") for n in names}
+        for s in streams.values():
+            assert s.next() is not None
+        for n in names:
+            stack.post(n, [["user", f"to {n}"]])
+        drainer = Drainer(store_for(settings), settings)
+        drainer.drain_many([f"_/{n}" for n in names])
+        for n, s in streams.items():
+            change = s.next()
+            close(s)
+            assert change is not None and change.kind == "change", (n, change)
+            assert change.data["upserts"][0]["message"]["content"] == f"to {n}"
+        assert len(nodes) == 3  # the threads live on every master
     finally:
         stack.close()
