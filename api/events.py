@@ -138,9 +138,9 @@ def open_stream(
     """The checked request's stream (raises the 400 / 422 / 503 it answers instead)."""
     thread_id = request.path_params["thread_id"]
     ref = f"{tenant}/{thread_name(thread_id)}"
-    fmt, after = parse_events_query(
-        request.query_params.multi_items(), request.headers.get("last-event-id")
-    )
+    # An empty Last-Event-ID is no id (what an EventSource holds before any id came).
+    last_event_id = request.headers.get("last-event-id") or None
+    fmt, after = parse_events_query(request.query_params.multi_items(), last_event_id)
     try:
         sub = hub.subscribe(ref, after)
     except HubClosed as exc:

@@ -243,6 +243,11 @@ def test_requests_are_checked_like_get_state(redis_url: str, tmp_path: Path) -> 
         )
         assert same.response.status_code == 200
         close(same)
+        # An empty Last-Event-ID is no id: a stream from a snapshot.
+        empty = open_stream(stack.client, "/threads/t/events", headers={"Last-Event-ID": ""})
+        snap = empty.next()
+        close(empty)
+        assert snap is not None and snap.kind == "snapshot" and snap.data["reason"] == "start"
     finally:
         stack.close()
 

@@ -184,6 +184,8 @@ class Hub:
                 if not failing:
                     log.warning("feed hub: Pub/Sub connection lost (%s); reconnecting", exc)
                 failing = True
+            except Exception:  # a bug must not stop every stream of the process for good
+                log.exception("feed hub: the reader failed; reconnecting")
             finally:
                 self._ps = None
                 self._lost()
@@ -217,11 +219,15 @@ class Hub:
             self._sent.difference_update(drop)
             self._sent.update(add)
             self._awaiting.update(add)
-            with contextlib.suppress(*LOST):  # the reader sees the loss and reconnects
+            try:
                 if drop:
                     await ps.unsubscribe(*drop)
                 if add:
                     await ps.subscribe(*add)
+            except LOST:
+                pass  # the reader sees the loss and reconnects, then subscribes everything
+            except Exception:  # this task must outlive any one failure
+                log.exception("feed hub: (un)subscribing %s failed", add + drop)
             self._kick.set()
 
     def _lost(self) -> None:
@@ -287,8 +293,12 @@ class Hub:
             epoch = self._epoch
             try:
                 chains, snapshot = await self._reads(topic.ref, batch)
-            except LOST as exc:
-                log.info("feed hub: a fill of %s failed (%s); trying again", topic.ref, exc)
+            except Exception as exc:  # out of reach, or a bug: try again
+                log.log(
+                    logging.INFO if isinstance(exc, LOST) else logging.ERROR,
+                    "feed hub: a fill of %s failed (%s); trying again", topic.ref, exc,
+                    exc_info=not isinstance(exc, LOST),
+                )  # fmt: skip
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, MAX_BACKOFF)
                 continue
