@@ -5,6 +5,9 @@
 // resumed with Last-Event-ID (the last version applied) after a drop.
 
 const KEY = "threadfold.apiKey";
+// A stream silent this long is taken for dead (a half-open connection) and reopened:
+// the API sends a heartbeat every THREADFOLD_SSE_HEARTBEAT_SECONDS (5 s by default).
+const SILENCE_MS = 30000;
 
 /** The API key of this tab (sessionStorage: kept across navigation, gone with the tab). */
 export function apiKey() {
@@ -99,36 +102,61 @@ export async function follow(threadId, { onEvent, onStatus, lastId, signal }) {
   }
 }
 
-/** Parse an SSE byte stream (fields event, data, id, retry; comments ignored). */
+/** Read an SSE stream until it ends (or stays silent past SILENCE_MS: then cancelled). */
 async function readEvents(body, { onEvent, onRetry }) {
   const reader = body.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = "";
-  let event = { event: "message", data: [], id: null };
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) return;
-    buffer += value;
-    let newline;
-    while ((newline = buffer.search(/\r\n|\r|\n/)) >= 0) {
-      if (newline === buffer.length - 1 && buffer.endsWith("\r")) break; // "\r\n" split
-      const line = buffer.slice(0, newline);
-      buffer = buffer.slice(newline + (buffer.startsWith("\r\n", newline) ? 2 : 1));
-      if (line === "") {
-        if (event.data.length) {
-          onEvent({ event: event.event, id: event.id, data: JSON.parse(event.data.join("\n")) });
-        }
-        event = { event: "message", data: [], id: null };
-        continue;
-      }
-      if (line.startsWith(":")) continue; // a heartbeat
-      const colon = line.indexOf(":");
-      const field = colon < 0 ? line : line.slice(0, colon);
-      let value = colon < 0 ? "" : line.slice(colon + 1);
-      if (value.startsWith(" ")) value = value.slice(1);
-      if (field === "event") event.event = value;
-      else if (field === "data") event.data.push(value);
-      else if (field === "id") event.id = value;
-      else if (field === "retry" && /^\d+$/.test(value)) onRetry(Number(value));
+  const parser = new SseParser(onEvent, onRetry);
+  let watchdog = null;
+  try {
+    for (;;) {
+      clearTimeout(watchdog);
+      watchdog = setTimeout(() => reader.cancel("silent"), SILENCE_MS);
+      const { value, done } = await reader.read();
+      if (done) return;
+      parser.push(value);
     }
+  } finally {
+    clearTimeout(watchdog);
+  }
+}
+
+/** The SSE format's fields (event, data, id, retry); comment lines (heartbeats) ignored. */
+class SseParser {
+  constructor(onEvent, onRetry) {
+    this.onEvent = onEvent;
+    this.onRetry = onRetry;
+    this.buffer = "";
+    this.event = { event: "message", data: [], id: null };
+  }
+
+  push(text) {
+    this.buffer += text;
+    let newline;
+    while ((newline = this.buffer.search(/\r\n|\r|\n/)) >= 0) {
+      if (newline === this.buffer.length - 1 && this.buffer.endsWith("\r")) return; // "\r\n" split
+      const line = this.buffer.slice(0, newline);
+      this.buffer = this.buffer.slice(newline + (this.buffer.startsWith("\r\n", newline) ? 2 : 1));
+      this.#line(line);
+    }
+  }
+
+  #line(line) {
+    const event = this.event;
+    if (line === "") {
+      if (event.data.length) {
+        this.onEvent({ event: event.event, id: event.id, data: JSON.parse(event.data.join("\n")) });
+      }
+      this.event = { event: "message", data: [], id: null };
+      return;
+    }
+    if (line.startsWith(":")) return; // a heartbeat
+    const colon = line.indexOf(":");
+    const field = colon < 0 ? line : line.slice(0, colon);
+    let value = colon < 0 ? "" : line.slice(colon + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    if (field === "event") event.event = value;
+    else if (field === "data") event.data.push(value);
+    else if (field === "id") event.id = value;
+    else if (field === "retry" && /^\d+$/.test(value)) this.onRetry(Number(value));
   }
 }

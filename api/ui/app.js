@@ -200,7 +200,9 @@ function main() {
   const open = (threadId) => { location.hash = `#/t/${encodeURIComponent(threadId)}`; };
   const threads = new ThreadsPanel(open);
   const pipeline = new PipelinePanel();
-  const refresh = () => Promise.all([threads.refresh(), pipeline.refresh()]);
+  // Not while the tab is hidden: a list refresh reads every bucket of the keyspace.
+  const refresh = () =>
+    document.hidden ? Promise.resolve() : Promise.all([threads.refresh(), pipeline.refresh()]);
 
   const route = () => {
     const found = /^#\/t\/(.+)$/.exec(location.hash);
@@ -230,6 +232,7 @@ function main() {
     $("key-input").focus();
   });
   window.addEventListener("hashchange", route);
+  document.addEventListener("visibilitychange", refresh);
 
   keyState(apiKey() ? "set" : "none");
   route();

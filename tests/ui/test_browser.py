@@ -11,6 +11,7 @@ printed at the start).
 from __future__ import annotations
 
 import json
+import random
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -48,8 +49,8 @@ class Stack:
         version: str = response.json()["version"]
         return version
 
-    def applied(self, thread: str, version: str) -> None:
-        """Wait until ``version`` is folded (read-your-writes)."""
+    def applied(self, thread: str, version: str) -> dict[str, Any]:
+        """The state once ``version`` is folded (read-your-writes)."""
         response = httpx.get(
             f"{self.url}/threads/{thread}/state",
             params={"min_version": version, "wait": 20},
@@ -57,6 +58,8 @@ class Stack:
             timeout=30,
         )
         assert response.status_code == 200, response.text
+        state: dict[str, Any] = response.json()
+        return state
 
 
 @pytest.fixture(scope="module")
@@ -168,6 +171,43 @@ def test_the_page_lists_threads_and_shows_changes_live(stack: Stack, page: Page)
     expect(removed).to_have_count(0, timeout=SHOWN_MS)
     assert page.evaluate("window.loadedOnce") is True, "the page reloaded"
     expect(page.locator("#transcript li")).to_have_count(4)  # q1 a1 t1 s1
+    state = httpx.get(f"{stack.url}/threads/ui-live/state", headers=AUTH).json()
+    assert [i for i, _ in _shown(page)] == [m["id"] for m in state["messages"]]
+
+
+def _shown(page: Page) -> list[tuple[str, str]]:
+    """The transcript as the page shows it: each message's id and text, in order."""
+    shown: list[list[str]] = page.locator("#transcript li:not(.removed)").evaluate_all(
+        "items => items.map(li => [li.dataset.id, li.querySelector('.content').textContent])"
+    )
+    return [(message_id, text) for message_id, text in shown]
+
+
+def test_random_changes_end_as_the_state_shows_them(stack: Stack, page: Page) -> None:
+    """Appends, updates in place, removals and remove-alls, posted in a burst while the
+    page follows: it ends with exactly GET state's messages, in order."""
+    rng = random.Random(17)
+    first = stack.post("ui-random", [{"role": "user", "content": "start", "id": "m0"}])
+    stack.applied("ui-random", first)
+    _open(page, "ui-random")
+    ids = ["m0"]
+    for n in range(60):
+        roll = rng.random()
+        if roll < 0.05:
+            messages: list[Any] = [{"type": "remove", "id": "__remove_all__", "content": ""}]
+            ids = []
+        elif roll < 0.25 and ids:
+            messages = [{"type": "remove", "id": ids.pop(rng.randrange(len(ids))), "content": ""}]
+        elif roll < 0.5 and ids:
+            messages = [{"role": "user", "content": f"edit {n}", "id": rng.choice(ids)}]
+        else:
+            ids.append(f"m{n + 1}")
+            messages = [{"role": "user", "content": f"message {n}", "id": ids[-1]}]
+        version = stack.post("ui-random", messages)
+    state = stack.applied("ui-random", version)
+    expect(page.locator("#thread-version")).to_have_text(f"version {state['version']}",
+                                                         timeout=SHOWN_MS)
+    assert _shown(page) == [(m["id"], m["content"]) for m in state["messages"]]
 
 
 def test_the_list_shows_backlog_and_activity(stack: Stack, page: Page) -> None:
