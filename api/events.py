@@ -116,6 +116,8 @@ async def get_events(request: Request) -> Response:
     res: Resources = request.app.state.resources
     tenant = res.auth.tenant(request.headers.get("authorization"))
     assert res.hub is not None  # build_resources made one
+    if request.method == "HEAD":  # the headers only: no stream that would never end
+        return Response(None, 200, _HEADERS, media_type=EventStream.media_type)
     return open_stream(
         request,
         tenant,

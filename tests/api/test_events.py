@@ -243,6 +243,9 @@ def test_requests_are_checked_like_get_state(redis_url: str, tmp_path: Path) -> 
         )
         assert same.response.status_code == 200
         close(same)
+        head = stack.client.head("/threads/t/events")  # answered, not streamed for ever
+        assert head.status_code == 200
+        assert head.headers["content-type"].startswith("text/event-stream")
         # An empty Last-Event-ID is no id: a stream from a snapshot.
         empty = open_stream(stack.client, "/threads/t/events", headers={"Last-Event-ID": ""})
         snap = empty.next()

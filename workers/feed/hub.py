@@ -118,6 +118,10 @@ class Hub:
         topic = self._topics.get(channel)
         if topic is None:
             topic = self._topics[channel] = Topic(ref, channel)
+            if channel in self._sent and self._awaiting[channel] <= 0:
+                # Its last follower left and this one came before _reconcile ran: the
+                # channel was never unsubscribed, and stays so.
+                topic.confirmed.set()
             self._dirty.set()
         sub = Subscriber(ref, channel, after, self.queue_events)
         topic.subs.add(sub)
