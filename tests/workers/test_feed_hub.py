@@ -10,13 +10,15 @@ from tests.workers.test_concurrency import NoWake
 from threadfold.workers import entry
 from threadfold.workers.astore import AsyncStore
 from threadfold.workers.drain import Drainer
-from threadfold.workers.feed.hub import Hub
+from threadfold.workers.feed.hub import Hub, Source
 from threadfold.workers.feed.subscriber import Change, Start, Subscriber
 from threadfold.workers.producer import Producer
 from threadfold.workers.settings import Settings
+from threadfold.workers.storage.feed import PAGE, FeedRead
+from threadfold.workers.storage.read_state import Snapshot
 
 
-def _hub(settings: Settings, store: AsyncStore) -> Hub:
+def _hub(settings: Settings, store: Source) -> Hub:
     return Hub(
         entry.alistener(settings, name="test-hub"),
         store,
@@ -53,6 +55,56 @@ def test_a_follower_arriving_as_the_last_one_leaves_is_served(redis_url: str) ->
             assert change.event.version == store.read_state("_/h").version  # type: ignore[union-attr]
             assert done.version <= change.event.version
             assert hub.subscribers == 1
+        finally:
+            await hub.close()
+            await astore.client.aclose()
+
+    asyncio.run(scenario())
+
+
+class Counting:
+    """The real store's reads, counted (what the hub shares among its followers)."""
+
+    def __init__(self, store: AsyncStore) -> None:
+        self.store = store
+        self.snapshots = 0
+        self.feed_reads = 0
+
+    async def snapshot(self, ref: str) -> Snapshot | None:
+        self.snapshots += 1
+        return await self.store.snapshot(ref)
+
+    async def feed_after(self, ref: str, after: str, count: int = PAGE) -> FeedRead:
+        self.feed_reads += 1
+        return await self.store.feed_after(ref, after, count)
+
+
+def test_followers_of_a_thread_share_its_reads(redis_url: str) -> None:
+    settings = make_settings(redis_url, batch_size=1)
+    store = store_for(settings)
+    producer = Producer(store.client, settings, NoWake())
+    versions = []
+    for step in range(5):
+        producer.enqueue("s", [["user", f"s{step}"]])
+        Drainer(store, settings).drain("_/s")
+        versions.append(store.read_state("_/s").version)  # type: ignore[union-attr]
+
+    async def scenario() -> None:
+        astore = entry.astore(settings, entry.aredis(settings))
+        counting = Counting(astore)
+        hub = _hub(settings, counting)
+        try:
+            starting = [hub.subscribe("_/s") for _ in range(20)]
+            resuming = [hub.subscribe("_/s", after=versions[1]) for _ in range(20)]
+            for sub in starting:
+                start = await _next(sub)
+                assert isinstance(start, Start) and start.version == versions[-1]
+            for sub in resuming:
+                got = [await _next(sub) for _ in range(3)]
+                assert [c.event.version for c in got if isinstance(c, Change)] == versions[2:]
+            # One snapshot for the 20 that start, one feed read for the 20 that resume
+            # from the same version: not one each.
+            assert (counting.snapshots, counting.feed_reads) == (1, 1)
         finally:
             await hub.close()
             await astore.client.aclose()
