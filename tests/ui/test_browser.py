@@ -289,3 +289,13 @@ def test_without_retention_the_slider_rebuilds_from_the_feed(
         expect(_message(page, "r1")).to_be_visible()
     finally:
         page.close()
+
+
+def test_a_thread_not_written_yet_appears_with_its_first_delta(stack: Stack, page: Page) -> None:
+    page.fill("#open-input", "ui-unborn")
+    page.press("#open-input", "Enter")
+    expect(page.locator("#live")).to_have_attribute("data-state", "live", timeout=SHOWN_MS)
+    expect(page.locator("#banner")).to_contain_text("not been written yet")
+    stack.post("ui-unborn", [{"role": "user", "content": "hello", "id": "u1"}])
+    expect(_message(page, "u1")).to_contain_text("hello", timeout=LIVE_MS)
+    expect(page.locator("#banner")).to_be_hidden()
