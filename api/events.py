@@ -200,8 +200,10 @@ class EventStream(Response):
         await send({"type": "http.response.body", "body": RETRY, "more_body": True})
         ended = False
         while not ended:
+            item = self.sub.next_nowait()  # a queued one without wait_for's task and timer
             try:
-                item = await asyncio.wait_for(self.sub.next(), self.heartbeat)
+                if item is None:
+                    item = await asyncio.wait_for(self.sub.next(), self.heartbeat)
             except TimeoutError:
                 await send({"type": "http.response.body", "body": HEARTBEAT, "more_body": True})
                 continue
