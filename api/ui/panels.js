@@ -123,7 +123,8 @@ export class ThreadsPanel {
     try {
       const body = await getJson("/threads?limit=100");
       this.threads = body.threads;
-      $("threads-note").textContent = `${this.threads.length} most recent`;
+      const n = this.threads.length;
+      $("threads-note").textContent = `${n} thread${n === 1 ? "" : "s"}, latest first`;
     } catch (error) {
       $("threads-note").textContent = problem(error);
       return;
