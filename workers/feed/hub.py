@@ -46,6 +46,10 @@ log = logging.getLogger("threadfold.feed")
 LOST: Final = (RedisConnectionError, RedisTimeoutError, OSError)
 #: Longest pause between reconnection attempts (seconds; from 50 ms, doubling).
 MAX_BACKOFF: Final = 2.0
+#: Fills reading at once (threads): a thousand followers joining, or a reconnection
+#: re-checking every thread, must not take all of the store client's pool (its other
+#: users, the process's requests, would be refused) nor queue a read per thread at once.
+FILLS_AT_ONCE: Final = 16
 
 
 class Source(Protocol):
@@ -102,6 +106,7 @@ class Hub:
         self._kick = asyncio.Event()  # SUBSCRIBEs went out: the reader has a reply to read
         self._epoch = 0  # connections lost so far: a fill across a loss is read again
         self._tasks: list[asyncio.Task[None]] = []
+        self._reading = asyncio.Semaphore(FILLS_AT_ONCE)
         self._closed = False
 
     # --- followers ----------------------------------------------------------------
@@ -286,17 +291,16 @@ class Hub:
             topic.filler = asyncio.create_task(self._fill(topic), name="feed-hub-fill")
 
     async def _fill(self, topic: Topic) -> None:
-        """Rounds of reads until none of ``topic``'s followers has a gap. A round takes
-        the followers gapped when it starts (a later one is not covered by its reads)."""
+        """Rounds of reads until none of ``topic``'s followers has a gap, at most
+        :data:`FILLS_AT_ONCE` threads reading at once."""
         delay = 0.05
         while self._topics.get(topic.channel) is topic:
             await topic.confirmed.wait()
-            batch = [s for s in topic.subs if s.gapped and not s.dropped]
-            if not batch:
-                return
-            epoch = self._epoch
             try:
-                chains, snapshot = await self._reads(topic.ref, batch)
+                async with self._reading:
+                    if not await self._round(topic):
+                        return
+                delay = 0.05
             except Exception as exc:  # out of reach, or a bug: try again
                 log.log(
                     logging.INFO if isinstance(exc, LOST) else logging.ERROR,
@@ -305,9 +309,22 @@ class Hub:
                 )  # fmt: skip
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, MAX_BACKOFF)
-                continue
-            if epoch == self._epoch:  # else the connection was lost meanwhile: read again
-                self._apply(topic, batch, chains, snapshot)
+
+    async def _round(self, topic: Topic) -> bool:
+        """One round: the followers gapped now (taken once the round's turn came; a
+        later one is not covered by its reads), read for and filled, unless the
+        connection was lost meanwhile (then they are read for again). False when none
+        is gapped."""
+        if not topic.confirmed.is_set():
+            return True  # the connection was lost while it waited for its turn
+        batch = [s for s in topic.subs if s.gapped and not s.dropped]
+        if not batch:
+            return False
+        epoch = self._epoch
+        chains, snapshot = await self._reads(topic.ref, batch)
+        if epoch == self._epoch:
+            self._apply(topic, batch, chains, snapshot)
+        return True
 
     async def _reads(
         self, ref: str, batch: Sequence[Subscriber]
