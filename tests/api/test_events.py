@@ -427,3 +427,25 @@ def test_metrics_count_subscribers_and_events(stack: Stack) -> None:
         close(s)
     wait_until(lambda: _metric(stack, "threadfold_sse_subscribers") == 0, 10)
     assert _metric(stack, "threadfold_sse_events_sent_total") >= 6  # 3 snapshots, 3 changes
+
+
+def test_the_servers_read_timeouts_do_not_cut_a_stream(redis_url: str, tmp_path: Path) -> None:
+    """The guard's head and body timeouts (api/guard.py) are for reading a request: a
+    stream that lasts longer than both is still served."""
+    stack = _stack(
+        redis_url,
+        tmp_path,
+        THREADFOLD_HEADER_TIMEOUT_SECONDS="0.5",
+        THREADFOLD_BODY_TIMEOUT_SECONDS="0.5",
+    )
+    try:
+        stream = open_stream(stack.client, "/threads/long/events")
+        assert stream.next() is not None
+        time.sleep(2.5)  # five times either timeout
+        version = stack.post("long", [["user", "still here"]])
+        change = stream.next()
+        close(stream)
+        assert change is not None and change.kind == "change"
+        assert change.id == stack.state("long", min_version=version)["version"]
+    finally:
+        stack.close()
