@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
@@ -86,7 +86,7 @@ class Hub:
         self,
         client: aioredis.Redis,
         source: Source,
-        channel_of: Any,
+        channel_of: Callable[[str], str],
         *,
         queue_events: int = 1000,
         max_subscribers: int = 10_000,
