@@ -46,6 +46,9 @@ log = logging.getLogger("threadfold.api")
 HUB_CLIENT_NAME: Final = "threadfold-api-feed"
 
 _QUERY: Final = frozenset({"format", "after"})
+#: How long a subscriber dropped as too slow has to take its error event before its
+#: connection is cut (its queue is freed at once; only the socket's buffers remain).
+GRACE_SECONDS: Final = 30.0
 #: Items written at most in one send (fewer, larger writes to a follower behind).
 _BATCH: Final = 64
 _HEADERS: Final = {
@@ -230,7 +233,7 @@ class EventStream(Response):
         that long to write the error event to a client that does not read)."""
         while not self.sub.dropped:
             await asyncio.sleep(self.heartbeat)
-        await asyncio.sleep(max(2 * self.heartbeat, 5.0))
+        await asyncio.sleep(max(2 * self.heartbeat, GRACE_SECONDS))
 
 
 async def _disconnected(receive: Receive) -> None:
