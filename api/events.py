@@ -26,11 +26,10 @@ from starlette.types import Receive, Scope, Send
 from threadfold.api.errors import BadRequest, Unavailable
 from threadfold.api.fragments import JsonFragments
 from threadfold.api.guard import on_shutdown
-from threadfold.api.service import Format, thread_name
+from threadfold.api.query import Format, format_of, pairs, version
+from threadfold.api.service import thread_name
 from threadfold.api.settings import ApiSettings
 from threadfold.api.sse import HEARTBEAT, RETRY, Renderer
-from threadfold.core.depth import path_text
-from threadfold.core.versions import InvalidVersion, parse_version
 from threadfold.workers import entry
 from threadfold.workers.astore import AsyncStore
 from threadfold.workers.feed.hub import Hub, HubClosed, TooManySubscribers
@@ -68,35 +67,16 @@ def parse_events_query(
     items: Iterable[tuple[str, str]], last_event_id: str | None
 ) -> tuple[Format, str | None]:
     """``format`` and the version to resume after (``after`` or ``Last-Event-ID``)."""
-    query: dict[str, str] = {}
-    for name, value in items:
-        if name not in _QUERY:
-            field = path_text("", [name])
-            raise BadRequest(f"{field}: unknown query parameter", field=field)
-        if name in query:
-            raise BadRequest(f"{name}: given more than once", field=name)
-        query[name] = value
-    fmt = query.get("format", "langchain")
-    if fmt not in ("langchain", "openai"):
-        raise BadRequest("format: expected 'langchain' or 'openai'", field="format")
-    after = _version(query.get("after"), "after")
-    header = _version(last_event_id, "Last-Event-ID")
+    query = pairs(items, _QUERY)
+    fmt = format_of(query.get("format"))
+    after = version(query.get("after"), "after")
+    header = version(last_event_id, "Last-Event-ID")
     if after is not None and header is not None and after != header:
         raise BadRequest(
             f"after: {after!r} differs from the Last-Event-ID header {header!r}; give one",
             field="after",
         )
-    return ("openai" if fmt == "openai" else "langchain"), after or header
-
-
-def _version(value: str | None, name: str) -> str | None:
-    if value is None:
-        return None
-    try:
-        ms, seq = parse_version(value)
-    except InvalidVersion as exc:
-        raise BadRequest(f"{name}: {exc}", field=name) from exc
-    return f"{ms}-{seq}"
+    return fmt, after or header
 
 
 def make_hub(settings: ApiSettings, store: AsyncStore) -> Hub:

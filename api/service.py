@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Final, TypeVar
 
 import redis
 
@@ -20,6 +20,7 @@ from threadfold.api.errors import (
     VersionNotReached,
 )
 from threadfold.api.fragments import JsonFragments
+from threadfold.api.query import Format, format_of, pairs, version
 from threadfold.api.schemas import (
     Accepted,
     BulkIn,
@@ -32,11 +33,9 @@ from threadfold.api.schemas import (
     UnservableOut,
 )
 from threadfold.api.settings import ApiSettings
-from threadfold.core.depth import path_text
 from threadfold.core.errors import InvalidMessage
 from threadfold.core.keys import InvalidName, check_name
 from threadfold.core.render import CODE, Unservable, render
-from threadfold.core.versions import InvalidVersion, parse_version
 from threadfold.workers.astore import AsyncStore
 from threadfold.workers.prefix import NotReplayable
 from threadfold.workers.producer import AsyncProducer, Delta, Enqueued
@@ -54,8 +53,6 @@ from threadfold.workers.reads import (
 from threadfold.workers.reads import PoisonEntry as ReadPoison
 from threadfold.workers.storage.read_state import StateBodies, StatePage
 from threadfold.workers.threads_list import recent_threads
-
-Format = Literal["langchain", "openai"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,23 +263,10 @@ _NUMBER: Final = re.compile(r"-?(?:[0-9]{1,20}(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]
 def parse_page(items: Iterable[tuple[str, str]], settings: ApiSettings) -> Page:
     """The query string of ``GET /threads/{id}/state`` (its name-value pairs, in order),
     validated field by field: unknown or repeated names are refused, not guessed at."""
-    query: dict[str, str] = {}
-    for name, value in items:
-        if name not in _QUERY:
-            field = path_text("", [name])
-            raise BadRequest(f"{field}: unknown query parameter", field=field)
-        if name in query:
-            raise BadRequest(f"{name}: given more than once", field=name)
-        query[name] = value
-    fmt: Format
-    match query.get("format", "langchain"):
-        case "langchain":
-            fmt = "langchain"
-        case "openai":
-            fmt = "openai"
-        case _:
-            raise BadRequest("format: expected 'langchain' or 'openai'", field="format")
-    min_version, at_version = _version(query, "min_version"), _version(query, "at_version")
+    query = pairs(items, _QUERY)
+    fmt = format_of(query.get("format"))
+    min_version = version(query.get("min_version"), "min_version")
+    at_version = version(query.get("at_version"), "at_version")
     wait = _number(query, "wait", 0.0, settings.max_wait_seconds)
     limit = int(_number(query, "limit", -1, settings.max_page, integer=True))
     before, after = _anchor(query, "before"), _anchor(query, "after")
@@ -299,27 +283,8 @@ THREADS_MAX: Final = 500
 def parse_threads_limit(items: Iterable[tuple[str, str]]) -> int:
     """The query string of ``GET /threads``: ``limit`` alone, refused as ``parse_page``
     refuses (unknown or repeated names, non-digits, out of range)."""
-    query: dict[str, str] = {}
-    for name, value in items:
-        if name != "limit":
-            field = path_text("", [name])
-            raise BadRequest(f"{field}: unknown query parameter", field=field)
-        if name in query:
-            raise BadRequest(f"{name}: given more than once", field=name)
-        query[name] = value
+    query = pairs(items, ("limit",))
     return int(_number(query, "limit", THREADS_LIMIT, THREADS_MAX, integer=True))
-
-
-def _version(query: dict[str, str], name: str) -> str | None:
-    """A stream id as Redis takes it: ASCII digits, each part within 64 bits."""
-    value = query.get(name)
-    if value is None:
-        return None
-    try:
-        ms, seq = parse_version(value)
-    except InvalidVersion as exc:
-        raise BadRequest(f"{name}: {exc}", field=name) from exc
-    return f"{ms}-{seq}"  # canonical: no leading zeros reach Redis
 
 
 def _anchor(query: dict[str, str], name: str) -> str | None:
