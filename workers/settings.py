@@ -81,6 +81,12 @@ class Settings(BaseSettings):
         description="Drop a thread's change events older than this, and its whole feed "
         "this long after its last commit; 0: no age limit.",
     )
+    feed_max_event_bytes: int = Field(
+        32_768,
+        ge=0,
+        description="Keep a change event in the feed only up to this size (a larger one, "
+        "a bulk load's, is only published: a subscriber that missed it gets a snapshot).",
+    )
     merge_chunks: bool = Field(
         False,
         description="Merge message chunks of one id with LangChain's "
@@ -171,4 +177,8 @@ class Settings(BaseSettings):
 
     @property
     def feed_limits(self) -> FeedLimits:
-        return FeedLimits(self.feed_max_events, int(self.feed_max_age_seconds * 1000))
+        return FeedLimits(
+            self.feed_max_events,
+            int(self.feed_max_age_seconds * 1000),
+            self.feed_max_event_bytes,
+        )

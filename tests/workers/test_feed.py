@@ -220,3 +220,29 @@ def test_on_a_cluster_every_node_hears_every_thread(redis_cluster: RedisCluster)
     for ref in sent.deltas:
         seen = _follow(store, ref, {}, "0-0")
         assert _messages(seen[-1][1]) == dump_messages(sent.expected(ref))
+
+
+def test_an_event_over_the_size_limit_is_published_not_kept(redis_url: str) -> None:
+    """A bulk load's event is only published: a follower that missed it resumes with a
+    snapshot (the feed's chain has a hole there), and the feed holds no second copy."""
+    settings = make_settings(redis_url, key_prefix="feed7", feed_max_event_bytes=2000)
+    store = store_for(settings)
+    producer = Producer(store.client, settings, NoWake())
+    channel = settings.keyspace.thread("_/big").feed
+    listener = _listen(redis_url, channel)
+    producer.enqueue("big", [{"role": "user", "content": "small", "id": "s"}])
+    Drainer(store, settings).drain("_/big")
+    small = _entries(store.client, channel)
+    assert len(small) == 1
+    producer.enqueue("big", [{"role": "user", "content": "x" * 5000, "id": "b"}])
+    Drainer(store, settings).drain("_/big")
+    assert _entries(store.client, channel) == small  # not kept
+    published = [listener.get_message(timeout=5) for _ in range(2)]
+    big = decode(published[1]["data"])
+    assert big is not None and big.prev == small[0][0]  # but published, whole
+    assert store.feed_after("_/big", small[0][0]).kind == "gap"  # a snapshot, not a hole
+    assert store.feed_after("_/big", big.version).kind == "current"
+    producer.enqueue("big", [{"role": "user", "content": "after", "id": "a"}])
+    Drainer(store, settings).drain("_/big")
+    assert store.feed_after("_/big", big.version).kind == "events"
+    assert store.feed_after("_/big", small[0][0]).kind == "gap"

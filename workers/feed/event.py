@@ -40,10 +40,13 @@ class FeedEvent(msgspec.Struct, array_like=True, frozen=True):
 
 class FeedLimits(NamedTuple):
     """How much of a thread's change feed is kept: events (0: none kept, only
-    published) and their age in ms (0: no age limit)."""
+    published), their age in ms (0: no age limit), and the largest event kept (a
+    larger one, a bulk load's say, is only published: a follower that missed it reads
+    a snapshot, which costs no more, instead of the feed holding a second copy)."""
 
     max_events: int = 100
     max_age_ms: int = 300_000
+    max_event_bytes: int = 32_768
 
 
 _ENCODER: Final = msgspec.msgpack.Encoder()

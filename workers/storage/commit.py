@@ -126,7 +126,9 @@ def call(ks: Keyspace, plan: CommitPlan) -> Call:
     inserts.sort(key=_first)
     upserts.sort(key=_first)
     edited = _edited_pages(changes, stored.per, stored.pages)
-    event = FeedEvent(plan.cursor, _cursor_of(plan.fence), effect.cleared, gone, upserts)
+    blob = encode_event(
+        FeedEvent(plan.cursor, _cursor_of(plan.fence), effect.cleared, gone, upserts)
+    )
     head = Args(
         plan.fence,
         plan.cursor,
@@ -139,9 +141,9 @@ def call(ks: Keyspace, plan: CommitPlan) -> Call:
         plan.wake_ms,
         plan.ref,
         plan.applied,
-        plan.feed.max_events,
+        plan.feed.max_events if len(blob) <= plan.feed.max_event_bytes else 0,
         plan.feed.max_age_ms,
-        encode_event(event),
+        blob,
     )
     args: list[str | bytes | int] = [*head, *removed, *edited]
     for position, key, body in inserts:
