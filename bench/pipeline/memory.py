@@ -5,8 +5,11 @@ server; ``used_memory`` after minus before, over N, is set against the mean
 ``len(encode_message(m))``. Each variant is stored in threads of each length (a
 thread's fixed keys weigh more on short threads); ``MEMORY USAGE`` of one thread's keys
 shows where the bytes go, and drains of appends and of edits at that length what a
-commit costs. The server runs with its default options: pages and index buckets are
-larger than any listpack setting, so none of those changes the result.
+commit costs. The threads' change feeds are measured apart (used memory with them,
+fresh, minus without them): they are a bounded window of recent events that an idle
+thread drops, not part of its state. The server runs with its default options: pages
+and index buckets are larger than any listpack setting, so none of those changes the
+result.
 """
 
 from __future__ import annotations
@@ -57,6 +60,10 @@ class MemoryRow:
     messages: int
     msgpack_mean: float
     used_per_message: float
+    #: What the threads' change feeds held on top (each thread's last commits' events,
+    #: kept for FEED_MAX_AGE_SECONDS after its last commit; an event over
+    #: FEED_MAX_EVENT_BYTES is not kept): used memory with them minus without them.
+    feed_per_message: float
     keys_per_message: dict[str, float]
     encodings: dict[str, str]
     append_drain_us: float
@@ -135,11 +142,12 @@ class _Loader:
 def _key_usage(client: redis.Redis, url: str, ref: str, count: int) -> tuple[dict[str, float],
                                                                             dict[str, str]]:
     ks = in_process_settings(url, **LIMITS).keyspace.thread(ref)
-    keys = {"pages": ks.pages, "index": ks.index, "meta": ks.meta, "log": ks.log}
+    keys = {"pages": ks.pages, "index": ks.index, "meta": ks.meta, "log": ks.log,
+            "feed": ks.feed}
     usage = {name: (client.memory_usage(key, samples=0) or 0) / count
              for name, key in keys.items()}
     encodings = {name: (client.object("encoding", key) or b"-").decode()
-                 for name, key in keys.items() if name not in {"meta", "log"}}
+                 for name, key in keys.items() if name not in {"meta", "log", "feed"}}
     return usage, encodings
 
 
@@ -154,14 +162,23 @@ def measure(variant: str, config: str, per_thread: int, messages: Sequence[dict[
             client.flushall()
             before = _used(client)
             refs, append_us = loader.store_all(messages, per_thread, "mem")
-            used = _used(client) - before
+            with_feeds = _used(client) - before
             usage, encodings = _key_usage(client, server.url, refs[0], per_thread)
+            _drop_feeds(client)  # the state alone: what an idle thread keeps
+            used = _used(client) - before
             update_us = loader.updates(refs, messages, per_thread, cost_deltas, random.Random(seed))
         finally:
             loader.close()
     sizes = [len(encode_message(to_message(m))) for m in messages]
     return MemoryRow(variant, config, per_thread, len(messages), mean(sizes), used / len(messages),
-                     usage, encodings, append_us, update_us)
+                     (with_feeds - used) / len(messages), usage, encodings, append_us, update_us)
+
+
+def _drop_feeds(client: redis.Redis) -> None:
+    """Delete every thread's change feed (as its age limit does once the thread idles)."""
+    feeds = list(client.scan_iter(match="*:feed", count=1000))
+    for i in range(0, len(feeds), 500):
+        client.delete(*feeds[i : i + 500])
 
 
 def run(cfg: MemoryConfig, progress: Progress) -> list[MemoryRow]:

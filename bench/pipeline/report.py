@@ -99,9 +99,11 @@ _CALLS = {"bulk": "enqueue_many per tick", "one": "enqueue per delta",
 
 def memory_table(rows: Sequence[MemoryRow]) -> list[str]:
     head = ["message", "server config", "per thread", "N", "msgpack B", "used B/msg", "ratio",
-            "pages B/msg", "index B/msg", "encodings", "append drain us", "update drain us"]
+            "+ fresh feed B/msg", "pages B/msg", "index B/msg", "encodings", "append drain us",
+            "update drain us"]
     body = [[r.variant, r.config, f"{r.per_thread:,}", f"{r.messages:,}",
              f"{r.msgpack_mean:.0f}", f"{r.used_per_message:.0f}", f"x{r.ratio:.2f}",
+             f"{r.feed_per_message:.0f}",
              f"{r.keys_per_message['pages']:.0f}", f"{r.keys_per_message['index']:.0f}",
              "/".join(r.encodings.values()), f"{r.append_drain_us:.1f}",
              f"{r.update_drain_us:.1f}"] for r in rows]
