@@ -1,0 +1,116 @@
+"""Benchmark live threads (issue 17 item 8): the change feed's cost and SSE subscribers.
+
+Run ``python -m bench.live [--quick] [--only ab|subscribers] [--out PATH]``: prints a
+markdown report and writes the results as JSON (the A/B to ``feed_ab[-quick].json``
+beside ``--out``). All processes run on this machine:
+
+1. **Feed cost A/B**: the pipeline's headline end-to-end run (bench.pipeline: 1,000
+   threads x 100 mixed deltas through 2 Celery workers, states verified) with the code
+   before the feed (a ``git worktree`` of 24fc5c9, run by the same venv: see
+   :mod:`bench.live.trees` for why that really runs the old code, and how each run
+   proves it) against this tree's commit, alternated; the median ratio is judged.
+2. **Subscribers**: 1,000 SSE subscribers (10 per thread, 100 threads) on a real stack
+   while a paced producer writes 5,000 deltas/s to those threads: commit-to-event latency
+   (commit time from a raw Pub/Sub listener on the feed channels), every subscriber's
+   final state against ``GET state``, the API's memory, CPU per event and Redis
+   connections (:mod:`bench.live.subscribers`).
+
+The machine may be shared: compare within one run, and read the CPU columns beside the
+rates. A wrong state fails the run (exit status 1).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.common import cli
+from bench.common.machine import load_average, redis_version
+from bench.common.tables import report
+from bench.common.target import Target
+from bench.live import ab, subscribers, targets
+from bench.live import report as md
+from bench.live.figures import LiveResult
+from bench.live.subscribers import LiveConfig
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The A/B's rounds (each one run per side) and whether its runs use the pipeline's
+    quick headline (200 threads x 50) instead of the full one (1,000 x 100)."""
+
+    ab_rounds: int
+    ab_quick: bool
+    ab_threads: int
+    live: LiveConfig
+
+
+FULL = Sizes(ab_rounds=7, ab_quick=False, ab_threads=1000, live=LiveConfig(seconds=60.0))
+QUICK = Sizes(ab_rounds=1, ab_quick=True, ab_threads=200, live=LiveConfig(seconds=5.0))
+
+
+def machine() -> str:
+    return (f"{os.cpu_count()} cores, shared; load average (1, 5, 15 min) now {load_average()}; "
+            f"all processes on this machine, Redis {redis_version()}")
+
+
+def _meta(mode: str, sizes: Sizes, seconds: float) -> dict[str, Any]:
+    return {"mode": mode, "seconds": round(seconds, 1), "python": sys.version.split()[0],
+            "platform": platform.platform(), "sizes": asdict(sizes), "machine": machine()}
+
+
+def _ab(args: Any, sizes: Sizes, say: Callable[[str], None]) -> tuple[ab.AB, Target]:
+    with tempfile.TemporaryDirectory(prefix="threadfold-live-") as logs:
+        result = ab.measure(args.rounds or sizes.ab_rounds, sizes.ab_quick, sizes.ab_threads,
+                            Path(logs), say)
+    return result, targets.feed_cost(result)
+
+
+def _live(sizes: Sizes, say: Callable[[str], None]) -> tuple[LiveResult, list[Target]]:
+    with tempfile.TemporaryDirectory(prefix="threadfold-live-") as logs:
+        result = subscribers.measure(sizes.live, Path(logs), say)
+    judged = [targets.latency(result), targets.states(result), targets.memory(result),
+              targets.hub(result)]
+    return result, judged
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = cli.parser("live", __doc__, "small sizes, about a minute")
+    parser.add_argument("--only", choices=("ab", "subscribers"), default=None)
+    parser.add_argument("--rounds", type=int, default=None, help="A/B rounds (default 7)")
+    args = parser.parse_args(argv)
+    mode, sizes = cli.sizes(args, FULL, QUICK)
+    out = cli.out_path("live", args)
+    started = time.perf_counter()
+    say = cli.progress(started)
+    sections: list[list[str]] = []
+    judged: list[Target] = []
+    problems: list[str] = []
+    if args.only in (None, "ab"):
+        result, target = _ab(args, sizes, say)
+        judged.append(target)
+        problems += result.problems
+        data = {"meta": _meta(mode, sizes, time.perf_counter() - started),
+                "target": asdict(target), **result.to_json()}
+        cli.write(out.with_name(f"feed_ab{'-quick' if args.quick else ''}.json"), data)
+        sections.append(md.ab_section(result))
+    if args.only in (None, "subscribers"):
+        live, found = _live(sizes, say)
+        judged += found
+        problems += [f"{t.name}: {t.detail}" for t in found[1:2] if not t.passed]
+        cli.write(out, {"meta": _meta(mode, sizes, time.perf_counter() - started),
+                        "targets": [asdict(t) for t in found], **live.to_json()})
+        sections.append(md.live_section(live))
+    sections.insert(0, md.targets_section(judged))
+    sections.append(md.machine_section(machine()))
+    print(report(sections))
+    for problem in problems:
+        print(f"CHECK FAILED: {problem}", file=sys.stderr)
+    return 1 if problems else 0

@@ -1,0 +1,92 @@
+"""The live benchmark's results as markdown (tables from bench.common.tables)."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from bench.common.tables import rate, table, target_table
+from bench.common.target import Target
+from bench.live.ab import AB
+from bench.live.figures import LiveResult
+
+
+def ab_section(ab: AB) -> list[str]:
+    head = ["round", "side", "deltas/s", "CPU us/delta prod / workers / redis / broker",
+            "Redis: COMMIT (evalsha) us/delta", "feed streams", "PUBLISH calls", "states"]
+    rows = []
+    for n, name in enumerate(ab.order):
+        side = ab.with_feed if name == "with" else ab.without
+        run = side.runs[n // 2]
+        cmds = run["commands"]
+        parts = " / ".join(f"{run[k]:.1f}" for k in
+                           ("producer_us", "worker_us", "redis_us", "broker_us"))
+        rows.append([str(n // 2), f"{name} ({side.commit[:9]})", rate(run["rate"]),
+                     f"{parts} = {run['cpu_per_delta_us']:.1f}",
+                     f"{cmds.get('evalsha', {}).get('usec', 0) / run['deltas']:.1f}",
+                     str(run["feed_streams"]),
+                     f"{cmds.get('publish', {}).get('calls', 0):,}",
+                     "verified" if run["check"]["ok"] else "WRONG"])
+    ratios = ab.ratios("rate")
+    cpu = ab.ratios("cpu_per_delta_us")
+    lines = ["## Feed cost on the headline end-to-end rate (A/B)", "",
+             f"without = {ab.without.commit[:9]} (before the feed), with = "
+             f"{ab.with_feed.commit[:9]}; rounds alternate which side runs first.", "",
+             *table(head, rows), "",
+             "with / without per round: rate " + ", ".join(f"{r:.3f}" for r in ratios)
+             + f" (median **{statistics.median(ratios):.3f}**); CPU per delta "
+             + ", ".join(f"{r:.3f}" for r in cpu) + f" (median {statistics.median(cpu):.3f})"]
+    if ab.problems:
+        lines += ["", "PROBLEMS: " + "; ".join(ab.problems)]
+    return lines
+
+
+def targets_section(targets: Sequence[Target]) -> list[str]:
+    return ["## Targets", "", *target_table(targets)]
+
+
+def machine_section(machine: str, extra: dict[str, Any] | None = None) -> list[str]:
+    lines = ["## Machine", "", machine]
+    for key, value in (extra or {}).items():
+        lines.append(f"{key}: {value}")
+    return lines
+
+
+def live_section(r: LiveResult) -> list[str]:
+    c, p = r.config, r.produced
+    lat, enq = r.commit_to_event, r.enqueue_to_event
+    mem = r.memory.summary()
+    cores = {k: v / r.window_seconds for k, v in r.cpu.items()}
+    ours = sum(v for k, v in cores.items() if k != "machine")
+    rows = [
+        ["subscribers", f"{r.subscriptions:,} ({c['per_thread']} per thread, {c['threads']} "
+                        f"threads, {c['client_processes']} client processes)"],
+        ["produced", f"{p['sent']:,} deltas in {p['seconds']:.1f} s = {rate(p['rate'])}/s "
+                     f"(asked {rate(c['rate'])}/s; worst lag behind schedule "
+                     f"{p['max_behind_s'] * 1000:.0f} ms)"],
+        ["versions committed (events published)", f"{r.versions:,} "
+                                                 f"({r.versions / p['seconds']:,.0f}/s)"],
+        ["change events received", f"{r.changes_received:,} ({rate(r.events_per_second)}/s "
+                                   f"over the {r.window_seconds:.1f} s window)"],
+        ["commit-to-event ms p50 / p90 / p99 / p99.9 / max",
+         f"{lat.p50:.1f} / {lat.p90:.1f} / **{lat.p99:.1f}** / {lat.p999:.1f} / {lat.max:.1f}"],
+        ["enqueue-to-event ms (batch's last delta) p50 / p99 / max",
+         f"{enq.p50:.1f} / {enq.p99:.1f} / {enq.max:.1f}"],
+        ["final states vs GET state", f"{r.mismatches} mismatches of {r.subscriptions}; "
+                                      f"chain breaks {r.chain_breaks}; snapshots {r.snapshots}; "
+                                      f"streams ended {r.ends or 0}"],
+        ["API RSS MB start / peak / end", f"{mem['start_mb']:.0f} / {mem['peak_mb']:.0f} / "
+                                          f"{mem['end_mb']:.0f}"],
+        ["API CPU per change event sent", f"{r.cpu_us('api', r.changes_received):.1f} us"],
+        ["subscriber processes' CPU per event",
+         f"{r.cpu_us('clients', r.changes_received):.1f} us"],
+        ["cores used (window)", ", ".join(f"{k} {v:.2f}" for k, v in cores.items()
+                                          if k != "machine")
+         + f"; ours {ours:.2f}, machine {cores.get('machine', 0):.2f}"],
+        ["API's Redis connections", f"{r.api_redis['connections']} "
+                                    f"({r.api_redis['pubsub_connections']} Pub/Sub: "
+                                    f"{r.api_redis['pubsub_names']}, channels "
+                                    f"{r.api_redis['pubsub_channels']})"],
+    ]
+    return ["## SSE subscribers", "", *table(["figure", "value"], rows)]

@@ -1,0 +1,61 @@
+"""The targets of issue 17 item 8, judged on the live benchmark's results."""
+
+from __future__ import annotations
+
+from bench.common.target import Target
+from bench.live.ab import AB
+from bench.live.figures import LiveResult
+
+#: The feed may cost at most this share of the headline end-to-end rate.
+MAX_FEED_COST = 0.10
+#: Commit to a subscriber's receipt of the change, 99th percentile.
+MAX_P99_MS = 100.0
+#: The API's RSS may grow this much over the run's second half (a leak per event or
+#: per subscriber grows it with the run's length).
+MAX_GROWTH = 0.10
+
+
+def feed_cost(ab: AB) -> Target:
+    ratios = ", ".join(f"{r:.3f}" for r in ab.ratios("rate"))
+    ok = ab.cost <= MAX_FEED_COST and not ab.problems
+    return Target("the feed's cost on the headline end-to-end rate", "<= 10%",
+                  f"{ab.cost:.1%} (median with/without {ab.rate_ratio:.3f})", ok,
+                  f"{len(ab.with_feed.runs)} alternated rounds, ratios {ratios}"
+                  + (f"; problems: {'; '.join(ab.problems)}" if ab.problems else ""))
+
+
+def latency(result: LiveResult) -> Target:
+    lat = result.commit_to_event
+    return Target("commit-to-event p99, 1,000 SSE subscribers, 5,000 deltas/s", "< 100 ms",
+                  f"{lat.p99:.1f} ms", lat.count > 0 and lat.p99 < MAX_P99_MS,
+                  f"p50 {lat.p50:.1f}, p99.9 {lat.p999:.1f}, max {lat.max:.1f} ms over "
+                  f"{lat.count:,} events ({result.unmatched} without a commit stamp)")
+
+
+def states(result: LiveResult) -> Target:
+    ok = result.mismatches == 0 and result.subscriptions > 0
+    return Target("every subscriber's final state equals GET state", "0 mismatches",
+                  f"{result.mismatches} of {result.subscriptions}", ok,
+                  "; ".join(result.mismatch_examples) or
+                  f"{result.chain_breaks} chain breaks, snapshots {result.snapshots}")
+
+
+def memory(result: LiveResult) -> Target:
+    mem = result.memory.summary()
+    samples = [mb for _, mb in result.memory.samples]
+    half = samples[len(samples) // 2:] or [0.0]
+    growth = (half[-1] - half[0]) / half[0] if half[0] else 0.0
+    return Target("API memory bounded (RSS over the run)",
+                  f"second half grows <= {MAX_GROWTH:.0%}",
+                  f"start {mem['start_mb']:.0f} MB, peak {mem['peak_mb']:.0f}, "
+                  f"end {mem['end_mb']:.0f}", growth <= MAX_GROWTH,
+                  f"second half {growth:+.1%} ({len(samples)} samples)")
+
+
+def hub(result: LiveResult) -> Target:
+    api = result.api_redis
+    ok = api["pubsub_connections"] == result.config["api_workers"]
+    return Target("one feed listener per API process", "1 Pub/Sub connection per process",
+                  f"{api['pubsub_connections']} for {result.config['api_workers']} process(es)",
+                  ok, f"API connections to Redis: {api['connections']} ({api['names']}); "
+                      f"channels {api['pubsub_channels']}")

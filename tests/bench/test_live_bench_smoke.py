@@ -1,0 +1,118 @@
+"""The live benchmark's correctness path on tiny sizes: real Redis, API, Celery workers,
+SSE subscribers, and the feed A/B's two trees.
+
+No timing is asserted. What is checked: the SSE reader parses the endpoint's stream
+however its bytes are split; every subscriber follows its thread to the final version
+and holds exactly ``GET state``'s messages; the commit clock stamps every version a
+subscriber received; the API follows its threads on one Pub/Sub connection; the A/B
+runs the code before the feed in its worktree (driver and workers) and this tree's
+with it, both verified, and leaves no worktree behind; the reports and JSON are written.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bench.live import ab, report, subscribers, targets, trees
+from bench.live.figures import LiveResult
+from bench.live.reader import SseEvent, SseProtocol
+
+TINY = subscribers.LiveConfig(threads=3, per_thread=3, rate=150.0, seconds=1.5, prefill=3,
+                              client_processes=1, celery_workers=1, finish_timeout=60.0)
+
+
+def _chunk(payload: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(payload), payload)
+
+
+STREAM = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+          b"transfer-encoding: chunked\r\n\r\n"
+          + _chunk(b"retry: 1000\n\n")
+          + _chunk(b"event: snapshot\nid: 0-0\ndata: {}\n\n")
+          + _chunk(b": heartbeat\n\n")
+          + _chunk(b"event: change\nid: 5-1\ndata: [1]\n\nevent: change\nid: 5-2\n")
+          + _chunk(b"data: [2]\n\n")
+          + b"0\r\n\r\n")
+
+
+def _parse(pieces: list[bytes]) -> tuple[list[SseEvent], list[str]]:
+    events: list[SseEvent] = []
+    ends: list[str] = []
+    protocol = SseProtocol(b"", events.append, ends.append)
+    for piece in pieces:
+        protocol.data_received(piece)
+    return events, ends
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 7, 64, len(STREAM)])
+def test_the_reader_parses_the_stream_however_it_is_split(size: int) -> None:
+    events, ends = _parse([STREAM[i:i + size] for i in range(0, len(STREAM), size)])
+    assert [(e.kind, e.id, e.data) for e in events] == [
+        (b"snapshot", b"0-0", b"{}"), (b"change", b"5-1", b"[1]"), (b"change", b"5-2", b"[2]")]
+    assert ends == ["eof"]
+
+
+def test_a_refused_stream_ends_with_its_status() -> None:
+    events, ends = _parse([b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\n\r\n"])
+    assert events == [] and ends == ["status 503"]
+
+
+@pytest.fixture(scope="module")
+def live() -> LiveResult:
+    with trees.temporary() as logs:
+        return subscribers.measure(TINY, logs, lambda message: None)
+
+
+def test_every_subscriber_ends_on_get_state(live: LiveResult) -> None:
+    assert live.subscriptions == TINY.threads * TINY.per_thread
+    assert live.mismatches == 0, live.mismatch_examples
+    assert live.chain_breaks == 0 and live.snapshots == {"start": live.subscriptions}
+    assert live.produced["sent"] > 0 and live.versions > 0
+
+
+def test_every_received_change_has_its_commit_stamp(live: LiveResult) -> None:
+    assert live.changes_received > 0 and live.unmatched == 0
+    assert live.commit_to_event.count == live.changes_received
+
+
+def test_the_api_follows_its_threads_on_one_pubsub_connection(live: LiveResult) -> None:
+    assert live.api_redis["pubsub_connections"] == 1
+    assert live.api_redis["pubsub_channels"] == [TINY.threads]
+    assert targets.hub(live).passed and targets.states(live).passed
+
+
+def test_the_live_report_and_json_are_written(live: LiveResult, tmp_path: Path) -> None:
+    text = "\n".join(report.live_section(live))
+    assert "commit-to-event" in text and f"{live.subscriptions}" in text
+    out = tmp_path / "live.json"
+    out.write_text(json.dumps(live.to_json(), default=str))
+    data = json.loads(out.read_text())
+    assert data["memory"]["samples"] > 0 and data["commit_to_event"]["count"] > 0
+
+
+def _have(rev: str) -> bool:
+    found = subprocess.run(["git", "cat-file", "-e", f"{rev}^{{commit}}"], cwd=trees.ROOT,
+                           capture_output=True, check=False)
+    return found.returncode == 0
+
+
+@pytest.mark.skipif(not _have(ab.BEFORE), reason="a clone without the commit before the feed")
+def test_the_ab_runs_the_old_code_without_the_feed_and_this_tree_with_it(
+        tmp_path: Path) -> None:
+    worktrees = trees.git("worktree", "list")
+    result = ab.measure(1, True, 200, tmp_path, lambda message: None)
+    assert result.problems == []
+    assert not result.without.proof["commit_publishes"]
+    assert result.with_feed.proof["commit_publishes"]
+    for side in (result.without, result.with_feed):
+        [run] = side.runs
+        assert run["check"]["ok"], run["check"]
+        assert side.proof["threadfold"].startswith(side.proof["cwd"])
+    assert result.without.runs[0]["feed_streams"] == 0
+    assert result.with_feed.runs[0]["feed_streams"] == 200
+    assert "with / without" in "\n".join(report.ab_section(result))
+    assert trees.git("worktree", "list") == worktrees
