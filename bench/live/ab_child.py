@@ -24,7 +24,7 @@ from bench.pipeline.main import FULL, QUICK
 from bench.pipeline.workload import ref_of, thread_id
 
 #: Redis commands whose calls and time the A/B reports (COMMIT's own and the feed's).
-COMMANDS = ("evalsha", "xadd", "xtrim", "publish", "zadd", "hset", "hmget")
+COMMANDS = ("evalsha", "xadd", "xtrim", "publish", "zadd", "pexpire", "hset", "hmget")
 
 
 def _feeds(line: e2e.Pipeline, cfg: e2e.E2EConfig, prefix: str) -> int:

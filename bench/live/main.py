@@ -27,7 +27,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +50,23 @@ class Sizes:
     ab_quick: bool
     ab_threads: int
     live: LiveConfig
+    #: the subscribers run at each of these producer rates, on a fresh stack each; the
+    #: first is the target's (5,000 deltas/s), the others show how latency follows load
+    rates: tuple[float, ...]
 
 
-FULL = Sizes(ab_rounds=7, ab_quick=False, ab_threads=1000, live=LiveConfig(seconds=60.0))
-QUICK = Sizes(ab_rounds=1, ab_quick=True, ab_threads=200, live=LiveConfig(seconds=5.0))
+FULL = Sizes(ab_rounds=7, ab_quick=False, ab_threads=1000, live=LiveConfig(seconds=60.0),
+             rates=(5000.0, 2500.0, 1000.0))
+QUICK = Sizes(ab_rounds=1, ab_quick=True, ab_threads=200, live=LiveConfig(seconds=5.0),
+              rates=(5000.0,))
+
+
+def _overridden(sizes: Sizes, args: Any) -> Sizes:
+    given = {"seconds": args.seconds, "api_workers": args.api_workers,
+             "client_processes": args.client_processes}
+    rates = tuple(float(r) for r in args.rates.split(",")) if args.rates else sizes.rates
+    return replace(sizes, rates=rates, live=replace(
+        sizes.live, **{k: v for k, v in given.items() if v is not None}))
 
 
 def machine() -> str:
@@ -73,20 +86,34 @@ def _ab(args: Any, sizes: Sizes, say: Callable[[str], None]) -> tuple[ab.AB, Tar
     return result, targets.feed_cost(result)
 
 
-def _live(sizes: Sizes, say: Callable[[str], None]) -> tuple[LiveResult, list[Target]]:
-    with tempfile.TemporaryDirectory(prefix="threadfold-live-") as logs:
-        result = subscribers.measure(sizes.live, Path(logs), say)
-    judged = [targets.latency(result), targets.states(result), targets.memory(result),
-              targets.hub(result)]
-    return result, judged
+def _live(sizes: Sizes, say: Callable[[str], None]) -> tuple[list[LiveResult], list[Target]]:
+    runs = []
+    for rate in sizes.rates:
+        with tempfile.TemporaryDirectory(prefix="threadfold-live-") as logs:
+            runs.append(subscribers.measure(replace(sizes.live, rate=rate), Path(logs), say))
+    first = runs[0]
+    judged = [targets.latency(first), targets.states(first), targets.memory(first),
+              targets.hub(first)]
+    judged += [targets.states(r) for r in runs[1:]]
+    return runs, judged
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = cli.parser("live", __doc__, "small sizes, about a minute")
     parser.add_argument("--only", choices=("ab", "subscribers"), default=None)
     parser.add_argument("--rounds", type=int, default=None, help="A/B rounds (default 7)")
+    parser.add_argument("--seconds", type=float, default=None,
+                        help="subscribers: how long the producer writes (60; --quick 5)")
+    parser.add_argument("--api-workers", type=int, default=None,
+                        help="subscribers: API processes (uvicorn workers, one hub each; 1)")
+    parser.add_argument("--client-processes", type=int, default=None,
+                        help="subscribers: processes sharing the subscriptions (2)")
+    parser.add_argument("--rates", type=str, default=None,
+                        help="subscribers: producer rates, comma-separated (5000,2500,1000; "
+                             "the first is judged)")
     args = parser.parse_args(argv)
     mode, sizes = cli.sizes(args, FULL, QUICK)
+    sizes = _overridden(sizes, args)
     out = cli.out_path("live", args)
     started = time.perf_counter()
     say = cli.progress(started)
@@ -102,12 +129,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         cli.write(out.with_name(f"feed_ab{'-quick' if args.quick else ''}.json"), data)
         sections.append(md.ab_section(result))
     if args.only in (None, "subscribers"):
-        live, found = _live(sizes, say)
-        judged += found
-        problems += [f"{t.name}: {t.detail}" for t in found[1:2] if not t.passed]
+        runs, found = _live(sizes, say)
+        judged += found[:4]
+        problems += [f"{t.name}: {t.detail}" for t in found if t.name == targets.STATES
+                     and not t.passed]
         cli.write(out, {"meta": _meta(mode, sizes, time.perf_counter() - started),
-                        "targets": [asdict(t) for t in found], **live.to_json()})
-        sections.append(md.live_section(live))
+                        "targets": [asdict(t) for t in found],
+                        "runs": [r.to_json() for r in runs]})
+        sections.append(md.live_section(runs[0]))
+        if len(runs) > 1:
+            sections.append(md.rates_section(runs))
     sections.insert(0, md.targets_section(judged))
     sections.append(md.machine_section(machine()))
     print(report(sections))

@@ -58,7 +58,7 @@ def live_section(r: LiveResult) -> list[str]:
     lat, enq = r.commit_to_event, r.enqueue_to_event
     mem = r.memory.summary()
     cores = {k: v / r.window_seconds for k, v in r.cpu.items()}
-    ours = sum(v for k, v in cores.items() if k != "machine")
+    ours = sum(v for k, v in cores.items() if k not in ("machine", "api_sys"))
     rows = [
         ["subscribers", f"{r.subscriptions:,} ({c['per_thread']} per thread, {c['threads']} "
                         f"threads, {c['client_processes']} client processes)"],
@@ -78,11 +78,13 @@ def live_section(r: LiveResult) -> list[str]:
                                       f"streams ended {r.ends or 0}"],
         ["API RSS MB start / peak / end", f"{mem['start_mb']:.0f} / {mem['peak_mb']:.0f} / "
                                           f"{mem['end_mb']:.0f}"],
-        ["API CPU per change event sent", f"{r.cpu_us('api', r.changes_received):.1f} us"],
+        ["API CPU per change event sent", f"{r.cpu_us('api', r.changes_received):.1f} us "
+                                          f"({r.cpu_us('api_sys', r.changes_received):.1f} "
+                                          "in the kernel)"],
         ["subscriber processes' CPU per event",
          f"{r.cpu_us('clients', r.changes_received):.1f} us"],
         ["cores used (window)", ", ".join(f"{k} {v:.2f}" for k, v in cores.items()
-                                          if k != "machine")
+                                          if k not in ("machine", "api_sys"))
          + f"; ours {ours:.2f}, machine {cores.get('machine', 0):.2f}"],
         ["API's Redis connections", f"{r.api_redis['connections']} "
                                     f"({r.api_redis['pubsub_connections']} Pub/Sub: "
@@ -90,3 +92,23 @@ def live_section(r: LiveResult) -> list[str]:
                                     f"{r.api_redis['pubsub_channels']})"],
     ]
     return ["## SSE subscribers", "", *table(["figure", "value"], rows)]
+
+
+def rates_section(runs: Sequence[LiveResult]) -> list[str]:
+    """The subscribers runs side by side: how latency follows the producer's rate."""
+    head = ["deltas/s asked / done", "versions/s", "events/s received",
+            "commit-to-event ms p50 / p99 / max", "API us/event", "subscribers us/event",
+            "cores: ours / machine", "states"]
+    rows = []
+    for r in runs:
+        lat, p = r.commit_to_event, r.produced
+        cores = {k: v / r.window_seconds for k, v in r.cpu.items()}
+        ours = sum(v for k, v in cores.items() if k not in ("machine", "api_sys"))
+        rows.append([f"{rate(r.config['rate'])} / {rate(p['rate'])}",
+                     f"{r.versions / p['seconds']:,.0f}", rate(r.events_per_second),
+                     f"{lat.p50:.1f} / {lat.p99:.1f} / {lat.max:.1f}",
+                     f"{r.cpu_us('api', r.changes_received):.1f}",
+                     f"{r.cpu_us('clients', r.changes_received):.1f}",
+                     f"{ours:.2f} / {cores.get('machine', 0):.2f}",
+                     f"{r.mismatches} mismatches of {r.subscriptions}"])
+    return ["## Subscribers by producer rate", "", *table(head, rows)]

@@ -30,7 +30,7 @@ from typing import Any
 import httpx
 import psutil
 
-from bench.common.cpu import machine_busy, redis_cpu, tree_cpu
+from bench.common.cpu import machine_busy, redis_cpu, tree_cpu, tree_times
 from bench.http.stack import Api, Stack, running
 from bench.live import clients, figures, listener, producer
 from bench.live.clients import digest
@@ -150,7 +150,7 @@ def shares(cfg: LiveConfig, ids: Sequence[str]) -> list[list[tuple[int, str]]]:
 def _cpu(stack: Stack, api: Api, children: dict[str, list[int]]) -> dict[str, float]:
     """CPU seconds so far of every process of the run, by role."""
     out = {name: sum(tree_cpu(pid) for pid in pids) for name, pids in children.items()}
-    out["api"] = tree_cpu(api.process.pid)
+    out["api"], out["api_sys"] = tree_times(api.process.pid)  # sys: the kernel's TCP
     out["workers"] = sum(tree_cpu(w.pid) for w in stack.workers)
     out["redis"] = redis_cpu(stack.client)
     out["broker"] = redis_cpu(stack.broker)

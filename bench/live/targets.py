@@ -32,10 +32,14 @@ def latency(result: LiveResult) -> Target:
                   f"{lat.count:,} events ({result.unmatched} without a commit stamp)")
 
 
+STATES = "every subscriber's final state equals GET state"
+
+
 def states(result: LiveResult) -> Target:
     ok = result.mismatches == 0 and result.subscriptions > 0
-    return Target("every subscriber's final state equals GET state", "0 mismatches",
-                  f"{result.mismatches} of {result.subscriptions}", ok,
+    return Target(STATES, "0 mismatches",
+                  f"{result.mismatches} of {result.subscriptions} at "
+                  f"{result.config['rate']:,.0f} deltas/s", ok,
                   "; ".join(result.mismatch_examples) or
                   f"{result.chain_breaks} chain breaks, snapshots {result.snapshots}")
 
