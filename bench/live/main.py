@@ -55,7 +55,7 @@ class Sizes:
     rates: tuple[float, ...]
 
 
-FULL = Sizes(ab_rounds=7, ab_quick=False, ab_threads=1000, live=LiveConfig(seconds=60.0),
+FULL = Sizes(ab_rounds=15, ab_quick=False, ab_threads=1000, live=LiveConfig(seconds=60.0),
              rates=(5000.0, 2500.0, 1000.0))
 QUICK = Sizes(ab_rounds=1, ab_quick=True, ab_threads=200, live=LiveConfig(seconds=5.0),
               rates=(5000.0,))
@@ -101,7 +101,8 @@ def _live(sizes: Sizes, say: Callable[[str], None]) -> tuple[list[LiveResult], l
 def main(argv: Sequence[str] | None = None) -> int:
     parser = cli.parser("live", __doc__, "small sizes, about a minute")
     parser.add_argument("--only", choices=("ab", "subscribers"), default=None)
-    parser.add_argument("--rounds", type=int, default=None, help="A/B rounds (default 7)")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="A/B rounds (default 15; --quick 1)")
     parser.add_argument("--seconds", type=float, default=None,
                         help="subscribers: how long the producer writes (60; --quick 5)")
     parser.add_argument("--api-workers", type=int, default=None,
