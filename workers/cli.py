@@ -7,7 +7,7 @@
     threadfold retry THREAD [--skip]                lift a thread's quarantine
     threadfold recompute --audit|--rebuild [--dry-run] ...   replay threads from their logs
     threadfold loadtest [...]                       Locust against the local stack (or --host)
-    threadfold bench [core|pipeline|http|replay]    the benchmarks (from a checkout)
+    threadfold bench [core|pipeline|http|replay|live]    the benchmarks (from a checkout)
 
 Settings come from ``THREADFOLD_*``; ``up`` starts its own redis-server unless
 ``REDIS_URL`` (or ``THREADFOLD_REDIS_URL``) names one.
@@ -58,7 +58,7 @@ def _parser() -> argparse.ArgumentParser:
     _loadtest_parser(sub)
     bench = sub.add_parser("bench", help="run a benchmark (from a source checkout)")
     bench.add_argument("which", nargs="?", default="core",
-                       choices=["core", "pipeline", "http", "replay"])
+                       choices=["core", "pipeline", "http", "replay", "live"])
     bench.add_argument("--quick", action="store_true")
     return parser
 
