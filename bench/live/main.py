@@ -63,7 +63,7 @@ QUICK = Sizes(ab_rounds=1, ab_quick=True, ab_threads=200, live=LiveConfig(second
 
 def _overridden(sizes: Sizes, args: Any) -> Sizes:
     given = {"seconds": args.seconds, "api_workers": args.api_workers,
-             "client_processes": args.client_processes}
+             "client_processes": args.client_processes, "tick": args.tick}
     rates = tuple(float(r) for r in args.rates.split(",")) if args.rates else sizes.rates
     return replace(sizes, rates=rates, live=replace(
         sizes.live, **{k: v for k, v in given.items() if v is not None}))
@@ -109,6 +109,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="subscribers: API processes (uvicorn workers, one hub each; 1)")
     parser.add_argument("--client-processes", type=int, default=None,
                         help="subscribers: processes sharing the subscriptions (2)")
+    parser.add_argument("--tick", type=float, default=None,
+                        help="subscribers: seconds between the producer's bulks (0.01)")
     parser.add_argument("--rates", type=str, default=None,
                         help="subscribers: producer rates, comma-separated (5000,2500,1000; "
                              "the first is judged)")

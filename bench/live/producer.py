@@ -19,7 +19,7 @@ from threadfold.workers.producer import Delta, Producer
 from threadfold.workers.redis_io import sync_client
 from threadfold.workers.settings import Settings
 
-#: Seconds between bulks: 50 deltas a bulk at 5,000/s.
+#: Seconds between bulks by default: 50 deltas a bulk at 5,000/s.
 TICK: Final = 0.01
 
 
@@ -44,7 +44,7 @@ class Paced:
 
 
 def run(settings: Settings, threads: list[str], *, rate: float, seconds: float,
-        seed: int, go: Event, conn: Connection) -> None:
+        seed: int, go: Event, conn: Connection, tick: float = TICK) -> None:
     """Wait for ``go``, then send for ``seconds``; the :class:`Paced` on ``conn``."""
     app = make_celery(settings)
     client = sync_client(settings.redis_url.get_secret_value(), cluster=False, retries=0)
@@ -66,7 +66,7 @@ def run(settings: Settings, threads: list[str], *, rate: float, seconds: float,
             sent += due
             bulks += 1
             behind = max(behind, time.perf_counter() - start - sent / rate)
-        time.sleep(max(0.0, TICK - (time.perf_counter() - now)))
+        time.sleep(max(0.0, tick - (time.perf_counter() - now)))
     done = time.perf_counter() - start
     conn.send(Paced(sent, done, bulks, behind, time.process_time() - cpu0, dict(mix.ops)))
     client.close()

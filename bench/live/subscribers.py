@@ -59,6 +59,8 @@ class LiveConfig:
     celery_workers: int = 2
     finish_timeout: float = 120.0
     seed: int = 17
+    #: seconds between the producer's bulks
+    tick: float = producer.TICK
 
 
 def _prefill(stack: Stack, api: Api, ids: Sequence[str], per_thread: int) -> None:
@@ -215,7 +217,8 @@ def measure(cfg: LiveConfig, logs: Path, progress: Progress) -> LiveResult:
             raise RuntimeError("the listener did not subscribe")
         subs = _start_clients(api, cfg, ids, enter=ctx.enter_context, progress=progress)
         writer = ctx.enter_context(spawned(producer.run, stack.settings, ids, rate=cfg.rate,
-                                           seconds=cfg.seconds, seed=cfg.seed, go=go))
+                                           seconds=cfg.seconds, seed=cfg.seed, go=go,
+                                           tick=cfg.tick))
         writer.conn.recv()  # set up: its imports are not counted in the window
         roles = {"clients": [c.pid for c in subs], "listener": [clock.pid],
                  "producer": [writer.pid]}
