@@ -4,8 +4,9 @@ as :mod:`threadfold.workers.feed.apply`) and stamping every change it receives.
 
 The parent talks over a pipe: the process opens its subscriptions and answers
 ``ready`` once each holds its first snapshot; on ``finish`` (each thread's final
-version) it waits until every subscription has reached its thread's, then answers with
-a digest of each subscription's messages (compared with ``GET state`` by the parent),
+version) it waits until every subscription has reached its thread's and says so
+(``reached``: the run's CPU window ends there); asked again, it answers with a digest
+of each subscription's messages (compared with ``GET state`` by the parent),
 every change's receive time, and what went wrong (reconnects, errors, snapshots after
 the first, chain breaks). A subscription whose stream ends (the server's ``too_slow``,
 a dropped connection) reopens it with ``Last-Event-ID``, as the clients do.
@@ -202,7 +203,12 @@ async def _serve(host: str, port: int, subs: list[Subscription], conn: Connectio
         await asyncio.sleep(0.05)
     finals, timeout = conn.recv()
     waited = await client.reach(finals, timeout)
-    conn.send(_answer(client, waited, time.process_time()))
+    cpu = time.process_time()
+    # The parent reads every process's CPU now: the digests below are the check's work,
+    # not the subscriptions'.
+    conn.send(("reached", waited))
+    conn.recv()
+    conn.send(_answer(client, waited, cpu))
 
 
 def run(host: str, port: int, threads: Sequence[tuple[int, str]], conn: Connection) -> None:

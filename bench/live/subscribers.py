@@ -235,10 +235,14 @@ def measure(cfg: LiveConfig, logs: Path, progress: Progress) -> LiveResult:
             [ref_of(i) for i in ids])) if s is not None}
         for child in subs:
             child.conn.send((finals, cfg.finish_timeout))
-        answers = [child.conn.recv() for child in subs]
+        for child in subs:
+            child.conn.recv()  # reached: the window ends before the digests are made
         after = _cpu(stack, api, roles)
         sampler.halt.set()
         window = time.perf_counter() - sampler.began
+        for child in subs:
+            child.conn.send("answer")
+        answers = [child.conn.recv() for child in subs]
         stop.set()
         commits = clock.conn.recv()
         progress("subscribers reached the final versions; comparing with GET state")
