@@ -140,6 +140,22 @@ def _run_problems(side: Side, run: dict[str, Any], feed: bool, threads: int) -> 
     return out
 
 
+def shown(proof: dict[str, Any], tree: Path) -> dict[str, Any]:
+    """``proof`` as the results keep it: paths relative to the worktree (``<worktree>``),
+    the interpreter as whether it is this process's (no machine paths in the results)."""
+
+    def rel(value: Any) -> Any:
+        if isinstance(value, list):
+            return [rel(v) for v in value]
+        if isinstance(value, str) and value.startswith(str(tree)):
+            return "<worktree>" + value[len(str(tree)):]
+        return value
+
+    out = {k: rel(v) for k, v in proof.items() if k != "python"}
+    out["same_python"] = proof.get("python") == sys.executable
+    return out
+
+
 @contextmanager
 def _children(quick: bool, after: str, logs: Path) -> Iterator[tuple[AB, dict[str, Child]]]:
     with trees.temporary() as parent, ExitStack() as stack:
@@ -151,8 +167,8 @@ def _children(quick: bool, after: str, logs: Path) -> Iterator[tuple[AB, dict[st
             child = Child(tree, quick, logs / f"ab-{side.name}.log")
             stack.callback(child.close)
             ready = child.read()
-            side.proof = {**ready["proof"], "workers_cwd": ready["workers_cwd"]}
             ab.problems += _proof_problems(side, tree, feed, ready)
+            side.proof = shown({**ready["proof"], "workers_cwd": ready["workers_cwd"]}, tree)
             children[side.name] = child
         yield ab, children
 

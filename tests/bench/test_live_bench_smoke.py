@@ -111,7 +111,9 @@ def test_the_ab_runs_the_old_code_without_the_feed_and_this_tree_with_it(
     for side in (result.without, result.with_feed):
         [run] = side.runs
         assert run["check"]["ok"], run["check"]
-        assert side.proof["threadfold"].startswith(side.proof["cwd"])
+        assert side.proof["threadfold"] == "<worktree>/threadfold/__init__.py"
+        assert side.proof["cwd"] == "<worktree>" and side.proof["same_python"]
+        assert side.proof["workers_cwd"] == ["<worktree>", "<worktree>"]
     assert result.without.runs[0]["feed_streams"] == 0
     assert result.with_feed.runs[0]["feed_streams"] == 200
     assert "with / without" in "\n".join(report.ab_section(result))
