@@ -16,7 +16,7 @@ import msgspec
 
 from threadfold.api.fragments import JsonFragments
 from threadfold.workers.feed.bodies import Bodies
-from threadfold.workers.feed.subscriber import Change, Ended, Item, Start
+from threadfold.workers.feed.subscriber import Beat, Change, Ended, Item, Start
 
 _ENCODER: Final = msgspec.json.Encoder()
 #: The first bytes of every stream: how long a browser's EventSource waits to reconnect.
@@ -34,6 +34,8 @@ class Renderer:
     def frame(self, item: Item) -> bytes:
         """``item`` as its SSE event (cached in the item for the thread's next follower
         in this format)."""
+        if isinstance(item, Beat):
+            return HEARTBEAT
         if isinstance(item, Ended):
             body = {"error": {"code": item.code, "message": item.message}}
             return b"event: error\ndata: " + _ENCODER.encode(body) + b"\n\n"

@@ -63,7 +63,16 @@ TOO_SLOW: Final = Ended(
 )
 SHUTTING_DOWN: Final = Ended("shutting_down", "the server is shutting down; reconnect")
 
-Item = Start | Change | Ended
+
+@dataclass(frozen=True, slots=True)
+class Beat:
+    """Nothing to send for a while: the stream writes a heartbeat (its reader learns the
+    connection is alive, a proxy that it is in use)."""
+
+
+BEAT: Final = Beat()
+
+Item = Start | Change | Ended | Beat
 
 
 class Subscriber:
@@ -120,6 +129,11 @@ class Subscriber:
                 self.pending = pending[max(0, i + 1 - len(changes)) :]
                 return True
         return False
+
+    def beat(self) -> None:
+        """Queue a heartbeat, unless something else is queued (it says as much)."""
+        if not self.dropped and self.queue.empty():
+            self.queue.put_nowait(BEAT)
 
     def end(self, item: Ended) -> None:
         """Drop what is queued (it frees the memory now) and leave ``item`` last."""
