@@ -42,13 +42,14 @@ from threadfold.api.errors import (
 from threadfold.api.events import get_events, make_hub
 from threadfold.api.openapi import document
 from threadfold.api.pipeline import summary
+from threadfold.api.query import pairs
 from threadfold.api.schemas import BulkAccepted, BulkIn, DeltaIn
 from threadfold.api.service import Service, parse_page, parse_threads_limit
 from threadfold.api.settings import ApiSettings
 from threadfold.core.depth import path_text, too_deep_json
 from threadfold.workers import entry, maxmemory
 from threadfold.workers.feed.hub import Hub
-from threadfold.workers.metrics import LATENCY_BUCKETS_MS, RETRYABLE, FlushOutage, Metrics
+from threadfold.workers.metrics import LATENCY_BUCKETS_MS, FlushOutage, Metrics
 from threadfold.workers.redis_io import AsyncClient
 from threadfold.workers.wakeup import AsyncWaker, CoalescingWaker
 
@@ -241,29 +242,25 @@ async def readyz(request: Request) -> Response:
 
 async def get_metrics(request: Request) -> Response:
     res = _resources(request)
-    # This process's counts first, so the scrape shows them. A flush Redis refuses (full,
-    # out of reach) keeps them for the next one and must not fail the scrape: a full
-    # Redis is when monitoring matters most, and its totals can still be read. Only a
-    # Redis that cannot be read at all makes the scrape a 503 (the reads below raise).
-    with contextlib.suppress(*RETRYABLE):
-        await res.metrics.aflush(res.client)
-    keyspace = res.settings.keyspace
-    totals = await prom.collect(res.client, keyspace)
-    live = await prom.gauges(res.client, keyspace, res.settings.metrics_liveness_seconds)
+    totals, live = await _fleet(res)
     return Response(prom.render(totals, live), media_type=prom.CONTENT_TYPE)
 
 
 async def get_pipeline(request: Request) -> Response:
     """/metrics' totals as JSON for the page (:mod:`threadfold.api.pipeline`); fleet-wide,
-    but behind a key like every route the page reads."""
+    but behind a key like every route the page reads; it takes no query, as no route
+    takes one it does not know."""
     res = _resources(request)
     res.auth.tenant(request.headers.get("authorization"))
-    with contextlib.suppress(*RETRYABLE):  # this process's counts too, as /metrics
-        await res.metrics.aflush(res.client)
-    keyspace = res.settings.keyspace
-    totals = await prom.collect(res.client, keyspace)
-    live = await prom.gauges(res.client, keyspace, res.settings.metrics_liveness_seconds)
-    return json_response(summary(totals, live))
+    pairs(request.query_params.multi_items(), ())
+    return json_response(summary(*await _fleet(res)))
+
+
+async def _fleet(res: Resources) -> tuple[dict[str, float], dict[str, float]]:
+    settings = res.settings
+    return await prom.fleet(
+        res.client, settings.keyspace, settings.metrics_liveness_seconds, res.metrics
+    )
 
 
 async def get_openapi(request: Request) -> Response:

@@ -12,6 +12,7 @@ rather than failing the scrape.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import time
@@ -30,7 +31,13 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_late
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from threadfold.core.keys import Keyspace
-from threadfold.workers.metrics import BATCH_BUCKETS, LAG_BUCKETS_MS, LATENCY_BUCKETS_MS
+from threadfold.workers.metrics import (
+    BATCH_BUCKETS,
+    LAG_BUCKETS_MS,
+    LATENCY_BUCKETS_MS,
+    RETRYABLE,
+    Metrics,
+)
 from threadfold.workers.redis_io import AsyncClient, text
 
 PREFIX: Final = "threadfold_"
@@ -79,6 +86,21 @@ async def collect(client: AsyncClient, keyspace: Keyspace) -> dict[str, float]:
     """The fleet-wide totals, by field."""
     fields = await client.hgetall(keyspace.metrics_totals)
     return {text(name): float(value) for name, value in fields.items()}
+
+
+async def fleet(
+    client: AsyncClient, keyspace: Keyspace, liveness_seconds: float, own: Metrics
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The fleet-wide totals and live gauges (``/metrics``, ``/pipeline``), this
+    process's counts (``own``) flushed first so the answer shows them. A flush Redis
+    refuses (full, out of reach) keeps them for the next one and must not fail the read:
+    a full Redis is when monitoring matters most, and its totals can still be read.
+    Only a Redis that cannot be read at all fails it (the reads below raise)."""
+    with contextlib.suppress(*RETRYABLE):
+        await own.aflush(client)
+    totals = await collect(client, keyspace)
+    live = await gauges(client, keyspace, liveness_seconds)
+    return totals, live
 
 
 async def gauges(

@@ -51,3 +51,9 @@ def test_the_pipeline_counts_what_was_ingested_and_applied(api: str) -> None:
     assert counts == sorted(counts) and counts[-1] == 5  # cumulative, every delta once
     assert after["threads_with_backlog"] == 0 and after["threads_quarantined"] == 0
     assert after["processes"]["api"] >= 1
+
+
+def test_a_query_the_pipeline_does_not_take_is_refused_naming_it(api: str) -> None:
+    response = httpx.get(f"{api}/pipeline", params={"window": "60"})
+    assert response.status_code == 400
+    assert response.json()["error"]["field"] == "window"
