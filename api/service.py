@@ -213,7 +213,7 @@ class Service:
         return ThreadsOut(
             [
                 ThreadOut(
-                    row.ref.partition("/")[2],
+                    ref.partition("/")[2],
                     row.version,
                     row.messages,
                     row.backlog,
@@ -224,7 +224,7 @@ class Service:
                     activity,
                     row.last_enqueued,
                 )
-                for row, activity in found
+                for ref, row, activity in found
             ]
         )
 

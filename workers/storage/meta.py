@@ -13,7 +13,7 @@ letter  name              meaning                     written by      read by
                           the thread's version        --skip          commit, retry, wake,
                                                                       read_state, status,
                                                                       backlog, prefix,
-                                                                      version_of, thread_row
+                                                                      version_of
 ``g``   GENERATION        rebuilds so far (in the     rebuild         head, candidates,
                           fence)                                      commit, rebuild, prefix
 ``i``   INCARNATION       the bucket's birth count    ingest (birth)  head, candidates,
@@ -23,27 +23,26 @@ letter  name              meaning                     written by      read by
                           first entry
 ``e``   ENQUEUED          the last entry appended;    ingest          status, prefix,
                           set = the thread exists                     log_fence, version_of,
-                                                                      thread_row, threads_recent
+                                                                      threads_recent
 ``n``   NEXT_POSITION     the next free message       commit,         head
                           position                    rebuild
 ``m``   MESSAGES          the messages the state      commit,         commit, read_state,
-                          holds                       rebuild         status, layout, thread_row
+                          holds                       rebuild         status, layout
 ``ib``  INDEX_BUCKETS     buckets of the id index (a  commit,         candidates, commit,
                           linear hash)                rebuild         read_state, lookup,
                                                                       layout
 ``pp``  PER_PAGE          positions per page, chosen  commit,         candidates, commit,
                           when the state starts       rebuild         read_state, lookup,
                           empty                                       layout
-``k``   APPLIED           entries applied or skipped  commit, retry   commit, status, backlog,
-                          (backlog: entries-added -   --skip          thread_row
+``k``   APPLIED           entries applied or skipped  commit, retry   commit, status, backlog
+                          (backlog: entries-added -   --skip
                           k)
-``t``   COMMITTED_MS      the last commit's time      commit          status, thread_row
+``t``   COMMITTED_MS      the last commit's time      commit          status
                           (ms)
 ``a``   ATTEMPTS          drain attempts since the    candidates,     fail, status
                           last commit                 commit, retry
 ``q``   QUARANTINE        why the thread is           fail (retry     head, ingest, retry,
-                          quarantined                 deletes)        wake, status, backlog,
-                                                                      thread_row
+                          quarantined                 deletes)        wake, status, backlog
 ``qe``  QUARANTINE_ENTRY  the entry the drain failed  fail (retry     retry, status, backlog
                           on                          deletes)
 ``sk``  SKIPPED           the latest skipped entries  retry --skip    status

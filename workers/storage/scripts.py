@@ -23,7 +23,6 @@ from threadfold.workers.storage import (
     rebuild,
     retry,
     status,
-    thread_row,
     threads_recent,
     wake,
 )
@@ -48,7 +47,6 @@ MODULES: Final = (
     cursors,
     feed,
     threads_recent,
-    thread_row,
 )
 
 ALL: Final[tuple[Script, ...]] = tuple(m.SCRIPT for m in MODULES)

@@ -1,4 +1,5 @@
-"""STATUS (``status.lua``): what ``status`` reports about one thread."""
+"""STATUS (``status.lua``): what ``status`` reports about one thread (and the threads
+list, ``GET /threads``, shows of each)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ from typing import Any, Final, NamedTuple
 import msgspec
 
 from threadfold.core.keys import ThreadKeys
+from threadfold.core.versions import parse_version
 from threadfold.workers.redis_io import Call, text
 from threadfold.workers.storage.contract import keys_of
 from threadfold.workers.storage.lua import script
 
-SCRIPT: Final = script("status")
+SCRIPT: Final = script("status", "common")
 
 
 class Keys(NamedTuple):
@@ -47,6 +49,9 @@ class ThreadStatus:
     quarantined_entry: str
     dirty_since_ms: int | None
     applied: int
+    #: The age of the oldest entry not yet applied, by Redis's clock (None without a
+    #: backlog).
+    lag_ms: int | None
     #: Entries an operator skipped (``retry --skip``), oldest first: the latest
     #: :data:`threadfold.workers.storage.meta.SKIPPED_KEPT` of them.
     skipped: list[SkippedEntry] = field(default_factory=list)
@@ -65,7 +70,9 @@ def parse(raw: list[Any]) -> ThreadStatus | None:
     """None when the thread was never written (or deleted)."""
     if not raw:
         return None
-    c, e, t, a, q, qe, applied, added, count, dirty, skipped = (text(x) for x in raw)
+    c, e, t, a, q, qe, applied, added, count, dirty, skipped, oldest, now = (
+        text(x) for x in raw
+    )
     return ThreadStatus(
         version=c,
         last_enqueued=e,
@@ -77,5 +84,6 @@ def parse(raw: list[Any]) -> ThreadStatus | None:
         quarantined_entry=qe,
         dirty_since_ms=int(float(dirty)) if dirty else None,
         applied=int(applied),
+        lag_ms=max(0, int(now) - parse_version(oldest)[0]) if oldest else None,
         skipped=_SKIPPED.decode(skipped),
     )
