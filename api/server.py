@@ -49,6 +49,9 @@ def serve(settings: ApiSettings) -> None:
         "loop": "uvloop",
         # httptools, with limits on head size, header count and read time (threadfold.api.guard).
         "http": protocol(HttpLimits.of(settings)),
+        # uvicorn's 5 s equals httpx's keep-alive expiry: a pooled connection reused just
+        # as the server closed it failed "without a response" (a test's POST, seen in CI).
+        "timeout_keep_alive": settings.keep_alive_seconds,
         "access_log": False,
         "log_level": settings.log_level.lower(),
         # uvicorn's lines go through the redacting root handler, in each process it

@@ -43,6 +43,15 @@ class ApiSettings(Settings):
         description="A request's body must arrive within this long of its head, time the "
         "server holds it back not counted: 408 and closed otherwise.",
     )
+    keep_alive_seconds: float = Field(
+        65.0,
+        gt=0,
+        le=3600,
+        description="An idle keep-alive connection is closed after this long. Longer than "
+        "the idle expiry of the clients and proxies in front (httpx 5 s, a load balancer's "
+        "60 s): a server that closes first races the client's next request, which then "
+        "fails with no answer.",
+    )
     max_messages_per_delta: int = Field(1000, ge=1, description="Most messages in one delta.")
     max_deltas_per_request: int = Field(10_000, ge=1, description="Most deltas in one bulk call.")
     max_wait_seconds: float = Field(30.0, ge=0, description="Longest read-your-writes wait.")

@@ -186,3 +186,34 @@ def test_the_guarded_protocol_reaches_uvicorns_worker_processes() -> None:
     limits = HttpLimits(MAX_HEAD, 20, 1.0, 2.0)
     made = pickle.loads(pickle.dumps(protocol(limits)))  # noqa: S301  # our own bytes
     assert made.func is GuardedHttpToolsProtocol and made.keywords == {"limits": limits}
+
+
+def _one_answer(sock: socket.socket) -> bytes:
+    """One whole answer read off a kept-alive connection (its head and Content-Length)."""
+    raw = b""
+    while b"\r\n\r\n" not in raw:
+        chunk = sock.recv(65536)
+        assert chunk, "the server closed the connection"
+        raw += chunk
+    head, _, body = raw.partition(b"\r\n\r\n")
+    lines = head.lower().split(b"\r\n")
+    length = next(int(line[15:]) for line in lines if line.startswith(b"content-length:"))
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        assert chunk, "the server closed the connection mid-answer"
+        body += chunk
+    return head
+
+
+def test_an_idle_connection_outlives_the_clients_keep_alive(server: tuple[str, int]) -> None:
+    """httpx drops a pooled connection 5 s after its last use; a server closing at 5 s
+    too (uvicorn's default) raced the client's next request on it, which failed with no
+    answer. The server keeps an idle connection longer than that (65 s)."""
+    _, port = server
+    with _connect(port) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert _one_answer(sock).startswith(b"HTTP/1.1 200 ")
+        # Idle past httpx's expiry: the server has not closed (nothing to read, no FIN).
+        assert not select.select([sock], [], [], 6.0)[0]
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert _one_answer(sock).startswith(b"HTTP/1.1 200 ")
