@@ -2,6 +2,10 @@
 installed), each keeping its thread's messages by the feed's rule (position -> message,
 as :mod:`threadfold.workers.feed.apply`) and stamping every change it receives.
 
+Each stream parses its snapshot at once and keeps what follows unparsed, with its
+arrival times, until the run is over (:mod:`bench.live.reader`): the run's subscribers
+cost the two cores only their reads while the latency is measured.
+
 The parent talks over a pipe: the process opens its subscriptions and answers
 ``ready`` once each holds its first snapshot; on ``finish`` (each thread's final
 version) it waits until every subscription has reached its thread's and says so
@@ -61,6 +65,8 @@ class _Snapshot(msgspec.Struct):
 _SNAPSHOT: Final = msgspec.json.Decoder(_Snapshot)
 _CHANGE: Final = msgspec.json.Decoder(_Change)
 _RAW: Final = msgspec.json.Decoder()
+#: Reads a stream parses at most before the loop may stamp what else came (~1 ms).
+_SLICE: Final = 100
 #: Streams opened at once while starting (the API accepts a burst of connections).
 _OPENING: Final = 50
 
@@ -90,6 +96,7 @@ class Subscription:
     ends: Counter[str] = field(default_factory=Counter)
     chain_breaks: int = 0
     open: bool = False
+    stream: SseProtocol | None = None  # the open stream (its reads may wait unparsed)
 
     @property
     def messages(self) -> list[Any]:
@@ -151,7 +158,7 @@ class Client:
         try:
             _, stream = await self.loop.create_connection(
                 lambda: SseProtocol(message, on_event, on_end), self.host, self.port)
-            sub.open = True
+            sub.open, sub.stream = True, stream
         except OSError as exc:
             on_end(f"connect: {exc}")
 
@@ -170,6 +177,14 @@ class Client:
         """Seconds until every subscription holds its thread's final version."""
         began = time.perf_counter()
         while time.perf_counter() - began < timeout:
+            # The reads kept during the run (reader.py), parsed now, a slice at a time.
+            left = True
+            while left:
+                left = False
+                for s in self.subs:
+                    if s.stream is not None and s.stream.flush(_SLICE):
+                        left = True
+                    await asyncio.sleep(0)
             if all(s.version == finals[s.thread] for s in self.subs):
                 break
             await asyncio.sleep(0.05)

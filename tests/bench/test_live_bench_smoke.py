@@ -56,6 +56,26 @@ def test_the_reader_parses_the_stream_however_it_is_split(size: int) -> None:
     assert ends == ["eof"]
 
 
+def test_the_reader_keeps_what_follows_the_snapshot_until_flushed() -> None:
+    """After its first event a stream keeps its reads, each with its arrival time, and
+    parses them when flushed (a slice at a time) or when the body ends."""
+    events: list[SseEvent] = []
+    ends: list[str] = []
+    protocol = SseProtocol(b"", events.append, ends.append)
+    body = STREAM[: STREAM.index(b"0\r\n\r\n")]
+    cut = body.index(b"event: change")
+    protocol.data_received(body[:cut])
+    assert [e.kind for e in events] == [b"snapshot"]
+    protocol.data_received(body[cut:cut + 20])
+    protocol.data_received(body[cut + 20:])
+    _, second = protocol.pending_at
+    assert [e.kind for e in events] == [b"snapshot"] and len(protocol.pending) == 2
+    assert protocol.flush(1) and len(events) == 1  # the first read completes no event
+    assert not protocol.flush() and [e.id for e in events[1:]] == [b"5-1", b"5-2"]
+    assert ends == []
+    assert [e.at for e in events[1:]] == [second, second]  # the read that completed each
+
+
 def test_a_refused_stream_ends_with_its_status() -> None:
     events, ends = _parse([b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\n\r\n"])
     assert events == [] and ends == ["status 503"]
