@@ -27,6 +27,11 @@ from tests.infra.redis_server import RedisServer
 from tests.ui.browser import artifacts, browser_context, chromium
 from tests.workers.harness import make_settings, start_api, start_worker
 
+#: In the serial run, with no other test on the two cores: "within a second" is a timed
+#: claim (the issue's), and a browser, a worker and the API next to the rest of the
+#: suite's processes wait for a core.
+pytestmark = pytest.mark.serial
+
 KEY = "ui-tests-key-0123456789abcdef"
 AUTH = {"authorization": f"Bearer {KEY}"}
 #: Appears within a second of its POST, as the issue asks (the page does not reload).
