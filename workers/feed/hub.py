@@ -44,6 +44,8 @@ log = logging.getLogger("threadfold.feed")
 
 #: Failures after which the hub reconnects (or a fill is tried again).
 LOST: Final = (RedisConnectionError, RedisTimeoutError, OSError)
+#: Seconds :meth:`Hub.close` waits for its tasks to end before it cancels them again.
+CANCEL_AGAIN: Final = 0.1
 #: Longest pause between reconnection attempts (seconds; from 50 ms, doubling).
 MAX_BACKOFF: Final = 2.0
 #: Fills reading at once (threads): a thousand followers joining, or a reconnection
@@ -160,11 +162,18 @@ class Hub:
     async def close(self) -> None:
         """:meth:`shutting_down`, then the connection."""
         self.shutting_down()
+        # Cancelled until they end: Python 3.11's asyncio.wait_for, which redis-py sends
+        # each command under, drops a cancellation that lands as the send completes
+        # (python/cpython#86296), and the task goes on (seen: a client's close() waited
+        # for ever on the subscriptions task, back at its next wait).
+        pending = set(self._tasks)
+        while pending:
+            for task in pending:
+                task.cancel()
+            _, pending = await asyncio.wait(pending, timeout=CANCEL_AGAIN)
         for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(BaseException):
-                await task
+            if not task.cancelled() and task.exception() is not None:
+                log.warning("feed hub: a task ended with %r", task.exception())
         await self.client.aclose()
 
     # --- the connection --------------------------------------------------------------
@@ -207,7 +216,9 @@ class Hub:
         while True:
             if not ps.subscribed:  # nothing to read until _reconcile subscribes
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._kick.wait(), 5)
+                    # asyncio.timeout, not wait_for: 3.11's wait_for can drop a cancel.
+                    async with asyncio.timeout(5):
+                        await self._kick.wait()
                 self._kick.clear()
                 continue
             message = await ps.get_message(timeout=5.0)
