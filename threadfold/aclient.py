@@ -8,6 +8,7 @@ thread, never from the event loop. Use one client per event loop.
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import AsyncIterator, Iterable, Sequence
 from types import TracebackType
 from typing import Any, Self
@@ -18,6 +19,8 @@ from threadfold.errors import ClientClosed
 from threadfold.live import Event
 from threadfold.types import Appended, DeltaLike, Format, State, Status
 from threadfold.workers import entry, reads
+from threadfold.workers.feed.bodies import Bodies
+from threadfold.workers.feed.hub import Hub
 from threadfold.workers.producer import Delta
 from threadfold.workers.settings import Settings
 from threadfold.workers.wakeup import CoalescingWaker, Waker
@@ -51,6 +54,7 @@ class AsyncClient:
         self._redis = entry.aredis(self.settings, retries=0, name=direct.CONNECTION_NAME)
         self._producer = entry.aproducer(self.settings, self._redis, self._waker)
         self._store = entry.astore(self.settings, self._redis)
+        self._hub: Hub | None = None  # made by the first subscribe()
         self._closed = False
 
     async def append(
@@ -129,19 +133,24 @@ class AsyncClient:
     async def subscribe(
         self, thread_id: str, *, after: str | None = None, format: Format = "langchain"
     ) -> AsyncIterator[Event]:
-        """The asyncio twin of :meth:`threadfold.Client.subscribe`."""
+        """The asyncio twin of :meth:`threadfold.Client.subscribe`. All of the client's
+        subscriptions share one Pub/Sub connection; closing the client ends them
+        (:class:`~threadfold.ClientClosed`)."""
         self._check_open()
         name = args.thread_id(thread_id)
         resume = args.version(after, "after") if after is not None else None
-        fmt = args.format_of(format)
+        bodies = Bodies(name, args.format_of(format))
+        if self._hub is None:
+            self._hub = Hub(
+                entry.alistener(self.settings, name=direct.CONNECTION_NAME),
+                self._store,
+                lambda ref: self.settings.keyspace.thread(ref).feed,
+                queue_events=subscription.QUEUE_EVENTS,
+                max_subscribers=sys.maxsize,
+            )
         ref = make_ref(self.tenant, name)
-        listener = entry.alistener(self.settings, name=direct.CONNECTION_NAME)
-        steps = subscription.Steps(name, ref, self.settings.keyspace.thread(ref).feed, fmt)
-        try:
-            async for event in subscription.afollow(self._store, listener, steps, resume):
-                yield event
-        finally:
-            await listener.aclose()
+        async for event in subscription.ahub_follow(self._hub, ref, bodies, resume):
+            yield event
 
     async def close(self) -> None:
         """Publish the pending wake-ups, then close the connections."""
@@ -149,6 +158,8 @@ class AsyncClient:
             return
         self._closed = True
         try:
+            if self._hub is not None:
+                await self._hub.close()  # its subscriptions end, its connection closes
             await self._waker.close()
         finally:
             await self._redis.aclose()

@@ -11,13 +11,15 @@ The feed is never polled on a timer: after a rebuild at the follower's version t
 cannot tell that version's old state from its new one, and would answer every poll
 with a gap (a snapshot each time).
 
-:class:`Steps` is the subscription's logic, shared by the sync and asyncio loops below:
-given what Redis answered, the events to yield.
+:class:`Steps` is the sync subscription's logic: given what Redis answered, the events
+to yield. An :class:`~threadfold.AsyncClient` follows its threads through one
+:class:`~threadfold.workers.feed.hub.Hub`, the API's multiplexed reader: one Pub/Sub
+connection for all of the client's subscriptions, which the hub keeps and resyncs by
+the same rules (:func:`ahub_follow`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, Final
@@ -25,11 +27,15 @@ from typing import Any, Final
 import msgspec
 import redis
 
+from threadfold.errors import ClientClosed
 from threadfold.live import Change, Event, Snapshot
-from threadfold.workers.astore import AsyncStore
 from threadfold.workers.feed.bodies import Bodies, Reason
 from threadfold.workers.feed.event import ORIGIN, FeedEvent, decode
 from threadfold.workers.feed.follow import Follower, Step
+from threadfold.workers.feed.hub import Hub, HubClosed
+from threadfold.workers.feed.subscriber import TOO_SLOW, Ended
+from threadfold.workers.feed.subscriber import Change as HubChange
+from threadfold.workers.feed.subscriber import Start as HubStart
 from threadfold.workers.storage.feed import FeedRead
 from threadfold.workers.storage.read_state import Snapshot as StoredSnapshot
 from threadfold.workers.store import Store
@@ -38,6 +44,21 @@ from threadfold.workers.store import Store
 TICK: Final = 1.0
 #: Reconnection backoff: first wait, cap.
 BACKOFF: Final = (0.05, 2.0)
+#: Events a direct asyncio subscription may leave unread before the hub ends it; it is
+#: then resumed from the feed (its memory is bounded, and nothing is lost).
+QUEUE_EVENTS: Final = 10_000
+
+
+def snapshot_event(bodies: Bodies, found: StoredSnapshot | None, reason: Reason) -> Snapshot:
+    """A whole stored state (None: never written) as the client's :class:`Snapshot`."""
+    version = found.version if found is not None else ORIGIN
+    body = bodies.snapshot(version, found, reason, exists=found is not None)
+    return msgspec.convert(body, Snapshot, from_attributes=True)
+
+
+def change_event(bodies: Bodies, event: FeedEvent) -> Change:
+    """A feed event as the client's :class:`Change`."""
+    return msgspec.convert(bodies.change(event), Change, from_attributes=True)
 
 
 class Steps:
@@ -50,14 +71,13 @@ class Steps:
         self.follower = Follower(ORIGIN)
 
     def snapshot(self, found: StoredSnapshot | None, reason: Reason) -> Snapshot:
-        version = found.version if found is not None else ORIGIN
-        body = self.bodies.snapshot(version, found, reason, exists=found is not None)
-        self.follower.version = version
-        return msgspec.convert(body, Snapshot, from_attributes=True)
+        made = snapshot_event(self.bodies, found, reason)
+        self.follower.version = made.version
+        return made
 
     def change(self, event: FeedEvent) -> Change:
         self.follower.delivered(event)
-        return msgspec.convert(self.bodies.change(event), Change, from_attributes=True)
+        return change_event(self.bodies, event)
 
     def offered(self, blob: bytes) -> tuple[Step, FeedEvent | None]:
         event = decode(blob)
@@ -139,51 +159,30 @@ def _catch_up(store: Store, steps: Steps, *, resync: bool) -> Iterator[Event]:
         yield steps.snapshot(store.snapshot(steps.ref), "resync")
 
 
-async def afollow(
-    store: AsyncStore, listener: Any, steps: Steps, after: str | None
+async def ahub_follow(
+    hub: Hub, ref: str, bodies: Bodies, after: str | None
 ) -> AsyncIterator[Event]:
-    """The asyncio twin of :func:`follow`."""
-    wait = BACKOFF[0]
-    resuming: str | None = after
+    """The events of a direct asyncio subscription, from the client's one :class:`Hub`
+    (the API's multiplexed reader): for ever, until the caller stops or the client is
+    closed (:class:`ClientClosed`). A subscription that falls :data:`QUEUE_EVENTS`
+    behind is ended by the hub and resumed here from the version it reached."""
+    held = after
     while True:
-        pubsub = listener.pubsub(ignore_subscribe_messages=True)
         try:
-            await pubsub.subscribe(steps.channel)
-            for event in await _astart(store, steps, resuming):
+            sub = hub.subscribe(ref, held)
+        except HubClosed:
+            raise ClientClosed("this client is closed") from None
+        try:
+            while not isinstance(item := await sub.next(), Ended):
+                if isinstance(item, HubStart):
+                    event: Event = snapshot_event(bodies, item.snapshot, item.reason)
+                elif isinstance(item, HubChange):
+                    event = change_event(bodies, item.event)
+                else:
+                    continue  # a heartbeat: nobody asks for them here
+                held = event.version
                 yield event
-            wait = BACKOFF[0]
-            while True:
-                blob = _message(await pubsub.get_message(timeout=TICK))
-                if blob is None:
-                    continue
-                step, feed_event = steps.offered(blob)
-                if step is Step.DELIVER and feed_event is not None:
-                    yield steps.change(feed_event)
-                elif step is Step.GAP:
-                    for event in await _acatch_up(store, steps, resync=feed_event is None):
-                        yield event
-        except (redis.ConnectionError, redis.TimeoutError):
-            await asyncio.sleep(wait)
-            wait = min(wait * 2, BACKOFF[1])
         finally:
-            await pubsub.aclose()
-        resuming = steps.follower.version
-
-
-async def _astart(store: AsyncStore, steps: Steps, after: str | None) -> list[Event]:
-    if after is None:
-        return [steps.snapshot(await store.snapshot(steps.ref), "start")]
-    steps.follower.version = after
-    changes, gap = steps.caught_up(await store.feed_after(steps.ref, after))
-    if gap:
-        return [*changes, steps.snapshot(await store.snapshot(steps.ref), "resume_gap")]
-    return list(changes)
-
-
-async def _acatch_up(store: AsyncStore, steps: Steps, *, resync: bool) -> list[Event]:
-    if resync:
-        return [steps.snapshot(await store.snapshot(steps.ref), "resync")]
-    changes, gap = steps.caught_up(await store.feed_after(steps.ref, steps.follower.version))
-    if gap:
-        return [*changes, steps.snapshot(await store.snapshot(steps.ref), "resync")]
-    return list(changes)
+            hub.unsubscribe(sub)
+        if item.code != TOO_SLOW.code:
+            raise ClientClosed("this client is closed")

@@ -13,7 +13,16 @@ from tests.client.conftest import Stack
 from tests.client.kinds import new_thread
 from tests.infra.ports import free_port
 from tests.workers.harness import CountingWaker
-from threadfold import AsyncClient, Client, InvalidInput, Unavailable
+from threadfold import (
+    AsyncClient,
+    Change,
+    Client,
+    ClientClosed,
+    InvalidInput,
+    Snapshot,
+    Unavailable,
+)
+from threadfold.direct import CONNECTION_NAME
 from threadfold.workers.app import CeleryWaker, make_celery
 from threadfold.workers.processes import settings_env
 
@@ -131,3 +140,37 @@ def test_a_bad_tenant_or_window_is_refused_by_name(stack: Stack) -> None:
     with pytest.raises(InvalidInput) as caught:
         AsyncClient(settings=stack.settings, wake_window=-1)
     assert caught.value.field == "wake_window"
+
+
+def test_asyncio_subscriptions_share_one_connection_and_close_ends_them(stack: Stack) -> None:
+    """An AsyncClient follows all its threads on one Pub/Sub connection (the API's hub),
+    each subscription getting its own thread's events; close() ends every subscription
+    (ClientClosed) and lets go of the connection, promptly."""
+    threads = [new_thread() for _ in range(20)]
+
+    def pubsub_connections() -> int:
+        with stack.redis.probe() as admin:
+            return sum(
+                c["name"] == CONNECTION_NAME and int(c.get("sub", 0)) > 0
+                for c in admin.client_list()
+            )
+
+    async def run() -> None:
+        client = AsyncClient(settings=stack.settings)
+        streams = [client.subscribe(t) for t in threads]
+        for stream in streams:
+            assert isinstance(await anext(stream), Snapshot)
+        for t in threads:
+            await client.append(t, [f"hello {t}"])
+        for t, stream in zip(threads, streams, strict=True):
+            change = await asyncio.wait_for(anext(stream), WAIT)
+            assert isinstance(change, Change)
+            assert [u.message["content"] for u in change.upserts] == [f"hello {t}"]
+        assert await asyncio.to_thread(pubsub_connections) == 1
+        waiting = asyncio.ensure_future(anext(streams[0]))
+        await asyncio.wait_for(client.close(), WAIT)
+        with pytest.raises(ClientClosed):
+            await asyncio.wait_for(waiting, WAIT)
+        assert await asyncio.to_thread(pubsub_connections) == 0
+
+    asyncio.run(run())
