@@ -20,7 +20,9 @@ from threadfold import (
     ClientClosed,
     InvalidInput,
     Snapshot,
+    Transcript,
     Unavailable,
+    subscription,
 )
 from threadfold.direct import CONNECTION_NAME
 from threadfold.workers.app import CeleryWaker, make_celery
@@ -172,5 +174,37 @@ def test_asyncio_subscriptions_share_one_connection_and_close_ends_them(stack: S
         with pytest.raises(ClientClosed):
             await asyncio.wait_for(waiting, WAIT)
         assert await asyncio.to_thread(pubsub_connections) == 0
+
+    asyncio.run(run())
+
+
+def test_an_asyncio_subscription_left_unread_is_resumed_with_nothing_lost(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A subscription that falls its queue's length behind is ended by the hub and
+    resumed from the version it had yielded. Its backlog, as long as the queue, comes as
+    one snapshot (resume_gap): as events it would overflow the queue again, for ever
+    (it did). Every event applies on the version before it (Transcript checks)."""
+    monkeypatch.setattr(subscription, "QUEUE_EVENTS", 2)
+    thread = new_thread()
+
+    async def run() -> None:
+        async with AsyncClient(settings=stack.settings) as client:
+            stream = client.subscribe(thread)
+            transcript = Transcript()
+            transcript.apply(await anext(stream))
+            last = ""
+            for i in range(8):  # one version each: the queue holds 2
+                last = (await client.append(thread, [f"m{i}"])).version
+                await client.wait_for(thread, last, WAIT)
+            reasons = []
+            while transcript.version != last:  # apply() refuses a change off the chain
+                event = await asyncio.wait_for(anext(stream), WAIT)
+                transcript.apply(event)
+                reasons += [event.reason] if isinstance(event, Snapshot) else []
+            assert reasons == ["resume_gap"]
+            state = await client.state(thread)
+            assert transcript.messages == state.messages
+            assert [m["content"] for m in state.messages] == [f"m{i}" for i in range(8)]
 
     asyncio.run(run())

@@ -351,7 +351,10 @@ class Hub:
         return chains, snapshot
 
     async def _chain(self, ref: str, after: str) -> list[Change] | None:
-        """The events from ``after`` to the thread's version, or None: a gap."""
+        """The events from ``after`` to the thread's version, or None: a gap. A chain
+        as long as a follower's queue is a gap too (a snapshot is sent instead): put in
+        the queue, it would drop its follower as too slow, and the follower, resuming
+        from the same version, would get the same chain, for ever."""
         out: list[Change] = []
         at = after
         while True:
@@ -361,6 +364,8 @@ class Hub:
             if read.kind != "events" or not read.events:
                 return None
             out += [Change(e) for e in read.events]
+            if len(out) >= self.queue_events:
+                return None
             at = read.events[-1].version
             if at == read.cursor:
                 return out
