@@ -8,6 +8,7 @@ thread, never from the event loop. Use one client per event loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 from collections.abc import AsyncIterator, Iterable, Sequence
 from types import TracebackType
@@ -149,8 +150,12 @@ class AsyncClient:
                 max_subscribers=sys.maxsize,
             )
         ref = make_ref(self.tenant, name)
-        async for event in subscription.ahub_follow(self._hub, ref, bodies, resume):
-            yield event
+        # aclosing: leaving this loop ends the subscription now, not when the collector
+        # finalizes the inner generator.
+        events = subscription.ahub_follow(self._hub, ref, bodies, resume)
+        async with contextlib.aclosing(events):
+            async for event in events:
+                yield event
 
     async def close(self) -> None:
         """Publish the pending wake-ups, then close the connections."""

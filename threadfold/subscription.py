@@ -21,7 +21,7 @@ the same rules (:func:`ahub_follow`).
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Iterator
 from typing import Any, Final
 
 import msgspec
@@ -161,7 +161,7 @@ def _catch_up(store: Store, steps: Steps, *, resync: bool) -> Iterator[Event]:
 
 async def ahub_follow(
     hub: Hub, ref: str, bodies: Bodies, after: str | None
-) -> AsyncIterator[Event]:
+) -> AsyncGenerator[Event, None]:
     """The events of a direct asyncio subscription, from the client's one :class:`Hub`
     (the API's multiplexed reader): for ever, until the caller stops or the client is
     closed (:class:`ClientClosed`). A subscription that falls :data:`QUEUE_EVENTS`

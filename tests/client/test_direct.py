@@ -150,12 +150,11 @@ def test_asyncio_subscriptions_share_one_connection_and_close_ends_them(stack: S
     (ClientClosed) and lets go of the connection, promptly."""
     threads = [new_thread() for _ in range(20)]
 
-    def pubsub_connections() -> int:
+    def pubsub_channels() -> list[int]:
+        """The channels of each of the clients' connections in Pub/Sub mode."""
         with stack.redis.probe() as admin:
-            return sum(
-                c["name"] == CONNECTION_NAME and int(c.get("sub", 0)) > 0
-                for c in admin.client_list()
-            )
+            listed = admin.client_list()
+        return [int(c["sub"]) for c in listed if c["name"] == CONNECTION_NAME and int(c["sub"])]
 
     async def run() -> None:
         client = AsyncClient(settings=stack.settings)
@@ -168,12 +167,16 @@ def test_asyncio_subscriptions_share_one_connection_and_close_ends_them(stack: S
             change = await asyncio.wait_for(anext(stream), WAIT)
             assert isinstance(change, Change)
             assert [u.message["content"] for u in change.upserts] == [f"hello {t}"]
-        assert await asyncio.to_thread(pubsub_connections) == 1
+        assert await asyncio.to_thread(pubsub_channels) == [20]
+        await streams[1].aclose()  # type: ignore[attr-defined]  # leaving one ends it
+        async with asyncio.timeout(WAIT):
+            while await asyncio.to_thread(pubsub_channels) != [19]:
+                await asyncio.sleep(0.05)
         waiting = asyncio.ensure_future(anext(streams[0]))
         await asyncio.wait_for(client.close(), WAIT)
         with pytest.raises(ClientClosed):
             await asyncio.wait_for(waiting, WAIT)
-        assert await asyncio.to_thread(pubsub_connections) == 0
+        assert await asyncio.to_thread(pubsub_channels) == []
 
     asyncio.run(run())
 
