@@ -82,10 +82,10 @@ def parse_events_query(
 def make_hub(settings: ApiSettings, store: AsyncStore) -> Hub:
     """The process's feed reader, on a connection of its own (one for any number of
     followers; see threadfold.workers.entry.alistener)."""
-    hub = Hub(
-        entry.alistener(settings, name=HUB_CLIENT_NAME),
+    hub = entry.ahub(
+        settings,
         store,
-        lambda ref: settings.keyspace.thread(ref).feed,
+        name=HUB_CLIENT_NAME,
         queue_events=settings.sse_queue_events,
         max_subscribers=settings.sse_max_subscribers,
     )

@@ -142,10 +142,10 @@ class AsyncClient:
         resume = args.version(after, "after") if after is not None else None
         bodies = Bodies(name, args.format_of(format))
         if self._hub is None:
-            self._hub = Hub(
-                entry.alistener(self.settings, name=direct.CONNECTION_NAME),
+            self._hub = entry.ahub(
+                self.settings,
                 self._store,
-                lambda ref: self.settings.keyspace.thread(ref).feed,
+                name=direct.CONNECTION_NAME,
                 queue_events=subscription.QUEUE_EVENTS,
                 max_subscribers=sys.maxsize,
             )

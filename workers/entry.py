@@ -26,6 +26,7 @@ from celery import Celery
 from threadfold.workers import maxmemory
 from threadfold.workers.app import CeleryWaker, make_celery
 from threadfold.workers.astore import AsyncStore
+from threadfold.workers.feed.hub import Hub
 from threadfold.workers.producer import AsyncProducer, Producer
 from threadfold.workers.redis_io import AsyncClient, SyncClient, async_client, sync_client
 from threadfold.workers.settings import Settings
@@ -69,6 +70,21 @@ def alistener(settings: Settings, *, name: str) -> aioredis.Redis:
     client = async_client(url, cluster=False, retries=0, name=name)
     assert isinstance(client, aioredis.Redis)  # cluster=False
     return client
+
+
+def ahub(
+    settings: Settings, store: AsyncStore, *, name: str, queue_events: int, max_subscribers: int
+) -> Hub:
+    """A follower of thread feeds for any number of subscriptions (an API process's, an
+    AsyncClient's), on a listener connection of its own named ``name``; it hears each
+    thread on the channel COMMIT publishes to, the thread's feed key."""
+    return Hub(
+        alistener(settings, name=name),
+        store,
+        lambda ref: settings.keyspace.thread(ref).feed,
+        queue_events=queue_events,
+        max_subscribers=max_subscribers,
+    )
 
 
 def store(settings: Settings, client: SyncClient | None = None) -> Store:
