@@ -47,11 +47,12 @@ from threadfold.api.schemas import BulkAccepted, BulkIn, DeltaIn
 from threadfold.api.service import Service, parse_page, parse_threads_limit
 from threadfold.api.settings import ApiSettings
 from threadfold.core.depth import path_text, too_deep_json
-from threadfold.workers import entry, maxmemory
+from threadfold.workers import entry
 from threadfold.workers.feed.hub import Hub
+from threadfold.workers.ingest.wakeup import AsyncWaker, CoalescingWaker
 from threadfold.workers.metrics import LATENCY_BUCKETS_MS, FlushOutage, Metrics
-from threadfold.workers.redis_io import AsyncClient
-from threadfold.workers.wakeup import AsyncWaker, CoalescingWaker
+from threadfold.workers.redisio import maxmemory
+from threadfold.workers.redisio.client import AsyncClient
 
 log = logging.getLogger("threadfold.api")
 T = TypeVar("T")

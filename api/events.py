@@ -31,10 +31,10 @@ from threadfold.api.service import thread_name
 from threadfold.api.settings import ApiSettings
 from threadfold.api.sse import RETRY, Renderer
 from threadfold.workers import entry
-from threadfold.workers.astore import AsyncStore
 from threadfold.workers.feed.hub import Hub, HubClosed, TooManySubscribers
 from threadfold.workers.feed.subscriber import Beat, Ended, Item, Subscriber
 from threadfold.workers.metrics import Metrics
+from threadfold.workers.storage.astore import AsyncStore
 
 if TYPE_CHECKING:  # the app imports this module
     from threadfold.api.app import Resources

@@ -38,7 +38,7 @@ from threadfold.workers.metrics import (
     RETRYABLE,
     Metrics,
 )
-from threadfold.workers.redis_io import AsyncClient, text
+from threadfold.workers.redisio.client import AsyncClient, text
 
 PREFIX: Final = "threadfold_"
 #: The exposition format: the classic text format, as before prometheus_client (every

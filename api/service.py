@@ -36,10 +36,12 @@ from threadfold.api.settings import ApiSettings
 from threadfold.core.errors import InvalidMessage
 from threadfold.core.keys import InvalidName, check_name
 from threadfold.core.render import CODE, Unservable, render
-from threadfold.workers.astore import AsyncStore
-from threadfold.workers.prefix import NotReplayable
-from threadfold.workers.producer import AsyncProducer, Delta, Enqueued
-from threadfold.workers.reads import (
+from threadfold.workers.ingest.producer import AsyncProducer, Delta, Enqueued
+from threadfold.workers.storage.astore import AsyncStore
+from threadfold.workers.storage.read_state import StateBodies, StatePage
+from threadfold.workers.threads.listing import recent_threads
+from threadfold.workers.threads.prefix import NotReplayable
+from threadfold.workers.threads.reads import (
     BeforeBirth,
     HistoryGone,
     NotReached,
@@ -50,9 +52,7 @@ from threadfold.workers.reads import (
     redis_id,
     travel_error,
 )
-from threadfold.workers.reads import PoisonEntry as ReadPoison
-from threadfold.workers.storage.read_state import StateBodies, StatePage
-from threadfold.workers.threads_list import recent_threads
+from threadfold.workers.threads.reads import PoisonEntry as ReadPoison
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +208,7 @@ class Service:
 
     async def threads(self, tenant: str, limit: int) -> ThreadsOut:
         """The tenant's ``limit`` most recently active threads
-        (:mod:`threadfold.workers.threads_list`)."""
+        (:mod:`threadfold.workers.threads.listing`)."""
         found = await recent_threads(self.store.client, self.store.keyspace, tenant, limit)
         return ThreadsOut(
             [
@@ -296,7 +296,7 @@ def _anchor(query: dict[str, str], name: str) -> str | None:
 
 
 def api_error(exc: ReadError) -> ApiError:
-    """A refused read (:mod:`threadfold.workers.reads`, worded there once for the API
+    """A refused read (:mod:`threadfold.workers.threads.reads`, worded there once for the API
     and the direct clients) as the API's error: the same message, field and details."""
     match exc:
         case BeforeBirth():

@@ -28,8 +28,8 @@ import httpx
 from bench.common.tables import table
 from bench.common.wait import wait_drained
 from bench.pipeline.services import ROOT, start_worker
-from threadfold.workers.app import CeleryWaker, make_celery
-from threadfold.workers.processes import (
+from threadfold.workers.ingest.producer import Delta, Producer
+from threadfold.workers.ops.processes import (
     API_ARGV,
     AppendFsync,
     ManagedProcess,
@@ -40,10 +40,10 @@ from threadfold.workers.processes import (
     start_service,
     wait_until,
 )
-from threadfold.workers.producer import Delta, Producer
-from threadfold.workers.redis_io import sync_client
+from threadfold.workers.redisio.client import sync_client
+from threadfold.workers.runtime.app import CeleryWaker, make_celery
 from threadfold.workers.settings import Settings
-from threadfold.workers.store import Store
+from threadfold.workers.storage.store import Store
 
 HTTP_DELTAS, HTTP_CLIENTS, HTTP_THREADS = 2000, 16, 100
 BULK_DELTAS, BULK_SIZE, BULK_THREADS = 20_000, 1000, 200

@@ -39,7 +39,7 @@ def test_the_architecture_opens_with_a_map_of_one_screen() -> None:
 
 
 def test_every_path_the_map_names_exists() -> None:
-    # A file or folder in backticks (`workers/store.py`, `workers/storage/`, a .lua
+    # A file or folder in backticks (`workers/storage/store.py`, `workers/storage/`, a .lua
     # script) is a path from the repository's top: a move or a rename must update the map.
     # A route (`/metrics`) starts with a slash and is not one.
     paths = [

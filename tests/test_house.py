@@ -33,12 +33,12 @@ MAX_FUNCTION = 40
 # The first three are in the storage move's files (issue 15 items 1-3), which the change
 # that set the limits did not edit: their owner may shorten them and drop the entry.
 EXCEPTIONS: dict[str, str] = {
-    "workers/drain/__init__.py:Drainer._round": (
+    "workers/runtime/drain/__init__.py:Drainer._round": (
         "a drain round over many threads in order: batches read, decoded, ids looked up "
         "for all at once, plans made, committed in one call, each thread settled; the "
         "threads' outcomes carried from step to step"
     ),
-    "workers/drain/batch.py:parse_read": (
+    "workers/runtime/drain/batch.py:parse_read": (
         "the drain's read of a thread's log entries, on the hot path: the producer's "
         "entries taken inline, one pass, no call per entry"
     ),

@@ -15,7 +15,7 @@ INTERNAL = {"core", "workers", "api", "loadtests"}
 
 
 def _layer(module: str) -> str:
-    """The layer a module belongs to: ``threadfold.workers.drain`` -> ``workers``.
+    """The layer a module belongs to: ``threadfold.workers.runtime.drain`` -> ``workers``.
 
     The client facade (``threadfold``, ``threadfold.client``, ...) is ``threadfold``; a
     third-party module is its own top-level name.

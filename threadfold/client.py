@@ -18,10 +18,11 @@ from threadfold.core.keys import DEFAULT_TENANT, make_ref
 from threadfold.errors import ClientClosed
 from threadfold.live import Event
 from threadfold.types import Appended, DeltaLike, Format, State, Status
-from threadfold.workers import entry, reads
-from threadfold.workers.producer import Delta
+from threadfold.workers import entry
+from threadfold.workers.ingest.producer import Delta
+from threadfold.workers.ingest.wakeup import BackgroundWaker, Waker
 from threadfold.workers.settings import Settings
-from threadfold.workers.wakeup import BackgroundWaker, Waker
+from threadfold.workers.threads import reads
 
 
 class Client:

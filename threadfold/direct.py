@@ -31,11 +31,12 @@ from threadfold.errors import (
     VersionNotReached,
 )
 from threadfold.types import Appended, Skipped, State, Status, Unservable
-from threadfold.workers import entry, reads
-from threadfold.workers.producer import Enqueued
+from threadfold.workers import entry
+from threadfold.workers.ingest.producer import Enqueued
+from threadfold.workers.ingest.wakeup import Waker
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.status import ThreadStatus
-from threadfold.workers.wakeup import Waker
+from threadfold.workers.threads import reads
 
 #: What ``CLIENT LIST`` shows of a direct client's Redis connections.
 CONNECTION_NAME = "threadfold-client"

@@ -47,7 +47,7 @@ __all__ = ["ThreadfoldMessages", "delta_id"]
 
 Graph = PregelProtocol[Any, Any, Any, Any]
 
-#: The longest delta_id the service takes (``threadfold.workers.producer.MAX_DELTA_ID``;
+#: The longest delta_id the service takes (``threadfold.workers.ingest.producer.MAX_DELTA_ID``;
 #: not imported, so that an HTTP client's process never loads the workers' modules).
 MAX_DELTA_ID: Final = 200
 

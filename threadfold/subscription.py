@@ -38,7 +38,7 @@ from threadfold.workers.feed.subscriber import Change as HubChange
 from threadfold.workers.feed.subscriber import Start as HubStart
 from threadfold.workers.storage.feed import FeedRead
 from threadfold.workers.storage.read_state import Snapshot as StoredSnapshot
-from threadfold.workers.store import Store
+from threadfold.workers.storage.store import Store
 
 #: How long a listener waits for a message before it looks whether it was closed.
 TICK: Final = 1.0

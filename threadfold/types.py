@@ -92,7 +92,8 @@ class Status(msgspec.Struct, frozen=True):
 
 
 class HasDelta(Protocol):
-    """A delta given as an object (``threadfold.workers.producer.Delta``, a dataclass of yours); an
+    """A delta given as an object (``threadfold.workers.ingest.producer.Delta``, a dataclass of
+    yours); an
     attribute ``delta_id`` is used when present."""
 
     @property

@@ -1,8 +1,8 @@
 """The way in: a store, a producer and a waker from settings, and the checks a process
 makes when it starts.
 
-The API (threadfold.api.app), the CLI (threadfold.workers.commands), the direct clients
-(threadfold.Client, threadfold.AsyncClient), the Celery tasks (threadfold.workers.tasks)
+The API (threadfold.api.app), the CLI (threadfold.workers.ops.commands), the direct clients
+(threadfold.Client, threadfold.AsyncClient), the Celery tasks (threadfold.workers.runtime.tasks)
 and the tools build what they use here, one function per thing, sync and asyncio, so
 that a Redis client is made one way (the URL's secret read in one place, cluster or
 not) and a change of how a store or producer is built is made once.
@@ -23,16 +23,16 @@ import redis as redis_py
 import redis.asyncio as aioredis
 from celery import Celery
 
-from threadfold.workers import maxmemory
-from threadfold.workers.app import CeleryWaker, make_celery
-from threadfold.workers.astore import AsyncStore
 from threadfold.workers.feed.hub import Hub
-from threadfold.workers.producer import AsyncProducer, Producer
-from threadfold.workers.redis_io import AsyncClient, SyncClient, async_client, sync_client
+from threadfold.workers.ingest.producer import AsyncProducer, Producer
+from threadfold.workers.ingest.wakeup import AsyncWaker, Waker
+from threadfold.workers.redisio import maxmemory
+from threadfold.workers.redisio.client import AsyncClient, SyncClient, async_client, sync_client
+from threadfold.workers.runtime.app import CeleryWaker, make_celery
+from threadfold.workers.runtime.shared_broker import warn_if_shared
 from threadfold.workers.settings import Settings
-from threadfold.workers.shared_broker import warn_if_shared
-from threadfold.workers.store import Store
-from threadfold.workers.wakeup import AsyncWaker, Waker
+from threadfold.workers.storage.astore import AsyncStore
+from threadfold.workers.storage.store import Store
 
 #: The start's messages keep the logger of the process that says them.
 WORKER_LOG = logging.getLogger("threadfold.worker")
@@ -119,13 +119,13 @@ def aproducer(settings: Settings, client: AsyncClient, wakes: AsyncWaker) -> Asy
 
 def warn_shared_broker(settings: Settings, who: str, log: logging.Logger = WORKER_LOG) -> None:
     """Once per process start (the API's, a worker's, beat's): a broker on the state's
-    Redis server is said (threadfold.workers.shared_broker)."""
+    Redis server is said (threadfold.workers.runtime.shared_broker)."""
     warn_if_shared(settings, f"threadfold {who}", log)
 
 
 def refuse_an_evicting_redis(settings: Settings, who: str) -> None:
     """A worker's or beat's start: on a state Redis that evicts keys, they would lose
-    acknowledged deltas silently (threadfold.workers.maxmemory), so they exit with the
+    acknowledged deltas silently (threadfold.workers.redisio.maxmemory), so they exit with the
     policy and the fix instead. SystemExit: Celery logs and swallows an Exception raised
     by a signal handler, only SystemExit stops the process. An unreachable Redis only
     warns (the process may start before it)."""

@@ -37,7 +37,7 @@ from redis.exceptions import OutOfMemoryError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from threadfold.core.keys import Keyspace
-from threadfold.workers.redis_io import AsyncClient, Call, Script, SyncClient, arun, run
+from threadfold.workers.redisio.client import AsyncClient, Call, Script, SyncClient, arun, run
 
 #: Upper bounds (ms) of the enqueue-to-visible lag histogram.
 LAG_BUCKETS_MS: Final = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)

@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 
 from threadfold.core import BaseMessage, apply_deltas, dump_messages, to_messages
-from threadfold.workers.store import Store
+from threadfold.workers.storage.store import Store
 
 
 @dataclass

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from threadfold.workers.redis_io import sync_client
+from threadfold.workers.ingest.wakeup import Waker
+from threadfold.workers.redisio.client import sync_client
 from threadfold.workers.settings import Settings
-from threadfold.workers.store import Store
-from threadfold.workers.wakeup import Waker
+from threadfold.workers.storage.store import Store
 
 #: The settings the in-process benchmarks were measured with (the tests' short leases
 #: and a drain budget of 0.5 s, batches of 200), each benchmark overriding what it

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from threadfold.workers.processes import wait_until
-from threadfold.workers.store import Store
+from threadfold.workers.ops.processes import wait_until
+from threadfold.workers.storage.store import Store
 
 
 def wait_drained(store: Store, refs: Iterable[str], timeout: float) -> None:

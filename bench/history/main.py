@@ -26,8 +26,8 @@ from bench.common.store import IN_PROCESS
 from bench.history.driver import Plan
 from bench.history.run import SETTINGS, THREADS, run
 from bench.history.session import Target
+from threadfold.workers.ops.stack import start_stack
 from threadfold.workers.settings import Settings
-from threadfold.workers.stack import start_stack
 
 
 def _args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -50,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         stack = start_stack(settings, redis_url=None, workers=2, port=0, data_dir=Path(folder))
         try:
             target = Target(stack.client_settings(settings), stack.api_url,
-                            [sys.executable, "-m", "threadfold.workers.cli"],
+                            [sys.executable, "-m", "threadfold.workers.ops.cli"],
                             dict(stack.env), Path.cwd())
             say(f"driving for {args.minutes:g} min, then quiescing and checking")
             started = time.monotonic()

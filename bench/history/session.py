@@ -15,12 +15,12 @@ import httpx
 
 from bench.history.locks import ThreadLocks
 from bench.history.model import History, key
-from threadfold.workers.app import CeleryWaker, make_celery
-from threadfold.workers.producer import Producer
-from threadfold.workers.redis_io import sync_client
+from threadfold.workers.ingest.producer import Producer
+from threadfold.workers.ingest.wakeup import BackgroundWaker
+from threadfold.workers.redisio.client import sync_client
+from threadfold.workers.runtime.app import CeleryWaker, make_celery
 from threadfold.workers.settings import Settings
-from threadfold.workers.store import Store
-from threadfold.workers.wakeup import BackgroundWaker
+from threadfold.workers.storage.store import Store
 
 
 @dataclass(frozen=True)

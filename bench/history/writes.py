@@ -20,7 +20,7 @@ from bench.history.model import Op
 from bench.history.session import Session
 from threadfold.core.codec import encode_messages
 from threadfold.core.messages import HumanMessage
-from threadfold.workers.producer import Delta
+from threadfold.workers.ingest.producer import Delta
 
 ATTEMPTS: Final = 5
 TENANT: Final = "_"

@@ -2,7 +2,7 @@
 
 A private state Redis and broker Redis, Celery workers and beat (the sweeper), and one
 API process group per ``THREADFOLD_API_WORKERS`` value, all on free loopback ports
-(child processes killed with their owner, from threadfold.workers.processes). The APIs run
+(child processes killed with their owner, from threadfold.workers.ops.processes). The APIs run
 side by side on one Redis so their runs can be interleaved; an idle API costs nothing
 but a metrics flush a second.
 
@@ -27,7 +27,7 @@ import redis
 from bench.common.cpu import machine_busy, redis_cpu, set_affinity, tree_times
 from bench.pipeline import services
 from bench.pipeline.services import ROOT
-from threadfold.workers.processes import (
+from threadfold.workers.ops.processes import (
     API_ARGV,
     ManagedProcess,
     api_url,
@@ -35,7 +35,7 @@ from threadfold.workers.processes import (
     start_service,
     wait_until,
 )
-from threadfold.workers.redis_io import run_many
+from threadfold.workers.redisio.client import run_many
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage import status as status_script
 from threadfold.workers.storage.status import ThreadStatus
@@ -201,7 +201,7 @@ def running(api_workers: Sequence[int], celery_workers: int, logs: Path,
         apis = {f"api{n}": start_api(settings, f"api{n}", n, logs) for n in api_workers}
         for api in apis.values():
             stack.callback(api.process.kill)
-        from threadfold.workers.app import make_celery  # noqa: PLC0415
+        from threadfold.workers.runtime.app import make_celery  # noqa: PLC0415
 
         app = make_celery(settings)
         stack.callback(app.close)

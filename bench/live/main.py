@@ -1,15 +1,13 @@
-"""Benchmark live threads (issue 17 item 8): the change feed's cost and SSE subscribers.
+"""Benchmark live threads (issue 17 item 8): SSE subscribers.
 
-Run ``python -m bench.live [--quick] [--only ab|subscribers] [--out PATH]``: prints a
-markdown report and writes the results as JSON (the A/B to ``feed_ab[-quick].json``
-beside ``--out``). All processes run on this machine:
+Run ``python -m bench.live [--quick] [--out PATH]``: prints a markdown report and writes
+the results as JSON. All processes run on this machine.
 
-1. **Feed cost A/B**: the pipeline's headline end-to-end run (bench.pipeline: 1,000
-   threads x 100 mixed deltas through 2 Celery workers, states verified) with the code
-   before the feed (a ``git worktree`` of 24fc5c9, run by the same venv: see
-   :mod:`bench.live.trees` for why that really runs the old code, and how each run
-   proves it) against this tree's commit, alternated; the median ratio is judged.
-2. **Subscribers**: 1,000 SSE subscribers (10 per thread, 100 threads) on a real stack
+(The feed's cost A/B against the code before the feed, 24fc5c9, was a one-off of issue
+17: its figures stay in docs/benchmarks.md, its driver in git history before the
+service-layer redesign; ``python -m bench.ab`` is the A/B of any two commits.)
+
+**Subscribers**: 1,000 SSE subscribers (10 per thread, 100 threads) on a real stack
    while a paced producer writes 5,000 deltas/s to those threads: commit-to-event latency
    (commit time from a raw Pub/Sub listener on the feed channels), every subscriber's
    final state against ``GET state``, the API's memory, CPU per event and Redis
@@ -35,29 +33,25 @@ from bench.common import cli
 from bench.common.machine import load_average, redis_version
 from bench.common.tables import report
 from bench.common.target import Target
-from bench.live import ab, subscribers, targets
 from bench.live import report as md
+from bench.live import subscribers, targets
 from bench.live.figures import LiveResult
 from bench.live.subscribers import LiveConfig
 
 
 @dataclass(frozen=True)
 class Sizes:
-    """The A/B's rounds (each one run per side) and whether its runs use the pipeline's
-    quick headline (200 threads x 50) instead of the full one (1,000 x 100)."""
+    """The subscribers run's configuration, and the producer rates it runs at."""
 
-    ab_rounds: int
-    ab_quick: bool
-    ab_threads: int
     live: LiveConfig
     #: the subscribers run at each of these producer rates, on a fresh stack each; the
     #: first is the target's (5,000 deltas/s), the others show how latency follows load
     rates: tuple[float, ...]
 
 
-FULL = Sizes(ab_rounds=15, ab_quick=False, ab_threads=1000, live=LiveConfig(seconds=60.0),
+FULL = Sizes(live=LiveConfig(seconds=60.0),
              rates=(5000.0, 2500.0, 1000.0))
-QUICK = Sizes(ab_rounds=1, ab_quick=True, ab_threads=200, live=LiveConfig(seconds=5.0),
+QUICK = Sizes(live=LiveConfig(seconds=5.0),
               rates=(5000.0,))
 
 
@@ -79,13 +73,6 @@ def _meta(mode: str, sizes: Sizes, seconds: float) -> dict[str, Any]:
             "platform": platform.platform(), "sizes": asdict(sizes), "machine": machine()}
 
 
-def _ab(args: Any, sizes: Sizes, say: Callable[[str], None]) -> tuple[ab.AB, Target]:
-    with tempfile.TemporaryDirectory(prefix="threadfold-live-") as logs:
-        result = ab.measure(args.rounds or sizes.ab_rounds, sizes.ab_quick, sizes.ab_threads,
-                            Path(logs), say)
-    return result, targets.feed_cost(result)
-
-
 def _live(sizes: Sizes, say: Callable[[str], None]) -> tuple[list[LiveResult], list[Target]]:
     runs = []
     for rate in sizes.rates:
@@ -100,9 +87,6 @@ def _live(sizes: Sizes, say: Callable[[str], None]) -> tuple[list[LiveResult], l
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = cli.parser("live", __doc__, "small sizes, about a minute")
-    parser.add_argument("--only", choices=("ab", "subscribers"), default=None)
-    parser.add_argument("--rounds", type=int, default=None,
-                        help="A/B rounds (default 15; --quick 1)")
     parser.add_argument("--seconds", type=float, default=None,
                         help="subscribers: how long the producer writes (60; --quick 5)")
     parser.add_argument("--api-workers", type=int, default=None,
@@ -123,25 +107,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     sections: list[list[str]] = []
     judged: list[Target] = []
     problems: list[str] = []
-    if args.only in (None, "ab"):
-        result, target = _ab(args, sizes, say)
-        judged.append(target)
-        problems += result.problems
-        data = {"meta": _meta(mode, sizes, time.perf_counter() - started),
-                "target": asdict(target), **result.to_json()}
-        cli.write(out.with_name(f"feed_ab{'-quick' if args.quick else ''}.json"), data)
-        sections.append(md.ab_section(result))
-    if args.only in (None, "subscribers"):
-        runs, found = _live(sizes, say)
-        judged += found[:4]
-        problems += [f"{t.name}: {t.detail}" for t in found if t.name == targets.STATES
-                     and not t.passed]
-        cli.write(out, {"meta": _meta(mode, sizes, time.perf_counter() - started),
-                        "targets": [asdict(t) for t in found],
-                        "runs": [r.to_json() for r in runs]})
-        sections.append(md.live_section(runs[0]))
-        if len(runs) > 1:
-            sections.append(md.rates_section(runs))
+    runs, found = _live(sizes, say)
+    judged += found[:4]
+    problems += [f"{t.name}: {t.detail}" for t in found if t.name == targets.STATES
+                 and not t.passed]
+    cli.write(out, {"meta": _meta(mode, sizes, time.perf_counter() - started),
+                    "targets": [asdict(t) for t in found],
+                    "runs": [r.to_json() for r in runs]})
+    sections.append(md.live_section(runs[0]))
+    if len(runs) > 1:
+        sections.append(md.rates_section(runs))
     sections.insert(0, md.targets_section(judged))
     sections.append(md.machine_section(machine()))
     print(report(sections))

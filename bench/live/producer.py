@@ -14,9 +14,9 @@ from multiprocessing.synchronize import Event
 from typing import Any, Final
 
 from bench.pipeline.workload import Mix
-from threadfold.workers.app import CeleryWaker, make_celery
-from threadfold.workers.producer import Delta, Producer
-from threadfold.workers.redis_io import sync_client
+from threadfold.workers.ingest.producer import Delta, Producer
+from threadfold.workers.redisio.client import sync_client
+from threadfold.workers.runtime.app import CeleryWaker, make_celery
 from threadfold.workers.settings import Settings
 
 #: Seconds between bulks by default: 50 deltas a bulk at 5,000/s.

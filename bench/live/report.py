@@ -2,44 +2,12 @@
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from typing import Any
 
 from bench.common.tables import rate, table, target_table
 from bench.common.target import Target
-from bench.live.ab import AB
 from bench.live.figures import LiveResult
-
-
-def ab_section(ab: AB) -> list[str]:
-    head = ["round", "side", "deltas/s", "CPU us/delta prod / workers / redis / broker",
-            "Redis: COMMIT (evalsha) us/delta", "feed streams", "PUBLISH calls", "states"]
-    rows = []
-    for n, name in enumerate(ab.order):
-        side = ab.with_feed if name == "with" else ab.without
-        run = side.runs[n // 2]
-        cmds = run["commands"]
-        parts = " / ".join(f"{run[k]:.1f}" for k in
-                           ("producer_us", "worker_us", "redis_us", "broker_us"))
-        rows.append([str(n // 2), f"{name} ({side.commit[:9]})", rate(run["rate"]),
-                     f"{parts} = {run['cpu_per_delta_us']:.1f}",
-                     f"{cmds.get('evalsha', {}).get('usec', 0) / run['deltas']:.1f}",
-                     str(run["feed_streams"]),
-                     f"{cmds.get('publish', {}).get('calls', 0):,}",
-                     "verified" if run["check"]["ok"] else "WRONG"])
-    ratios = ab.ratios("rate")
-    cpu = ab.ratios("cpu_per_delta_us")
-    lines = ["## Feed cost on the headline end-to-end rate (A/B)", "",
-             f"without = {ab.without.commit[:9]} (before the feed), with = "
-             f"{ab.with_feed.commit[:9]}; rounds alternate which side runs first.", "",
-             *table(head, rows), "",
-             "with / without per round: rate " + ", ".join(f"{r:.3f}" for r in ratios)
-             + f" (median **{statistics.median(ratios):.3f}**); CPU per delta "
-             + ", ".join(f"{r:.3f}" for r in cpu) + f" (median {statistics.median(cpu):.3f})"]
-    if ab.problems:
-        lines += ["", "PROBLEMS: " + "; ".join(ab.problems)]
-    return lines
 
 
 def targets_section(targets: Sequence[Target]) -> list[str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from bench.common.target import Target
-from bench.live.ab import AB
 from bench.live.figures import LiveResult
 
 #: The feed may cost at most this share of the headline end-to-end rate.
@@ -13,15 +12,6 @@ MAX_P99_MS = 100.0
 #: The API's RSS may grow this much over the run's second half (a leak per event or
 #: per subscriber grows it with the run's length).
 MAX_GROWTH = 0.10
-
-
-def feed_cost(ab: AB) -> Target:
-    ratios = ", ".join(f"{r:.3f}" for r in ab.ratios("rate"))
-    ok = ab.cost <= MAX_FEED_COST and not ab.problems
-    return Target("the feed's cost on the headline end-to-end rate", "<= 10%",
-                  f"{ab.cost:.1%} (median with/without {ab.rate_ratio:.3f})", ok,
-                  f"{len(ab.with_feed.runs)} alternated rounds, ratios {ratios}"
-                  + (f"; problems: {'; '.join(ab.problems)}" if ab.problems else ""))
 
 
 def latency(result: LiveResult) -> Target:

@@ -31,9 +31,9 @@ from bench.common.inputs import new_id
 from bench.common.store import NullWaker, in_process_settings, store_for
 from bench.pipeline import services
 from bench.pipeline.workload import ref_of, templates
-from threadfold.workers.drain import Drainer
-from threadfold.workers.producer import Delta, Producer
-from threadfold.workers.redis_io import sync_client
+from threadfold.workers.ingest.producer import Delta, Producer
+from threadfold.workers.redisio.client import sync_client
+from threadfold.workers.runtime.drain import Drainer
 from threadfold.workers.settings import Settings
 
 Progress = Callable[[str], None]

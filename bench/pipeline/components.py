@@ -18,9 +18,9 @@ from bench.common.store import NullWaker, in_process_settings
 from bench.pipeline import services
 from bench.pipeline.workload import Mix, schedule
 from threadfold.core.ids import uuid4_str
-from threadfold.workers.app import CeleryWaker, make_celery
-from threadfold.workers.producer import Producer, prepare
-from threadfold.workers.redis_io import sync_client
+from threadfold.workers.ingest.producer import Producer, prepare
+from threadfold.workers.redisio.client import sync_client
+from threadfold.workers.runtime.app import CeleryWaker, make_celery
 
 Progress = Callable[[str], None]
 

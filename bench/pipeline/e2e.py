@@ -27,14 +27,14 @@ from bench.pipeline import services
 from bench.pipeline.services import CommandStat
 from bench.pipeline.workload import Mix, Planned, ref_of, schedule, thread_id
 from threadfold.core import dump_messages
-from threadfold.workers.app import CeleryWaker, make_celery
-from threadfold.workers.layout import layout_problems
-from threadfold.workers.processes import ManagedProcess, wait_until
-from threadfold.workers.producer import Enqueued, Producer
-from threadfold.workers.redis_io import sync_client
+from threadfold.workers.ingest.producer import Enqueued, Producer
+from threadfold.workers.ops.processes import ManagedProcess, wait_until
+from threadfold.workers.redisio.client import sync_client
+from threadfold.workers.runtime.app import CeleryWaker, make_celery
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage import meta
-from threadfold.workers.store import Store
+from threadfold.workers.storage.layout import layout_problems
+from threadfold.workers.storage.store import Store
 
 Progress = Callable[[str], None]
 

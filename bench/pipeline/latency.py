@@ -41,10 +41,10 @@ from bench.pipeline import services
 from bench.pipeline.e2e import Pipeline, verify, wait_idle
 from bench.pipeline.workload import Mix, ref_of, thread_id
 from threadfold.core.keys import Keyspace
-from threadfold.workers.producer import Producer
-from threadfold.workers.redis_io import run as run_call
+from threadfold.workers.ingest.producer import Producer
+from threadfold.workers.ingest.wakeup import BackgroundWaker
+from threadfold.workers.redisio.client import run as run_call
 from threadfold.workers.storage import cursors as storage_cursors
-from threadfold.workers.wakeup import BackgroundWaker
 
 Progress = Callable[[str], None]
 Record = tuple[str, tuple[int, int], float]
@@ -52,7 +52,7 @@ Record = tuple[str, tuple[int, int], float]
 
 #: How the paced producer calls: one ``enqueue_many`` per tick ("bulk"), or one
 #: ``enqueue`` per delta, its wake-ups published by the caller ("one") or gathered by a
-#: :class:`~threadfold.workers.wakeup.BackgroundWaker` ("one+background").
+#: :class:`~threadfold.workers.ingest.wakeup.BackgroundWaker` ("one+background").
 Calls = Literal["bulk", "one", "one+background"]
 
 

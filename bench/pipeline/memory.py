@@ -29,9 +29,9 @@ from bench.common.store import NullWaker, in_process_settings, store_for
 from bench.pipeline import services
 from threadfold.core import to_message
 from threadfold.core.codec import encode_message
-from threadfold.workers.drain import Drainer
-from threadfold.workers.producer import Delta, Producer
-from threadfold.workers.redis_io import sync_client
+from threadfold.workers.ingest.producer import Delta, Producer
+from threadfold.workers.redisio.client import sync_client
+from threadfold.workers.runtime.drain import Drainer
 
 Progress = Callable[[str], None]
 AI = "ai ~200 chars, tool call, usage"

@@ -26,7 +26,7 @@ from bench.pipeline import naive_app, services
 from bench.pipeline.services import ROOT
 from bench.pipeline.workload import Mix, ref_of, round_robin, thread_id
 from threadfold.core import dump_messages
-from threadfold.workers.processes import ManagedProcess, wait_until
+from threadfold.workers.ops.processes import ManagedProcess, wait_until
 
 Progress = Callable[[str], None]
 QUEUE = "naive"

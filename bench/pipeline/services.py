@@ -1,7 +1,7 @@
 """Real services for the benchmark and the accounting of what they cost.
 
 Redis servers and Celery workers come from the supervision module,
-threadfold.workers.processes (child processes on free loopback ports, killed with their
+threadfold.workers.ops.processes (child processes on free loopback ports, killed with their
 owner). Their CPU is read through :mod:`bench.common.cpu`, Redis's commands from its
 ``INFO commandstats`` and ``SLOWLOG``, so each side's cost per delta can be reported
 next to the throughput it bought.
@@ -18,7 +18,7 @@ from typing import Any
 
 import redis
 
-from threadfold.workers.processes import (
+from threadfold.workers.ops.processes import (
     ManagedProcess,
     RedisServer,
     celery_answers,

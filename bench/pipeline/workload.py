@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from bench.common.inputs import message_dict, new_id, removal
 from threadfold.core.keys import DEFAULT_TENANT
-from threadfold.workers.producer import Delta, Enqueued
+from threadfold.workers.ingest.producer import Delta, Enqueued
 
 Dict = dict[str, Any]
 APPEND: Final = "append"

@@ -47,7 +47,7 @@ from bench.replay.runs import Run
 from bench.replay.targets import judge
 from bench.replay.workload import Shape
 from threadfold.core import dump_messages
-from threadfold.workers.store import Store
+from threadfold.workers.storage.store import Store
 
 Progress = Callable[[str], None]
 AUDIT, MATCHING, DIFFERING = "audit", "rebuild, matching", "rebuild, differing"

@@ -10,9 +10,9 @@ from typing import Any
 
 from bench.common.store import NullWaker, in_process_settings, store_for
 from bench.pipeline.workload import Mix, ref_of, schedule, thread_id
-from threadfold.workers.drain import Drainer
-from threadfold.workers.producer import Producer
-from threadfold.workers.store import Store
+from threadfold.workers.ingest.producer import Producer
+from threadfold.workers.runtime.drain import Drainer
+from threadfold.workers.storage.store import Store
 
 #: Retention long enough that no log is trimmed during a run.
 RETENTION_SECONDS = 86_400.0

@@ -11,7 +11,7 @@ from starlette.testclient import TestClient
 
 from tests.api.client import api_client, api_settings
 from tests.workers.harness import make_settings, store_for
-from threadfold.workers.drain import Drainer
+from threadfold.workers.runtime.drain import Drainer
 
 TOKEN_A, TOKEN_B = "a" * 24, "b" * 24
 

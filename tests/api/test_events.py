@@ -20,7 +20,7 @@ from tests.infra.processes import wait_until
 from tests.workers.harness import make_settings, start_api, start_worker
 from tests.workers.produce import random_messages
 from threadfold.api.events import HUB_CLIENT_NAME
-from threadfold.workers.processes import ManagedProcess
+from threadfold.workers.ops.processes import ManagedProcess
 from threadfold.workers.settings import Settings
 
 FAST_SSE = {"THREADFOLD_SSE_HEARTBEAT_SECONDS": "0.3"}

@@ -17,7 +17,7 @@ from tests.infra.redis_cluster import RedisCluster
 from tests.infra.redis_server import RedisServer
 from tests.workers.harness import make_settings, start_api, start_worker, store_for
 from threadfold.api.events import HUB_CLIENT_NAME
-from threadfold.workers.drain import Drainer
+from threadfold.workers.runtime.drain import Drainer
 
 
 def _kill_hub_connections(admin: redis.Redis, until: threading.Event) -> None:

@@ -23,7 +23,7 @@ from tests.workers.harness import Sent, make_settings, start_api, start_worker
 from tests.workers.produce import random_messages
 from threadfold import Change, Client, HttpClient, Snapshot, Transcript
 from threadfold.core import dump_messages
-from threadfold.workers.processes import ManagedProcess, free_port
+from threadfold.workers.ops.processes import ManagedProcess, free_port
 from threadfold.workers.settings import Settings
 
 

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.workers.harness import make_settings, start_api, store_for
-from threadfold.workers.drain import Drainer
+from threadfold.workers.runtime.drain import Drainer
 from threadfold.workers.settings import Settings
 
 REPORTED = {"messages": [{"type": "human", "content": [{"type": "text"}], "id": "m1"}]}

@@ -12,7 +12,7 @@ from starlette.testclient import TestClient
 from tests.api.client import api_client, api_settings
 from tests.infra.redis_cluster import RedisCluster
 from tests.workers.harness import make_settings, store_for
-from threadfold.workers.drain import Drainer
+from threadfold.workers.runtime.drain import Drainer
 
 TOKEN_A, TOKEN_B = "key-a-0123456789abcdef", "key-b-0123456789abcdef"
 

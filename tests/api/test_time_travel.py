@@ -19,12 +19,12 @@ from tests.workers.harness import make_settings, start_api, state_dump, store_fo
 from tests.workers.replaying import NoWake, Oracle, Writer
 from threadfold.core.codec import encode_messages
 from threadfold.core.messages import HumanMessage
-from threadfold.workers import prefix
-from threadfold.workers.drain import Drainer
-from threadfold.workers.producer import Producer
-from threadfold.workers.redis_io import text
+from threadfold.workers.ingest.producer import Producer
+from threadfold.workers.redisio.client import text
+from threadfold.workers.runtime.drain import Drainer
 from threadfold.workers.settings import Settings
-from threadfold.workers.store import Store
+from threadfold.workers.storage.store import Store
+from threadfold.workers.threads import prefix
 
 
 @pytest.fixture(scope="module")

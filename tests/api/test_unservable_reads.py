@@ -23,8 +23,8 @@ import pytest
 from tests.workers.harness import make_settings, start_api, store_for
 from tests.workers.test_concurrency import NoWake
 from threadfold.core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from threadfold.workers.drain import Drainer
-from threadfold.workers.producer import Producer
+from threadfold.workers.ingest.producer import Producer
+from threadfold.workers.runtime.drain import Drainer
 from threadfold.workers.settings import Settings
 
 IDS = ["m0", "no-text", "calls", "res", "role", "key", "both", "m9"]  # the thread, in order

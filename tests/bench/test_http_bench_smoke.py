@@ -152,20 +152,21 @@ def test_profile_samples_go_to_the_first_named_frame_from_the_leaf() -> None:
     )
     raw = "\n".join(
         [
-            f"{root};post_delta (api/app.py:135);prepare (workers/producer.py:85);"
+            f"{root};post_delta (api/app.py:135);prepare (workers/ingest/producer.py:85);"
             "encode_messages (core/codec.py:50);mpack_encode (msgspec/_core.cpython-311.so) 3",
-            f"{root};arun_many (workers/redis_io.py:167);"
+            f"{root};arun_many (workers/redisio/client.py:167);"
             "StreamWriter.writelines (asyncio/streams.py:346);write (libc.so.6) 2",
             f"{root};TaskObj_dealloc (_asynciomodule.c:1) 1",
             "thread (2): uvloop_0;_worker (concurrent/futures/thread.py:81);"
-            "CeleryWaker.wake (workers/app.py:85);Producer.publish (kombu/messaging.py:190) 4",
+            "CeleryWaker.wake (workers/runtime/app.py:85);"
+            "Producer.publish (kombu/messaging.py:190) 4",
         ]
     )
     prof = profile.parse(raw, "test", native=True, rate=100, seconds=1.0)
     groups = dict(prof.groups)
     assert prof.samples == 10
     assert groups["msgspec (JSON decode/encode, msgpack)"] == 3
-    assert groups["producer + store glue (threadfold.workers.producer/storage/redis_io)"] == 2
+    assert groups["producer + store glue (threadfold.workers.ingest.producer/storage/redisio)"] == 2
     assert groups[profile.EVENT_LOOP] == 1
     assert groups["Celery/kombu wake-up publish"] == 4
     assert "API handlers + service (api.*)" not in groups  # process start frames only

@@ -12,12 +12,11 @@ with it, both verified, and leaves no worktree behind; the reports and JSON are 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from bench.live import ab, report, subscribers, targets, trees
+from bench.live import report, subscribers, targets, trees
 from bench.live.figures import LiveResult
 from bench.live.reader import SseEvent, SseProtocol
 
@@ -112,29 +111,3 @@ def test_the_live_report_and_json_are_written(live: LiveResult, tmp_path: Path) 
     out.write_text(json.dumps(live.to_json(), default=str))
     data = json.loads(out.read_text())
     assert data["memory"]["samples"] > 0 and data["commit_to_event"]["count"] > 0
-
-
-def _have(rev: str) -> bool:
-    found = subprocess.run(["git", "cat-file", "-e", f"{rev}^{{commit}}"], cwd=trees.ROOT,
-                           capture_output=True, check=False)
-    return found.returncode == 0
-
-
-@pytest.mark.skipif(not _have(ab.BEFORE), reason="a clone without the commit before the feed")
-def test_the_ab_runs_the_old_code_without_the_feed_and_this_tree_with_it(
-        tmp_path: Path) -> None:
-    worktrees = trees.git("worktree", "list")
-    result = ab.measure(1, True, 200, tmp_path, lambda message: None)
-    assert result.problems == []
-    assert not result.without.proof["commit_publishes"]
-    assert result.with_feed.proof["commit_publishes"]
-    for side in (result.without, result.with_feed):
-        [run] = side.runs
-        assert run["check"]["ok"], run["check"]
-        assert side.proof["threadfold"] == "<worktree>/threadfold/__init__.py"
-        assert side.proof["cwd"] == "<worktree>" and side.proof["same_python"]
-        assert side.proof["workers_cwd"] == ["<worktree>", "<worktree>"]
-    assert result.without.runs[0]["feed_streams"] == 0
-    assert result.with_feed.runs[0]["feed_streams"] == 200
-    assert "with / without" in "\n".join(report.ab_section(result))
-    assert trees.git("worktree", "list") == worktrees

@@ -25,7 +25,7 @@ from bench.pipeline.naive import NaiveConfig
 from bench.pipeline.workload import APPEND, REMOVE, UPDATE, Mix, schedule
 from tests.infra.redis_server import RedisServer
 from threadfold.core.keys import Keyspace
-from threadfold.workers.producer import Delta, Enqueued, Producer
+from threadfold.workers.ingest.producer import Delta, Enqueued, Producer
 from threadfold.workers.settings import Settings
 
 TINY = pipeline_bench.Sizes(

@@ -25,8 +25,8 @@ from threadfold import (
     subscription,
 )
 from threadfold.direct import CONNECTION_NAME
-from threadfold.workers.app import CeleryWaker, make_celery
-from threadfold.workers.processes import settings_env
+from threadfold.workers.ops.processes import settings_env
+from threadfold.workers.runtime.app import CeleryWaker, make_celery
 
 WAIT = 20.0
 CALLERS, CALLS = 4, 50  # one-delta appends from each of several callers

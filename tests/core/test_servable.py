@@ -3,7 +3,8 @@
 LangChain's ``convert_to_messages`` accepts messages its ``convert_to_openai_messages``
 refuses (a text block without ``text``); the producer refuses those at ingestion
 (:mod:`threadfold.core.servable`). The properties here run the real ingest step
-(``threadfold.workers.producer.prepare``) over generated deltas — every input form, content blocks
+(``threadfold.workers.ingest.producer.prepare``) over generated deltas — every input form, content
+blocks
 good and broken, chunks that merge — then fold what was accepted as the workers do
 (with and without chunk merging), store and load it, and render both read formats.
 """
@@ -25,7 +26,7 @@ from threadfold.core.ids import uuid4_str
 from threadfold.core.messages import BaseMessage, RemoveMessage
 from threadfold.core.openai import to_openai
 from threadfold.core.servable import check_servable
-from threadfold.workers.producer import Delta, prepare
+from threadfold.workers.ingest.producer import Delta, prepare
 
 # --- generated message-likes: the input space of the API and the Python producer ----
 

@@ -45,15 +45,15 @@ LoadSettings = Callable[[Mapping[str, str]], ApiSettings]
 
 def is_known_entry(command: list[str]) -> bool:
     """``threadfold <sub>``, ``python -m threadfold.api`` or
-    ``celery -A threadfold.workers.worker ...``."""
+    ``celery -A threadfold.workers.runtime.worker ...``."""
     match command:
         case ["threadfold", sub, *_]:
             return sub in SUBCOMMANDS
         case ["python" | "python3", "-m", "threadfold.api", *_]:
             return True
-        case ["celery", "-A" | "--app", "threadfold.workers.worker", *_]:
+        case ["celery", "-A" | "--app", "threadfold.workers.runtime.worker", *_]:
             return True
-        case ["celery", "--app=threadfold.workers.worker", *_]:
+        case ["celery", "--app=threadfold.workers.runtime.worker", *_]:
             return True
     return False
 

@@ -21,8 +21,8 @@ from tests.deploy.manifests import (
     service_env,
 )
 from threadfold.api.settings import ApiSettings
+from threadfold.workers.runtime.shared_broker import server, shares_state
 from threadfold.workers.settings import Settings
-from threadfold.workers.shared_broker import server, shares_state
 
 
 @pytest.mark.parametrize("files", COMPOSE_FILES, ids=lambda fs: "+".join(f.name for f in fs))

@@ -88,7 +88,7 @@ def test_the_builder_smoke_imports_the_install_and_only_threadfold_is_top_level(
         if isinstance(node, ast.Import)
         for alias in node.names
     }
-    assert {"threadfold.api.server", "threadfold.workers.tasks"} <= imported, imported
+    assert {"threadfold.api.server", "threadfold.workers.runtime.tasks"} <= imported, imported
     for internal in link_targets():
         assert repr(internal) in code, f"the check does not look for a top-level {internal}"
 

@@ -31,9 +31,9 @@ from threadfold.api import metrics as prom
 from threadfold.api.app import ROUTES
 from threadfold.api.settings import ApiSettings
 from threadfold.core.keys import Keyspace
-from threadfold.workers.redis_io import async_client
+from threadfold.workers.redisio.client import async_client
+from threadfold.workers.runtime.shared_broker import shares_state
 from threadfold.workers.settings import Settings
-from threadfold.workers.shared_broker import shares_state
 
 ROUTE_PATHS = frozenset(path for path, *_ in ROUTES)
 

@@ -6,10 +6,10 @@ so a test can tell "the service never came up" from "my condition never held".
 
 from __future__ import annotations
 
-from threadfold.workers.processes.errors import (
+from threadfold.workers.ops.processes.errors import (
     ExecutableNotFoundError,
     ServiceStartError,
 )
-from threadfold.workers.processes.errors import ProcessError as InfraError
+from threadfold.workers.ops.processes.errors import ProcessError as InfraError
 
 __all__ = ["ExecutableNotFoundError", "InfraError", "ServiceStartError"]

@@ -1,7 +1,7 @@
-"""Free loopback ports: the supervision module's (threadfold.workers.processes)."""
+"""Free loopback ports: the supervision module's (threadfold.workers.ops.processes)."""
 
 from __future__ import annotations
 
-from threadfold.workers.processes.child import CLUSTER_BUS_OFFSET, HOST, free_port
+from threadfold.workers.ops.processes.child import CLUSTER_BUS_OFFSET, HOST, free_port
 
 __all__ = ["CLUSTER_BUS_OFFSET", "HOST", "free_port"]

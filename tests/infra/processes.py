@@ -1,9 +1,9 @@
-"""Child processes for tests: the supervision module's (threadfold.workers.processes),
+"""Child processes for tests: the supervision module's (threadfold.workers.ops.processes),
 named here so the tests keep one import path for their infrastructure."""
 
 from __future__ import annotations
 
-from threadfold.workers.processes.child import (
+from threadfold.workers.ops.processes.child import (
     ManagedProcess,
     find_executable,
     pid_alive,

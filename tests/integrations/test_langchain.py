@@ -39,7 +39,7 @@ from threadfold import (
     VersionNotReached,
 )
 from threadfold.langchain import ThreadfoldChatMessageHistory, to_langchain
-from threadfold.workers.app import CeleryWaker, make_celery
+from threadfold.workers.runtime.app import CeleryWaker, make_celery
 
 WAIT = 20.0
 SYNC = ["Client", "HttpClient"]

@@ -43,7 +43,7 @@ from threadfold import (
     Unavailable,
 )
 from threadfold.langgraph import MAX_DELTA_ID, ThreadfoldMessages, delta_id
-from threadfold.workers.producer import MAX_DELTA_ID as SERVICE_MAX_DELTA_ID
+from threadfold.workers.ingest.producer import MAX_DELTA_ID as SERVICE_MAX_DELTA_ID
 
 WAIT = 20.0
 SYNC = ["Client", "HttpClient"]

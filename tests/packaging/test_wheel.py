@@ -165,7 +165,7 @@ def test_the_wheel_holds_the_page_at_ui(wheel_names: set[str]) -> None:
 
 def test_the_wheel_declares_the_command_and_no_integration_in_its_base(wheel: Path) -> None:
     entry_points = _metadata(wheel, "entry_points.txt")
-    assert "threadfold = threadfold.workers.cli:main" in entry_points
+    assert "threadfold = threadfold.workers.ops.cli:main" in entry_points
     assert _metadata(wheel, "METADATA").count(f"\nName: {PACKAGE}\n") == 1
     base = [r.name for r in _requirements(wheel) if not _is_optional(r)]
     assert "msgspec" in base, base

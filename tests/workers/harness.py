@@ -14,7 +14,7 @@ from bench.common.oracle import version_key as version_key  # noqa: PLC0414  # r
 from bench.common.store import CountingWaker as CountingWaker  # noqa: PLC0414  # re-exported
 from bench.common.wait import wait_drained as wait_drained  # noqa: PLC0414  # re-exported
 from threadfold.workers import entry
-from threadfold.workers.processes import (
+from threadfold.workers.ops.processes import (
     API_ARGV,
     ManagedProcess,
     api_url,
@@ -25,9 +25,9 @@ from threadfold.workers.processes import (
     start_service,
     wait_until,
 )
-from threadfold.workers.redis_io import SyncClient
+from threadfold.workers.redisio.client import SyncClient
 from threadfold.workers.settings import Settings
-from threadfold.workers.store import Store
+from threadfold.workers.storage.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
 CELERY = str(Path(sys.executable).with_name("celery"))

@@ -15,9 +15,9 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from threadfold.workers.app import CeleryWaker, make_celery
-from threadfold.workers.producer import Delta, Enqueued, Producer
-from threadfold.workers.redis_io import sync_client
+from threadfold.workers.ingest.producer import Delta, Enqueued, Producer
+from threadfold.workers.redisio.client import sync_client
+from threadfold.workers.runtime.app import CeleryWaker, make_celery
 from threadfold.workers.settings import Settings
 
 POOL = [str(i) for i in range(8)]

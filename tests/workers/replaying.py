@@ -10,7 +10,7 @@ from typing import Any
 
 from tests.workers.harness import Sent, stamped, version_key
 from threadfold.core import apply_deltas, dump_messages
-from threadfold.workers.producer import Delta, Producer
+from threadfold.workers.ingest.producer import Delta, Producer
 
 
 class NoWake:

@@ -13,13 +13,13 @@ from tests.infra.redis_cluster import RedisCluster
 from tests.workers.harness import make_settings, state_dump, store_for
 from tests.workers.test_concurrency import NoWake
 from threadfold.core import InvalidMessage
-from threadfold.workers import producer as producer_module
-from threadfold.workers import redis_io
-from threadfold.workers.drain import Drainer
-from threadfold.workers.producer import AsyncProducer, Delta
-from threadfold.workers.redis_io import AsyncClient, Call, async_client
+from threadfold.workers.ingest import producer as producer_module
+from threadfold.workers.ingest.producer import AsyncProducer, Delta
+from threadfold.workers.ingest.wakeup import ThreadedWaker
+from threadfold.workers.redisio import client as redis_io
+from threadfold.workers.redisio.client import AsyncClient, Call, async_client
+from threadfold.workers.runtime.drain import Drainer
 from threadfold.workers.settings import Settings
-from threadfold.workers.wakeup import ThreadedWaker
 
 
 async def _produce(settings: Settings, waker: NoWake) -> list[str]:

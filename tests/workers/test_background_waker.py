@@ -25,9 +25,9 @@ from tests.workers.harness import (
     wait_drained,
 )
 from threadfold.core import dump_messages
-from threadfold.workers.app import CeleryWaker, make_celery
-from threadfold.workers.producer import Producer
-from threadfold.workers.wakeup import BackgroundWaker
+from threadfold.workers.ingest.producer import Producer
+from threadfold.workers.ingest.wakeup import BackgroundWaker
+from threadfold.workers.runtime.app import CeleryWaker, make_celery
 
 
 class Recording:

@@ -21,12 +21,12 @@ from tests.workers.harness import (
 )
 from tests.workers.test_concurrency import NoWake
 from threadfold.core import dump_messages
-from threadfold.workers.drain import Drainer
-from threadfold.workers.processes import settings_env
-from threadfold.workers.producer import Producer
-from threadfold.workers.redis_io import text
+from threadfold.workers.ingest.producer import Producer
+from threadfold.workers.ops.processes import settings_env
+from threadfold.workers.redisio.client import text
+from threadfold.workers.runtime.drain import Drainer
 from threadfold.workers.settings import Settings
-from threadfold.workers.store import Store
+from threadfold.workers.storage.store import Store
 
 
 def test_a_three_master_cluster_holds_state_with_the_broker_outside_it(

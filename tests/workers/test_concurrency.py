@@ -22,14 +22,14 @@ from tests.workers.produce import random_messages
 from threadfold.core import dump_messages
 from threadfold.core.codec import decode_messages
 from threadfold.core.fold import ThreadFold
-from threadfold.workers.app import CeleryWaker, make_celery
-from threadfold.workers.drain import Drainer, _decode, _mentioned
-from threadfold.workers.drain.batch import Batch, read_batch, read_batches
-from threadfold.workers.producer import Producer
+from threadfold.workers.ingest.producer import Producer
+from threadfold.workers.runtime.app import CeleryWaker, make_celery
+from threadfold.workers.runtime.drain import Drainer, _decode, _mentioned
+from threadfold.workers.runtime.drain.batch import Batch, read_batch, read_batches
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.commit import CommitPlan
 from threadfold.workers.storage.lookup import Found
-from threadfold.workers.store import Store
+from threadfold.workers.storage.store import Store
 
 
 class NoWake:

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from threadfold.workers import entry
-from threadfold.workers.processes import RedisServer
+from threadfold.workers.ingest.wakeup import Waker
+from threadfold.workers.ops.processes import RedisServer
 from threadfold.workers.settings import Settings
-from threadfold.workers.wakeup import Waker
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = ["api", "workers", "loadtests"]
@@ -20,7 +20,7 @@ BUILDS = re.compile(
     r"\b(sync_client|async_client|make_celery|CeleryWaker|AsyncProducer|Producer|AsyncStore|Store)\("
 )
 # Where the things are defined, and the one module that builds them.
-OWNERS = {"workers/entry.py", "workers/redis_io.py", "workers/app.py"}
+OWNERS = {"workers/entry.py", "workers/redisio/client.py", "workers/runtime/app.py"}
 
 
 class Recorded:

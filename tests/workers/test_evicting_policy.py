@@ -23,10 +23,10 @@ from tests.infra.processes import ManagedProcess, wait_until
 from tests.infra.redis_cluster import RedisCluster
 from tests.infra.redis_server import RedisServer
 from tests.workers.harness import ROOT, make_settings, start_beat, start_worker
-from threadfold.workers.maxmemory import EvictingPolicy, NodeMemory, aread, check_url, read
-from threadfold.workers.processes import settings_env
-from threadfold.workers.redis_io import async_client, sync_client
-from threadfold.workers.stack import start_stack
+from threadfold.workers.ops.processes import settings_env
+from threadfold.workers.ops.stack import start_stack
+from threadfold.workers.redisio.client import async_client, sync_client
+from threadfold.workers.redisio.maxmemory import EvictingPolicy, NodeMemory, aread, check_url, read
 
 THREADFOLD = str(Path(sys.executable).with_name("threadfold"))
 FIX = "set maxmemory-policy noeviction"

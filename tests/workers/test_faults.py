@@ -25,8 +25,8 @@ from tests.workers.produce import random_messages
 from tests.workers.test_concurrency import NoWake
 from threadfold.core import InvalidMessage, dump_messages
 from threadfold.core.messages import HumanMessage
-from threadfold.workers.app import CeleryWaker, make_celery
-from threadfold.workers.producer import Delta, Producer
+from threadfold.workers.ingest.producer import Delta, Producer
+from threadfold.workers.runtime.app import CeleryWaker, make_celery
 from threadfold.workers.settings import Settings
 
 

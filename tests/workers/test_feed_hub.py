@@ -8,12 +8,12 @@ import asyncio
 from tests.workers.harness import make_settings, store_for
 from tests.workers.test_concurrency import NoWake
 from threadfold.workers import entry
-from threadfold.workers.astore import AsyncStore
-from threadfold.workers.drain import Drainer
 from threadfold.workers.feed.hub import Hub, Source
 from threadfold.workers.feed.subscriber import Change, Start, Subscriber
-from threadfold.workers.producer import Producer
+from threadfold.workers.ingest.producer import Producer
+from threadfold.workers.runtime.drain import Drainer
 from threadfold.workers.settings import Settings
+from threadfold.workers.storage.astore import AsyncStore
 from threadfold.workers.storage.feed import PAGE, FeedRead
 from threadfold.workers.storage.read_state import Snapshot
 

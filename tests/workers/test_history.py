@@ -24,7 +24,7 @@ from bench.history.run import SETTINGS, run
 from bench.history.session import Target
 from tests.infra.redis_server import RedisServer
 from tests.workers.harness import ROOT, make_settings, start_api, start_beat, start_worker
-from threadfold.workers.processes import settings_env
+from threadfold.workers.ops.processes import settings_env
 from threadfold.workers.settings import Settings
 
 FIXED_SEED = 14

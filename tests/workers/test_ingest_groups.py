@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from tests.workers.harness import make_settings, store_for, version_key
 from threadfold.core.keys import Keyspace
-from threadfold.workers.producer import Delta, Producer
+from threadfold.workers.ingest.producer import Delta, Producer
 from threadfold.workers.storage.ingest import MAX_THREADS_PER_INGEST, groups_of
 
 KS = Keyspace(buckets=16)

@@ -17,7 +17,7 @@ from tests.infra.redis_server import RedisServer
 from threadfold.api import metrics as prom
 from threadfold.core.keys import Keyspace
 from threadfold.workers.metrics import BATCH_BUCKETS, LAG_BUCKETS_MS, Metrics, process_name
-from threadfold.workers.redis_io import SyncClient, async_client, sync_client, text
+from threadfold.workers.redisio.client import SyncClient, async_client, sync_client, text
 
 values = st.lists(
     st.one_of(st.integers(-5, 20_000), st.sampled_from([*LAG_BUCKETS_MS, *BATCH_BUCKETS])),

@@ -21,15 +21,15 @@ from tests.workers.test_concurrency import NoWake, _commit_of
 from threadfold.core import dump_messages
 from threadfold.core.codec import encode_stored
 from threadfold.core.messages import HumanMessage
-from threadfold.workers import layout
-from threadfold.workers.drain import Drainer
-from threadfold.workers.drain.batch import read_batch
+from threadfold.workers.ingest.producer import Producer
 from threadfold.workers.metrics import Metrics
-from threadfold.workers.producer import Producer
-from threadfold.workers.redis_io import text
-from threadfold.workers.replay import rebuild
+from threadfold.workers.redisio.client import text
+from threadfold.workers.runtime.drain import Drainer
+from threadfold.workers.runtime.drain.batch import read_batch
 from threadfold.workers.settings import Settings
+from threadfold.workers.storage import layout
 from threadfold.workers.storage.pages import record
+from threadfold.workers.threads.replay import rebuild
 
 POOL = [f"m{i}" for i in range(90)]
 
@@ -106,10 +106,10 @@ def test_forced_fingerprint_collisions_are_told_apart_and_folded_exactly(
     poor = by_length if kind == "by length" else by_prefix
     storage = "threadfold.workers.storage"
     users = ("commit", "lookup", "read_state", "rebuild")
-    for module in (*(f"{storage}.{name}" for name in users), "threadfold.workers.layout"):
+    for module in (*(f"{storage}.{name}" for name in users), "threadfold.workers.storage.layout"):
         monkeypatch.setattr(f"{module}.fingerprint", poor)
     monkeypatch.setattr(
-        "threadfold.workers.prepare.fingerprints", lambda ids: b"".join(map(poor, ids))
+        "threadfold.workers.ingest.prepare.fingerprints", lambda ids: b"".join(map(poor, ids))
     )
     settings = make_settings(redis_url, batch_size=5)
     drainer, _ = _run(settings, seed=12, steps=500, threads=2)

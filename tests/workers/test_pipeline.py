@@ -24,9 +24,9 @@ from tests.workers.harness import (
     stamped as stamped_messages,
 )
 from threadfold.core import dump_messages
-from threadfold.workers.layout import layout_problems
-from threadfold.workers.processes import settings_env
+from threadfold.workers.ops.processes import settings_env
 from threadfold.workers.settings import Settings
+from threadfold.workers.storage.layout import layout_problems
 
 PRODUCERS = 3
 THREADS = 200

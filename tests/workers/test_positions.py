@@ -18,14 +18,14 @@ from tests.workers.produce import random_messages
 from threadfold.core import dump_messages
 from threadfold.core.codec import encode_messages
 from threadfold.core.ids import ensure_ids, uuid4_str
-from threadfold.workers.drain import Drainer, _decode, _mentioned
-from threadfold.workers.drain.batch import read_batches
-from threadfold.workers.layout import layout_problems
-from threadfold.workers.producer import Producer
-from threadfold.workers.redis_io import as_bytes, text
+from threadfold.workers.ingest.producer import Producer
+from threadfold.workers.redisio.client import as_bytes, text
+from threadfold.workers.runtime.drain import Drainer, _decode, _mentioned
+from threadfold.workers.runtime.drain.batch import read_batches
 from threadfold.workers.settings import Settings
+from threadfold.workers.storage.layout import layout_problems
 from threadfold.workers.storage.pages import MAX_PAGE_RECORDS, records
-from threadfold.workers.store import Store
+from threadfold.workers.storage.store import Store
 
 
 class NoWake:

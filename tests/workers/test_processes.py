@@ -1,4 +1,4 @@
-"""The supervision module (threadfold.workers.processes) against real processes: a group's
+"""The supervision module (threadfold.workers.ops.processes) against real processes: a group's
 members start with their environment and log, are restarted when they crash, a crash
 loop ends the group, stopping escalates from SIGTERM to SIGKILL, and the readiness
 checks wait on the real services (redis-server with the stack's persistence, HTTP, a
@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from threadfold.workers.app import make_celery
-from threadfold.workers.processes import (
+from threadfold.workers.ops.processes import (
     DURABLE,
     MAX_RESTARTS,
     CrashLoop,
@@ -31,7 +30,8 @@ from threadfold.workers.processes import (
     start_service,
     wait_until,
 )
-from threadfold.workers.processes import group as group_module
+from threadfold.workers.ops.processes import group as group_module
+from threadfold.workers.runtime.app import make_celery
 from threadfold.workers.settings import Settings
 
 # A child that says it started (with a variable from its environment), then waits.

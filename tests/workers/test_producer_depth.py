@@ -12,8 +12,8 @@ from langchain_core.messages import AIMessage as LcAIMessage
 from tests.workers.harness import make_settings, state_dump, store_for
 from tests.workers.test_ingest_groups import Woken
 from threadfold.core.errors import InvalidMessage
-from threadfold.workers.drain import Drainer
-from threadfold.workers.producer import Delta, Producer
+from threadfold.workers.ingest.producer import Delta, Producer
+from threadfold.workers.runtime.drain import Drainer
 
 DEEP = 5_000  # well past the interpreter's recursion limit (1,000)
 

@@ -17,13 +17,13 @@ import pytest
 
 from tests.infra.redis_cluster import RedisCluster
 from tests.workers.harness import make_settings, state_dump, store_for
-from threadfold.workers.drain import Drainer
-from threadfold.workers.drain import batch as batch_reads
-from threadfold.workers.producer import Producer
-from threadfold.workers.redis_io import Call, _pipelined, run_many, run_merged, text
+from threadfold.workers.ingest.producer import Producer
+from threadfold.workers.redisio.client import Call, _pipelined, run_many, run_merged, text
+from threadfold.workers.runtime.drain import Drainer
+from threadfold.workers.runtime.drain import batch as batch_reads
 from threadfold.workers.storage import candidates, head, lua
 from threadfold.workers.storage.meta import fence
-from threadfold.workers.store import Store
+from threadfold.workers.storage.store import Store
 
 
 class NoWake:

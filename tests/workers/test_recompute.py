@@ -24,15 +24,15 @@ from tests.workers.test_concurrency import NoWake
 from threadfold.core import dump_messages
 from threadfold.core.codec import encode_stored
 from threadfold.core.messages import HumanMessage
-from threadfold.workers.cli import main
-from threadfold.workers.drain import Drainer
-from threadfold.workers.processes import settings_env
-from threadfold.workers.producer import Producer
-from threadfold.workers.redis_io import as_bytes, text
-from threadfold.workers.replay import NotReplayable, audit, rebuild, replay
+from threadfold.workers.ingest.producer import Producer
+from threadfold.workers.ops.cli import main
+from threadfold.workers.ops.processes import settings_env
+from threadfold.workers.redisio.client import as_bytes, text
+from threadfold.workers.runtime.drain import Drainer
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.pages import record, records
-from threadfold.workers.store import Store
+from threadfold.workers.storage.store import Store
+from threadfold.workers.threads.replay import NotReplayable, audit, rebuild, replay
 
 
 def _written(settings: Settings, threads: int = 3, deltas: int = 120) -> tuple[Store, Sent]:

@@ -24,11 +24,11 @@ from tests.infra.redis_server import RedisServer
 from tests.workers.harness import ROOT, make_settings, start_worker, state_dump
 from tests.workers.test_recompute import _corrupt, _written
 from threadfold.core import dump_messages
-from threadfold.workers.processes import settings_env
-from threadfold.workers.progress import Progress
-from threadfold.workers.recompute import RESULT, Slice, run_slice
+from threadfold.workers.ops.processes import settings_env
+from threadfold.workers.ops.progress import Progress
+from threadfold.workers.runtime.recompute import RESULT, Slice, run_slice
 from threadfold.workers.settings import Settings
-from threadfold.workers.store import Store
+from threadfold.workers.storage.store import Store
 
 THREADFOLD = str(Path(sys.executable).with_name("threadfold"))
 

@@ -33,11 +33,11 @@ from tests.workers.harness import (
 from tests.workers.produce import random_messages
 from tests.workers.test_concurrency import NoWake
 from threadfold.core import dump_messages
-from threadfold.workers.app import CeleryWaker, make_celery
-from threadfold.workers.producer import Delta, Producer
-from threadfold.workers.redis_io import RedisFull
-from threadfold.workers.store import Store
-from threadfold.workers.tasks import Runtime, sweep_once
+from threadfold.workers.ingest.producer import Delta, Producer
+from threadfold.workers.redisio.client import RedisFull
+from threadfold.workers.runtime.app import CeleryWaker, make_celery
+from threadfold.workers.runtime.tasks import Runtime, sweep_once
+from threadfold.workers.storage.store import Store
 
 PAD = "x" * 1500  # a big message per delta fills Redis in a few dozen bulks
 THREADS = 20

@@ -1,4 +1,5 @@
-"""Replay reads one consistent prefix of a log (threadfold.workers.prefix): a trim or a delete that
+"""Replay reads one consistent prefix of a log (threadfold.workers.threads.prefix): a trim or a
+delete that
 races an audit or a rebuild makes the thread not replayable (or the read is retried),
 never a comparison with, or a rebuild from, a partial log; a log trimmed at retention 0
 is known as such; a poison entry is named."""
@@ -17,12 +18,16 @@ from tests.workers.replaying import NoWake, Oracle, Writer
 from threadfold.core import dump_messages
 from threadfold.core.codec import encode_messages
 from threadfold.core.messages import HumanMessage
-from threadfold.workers import prefix
-from threadfold.workers.astore import AsyncStore
-from threadfold.workers.drain import Drainer
-from threadfold.workers.producer import Producer
-from threadfold.workers.redis_io import Call, async_client, run, run_many, text
-from threadfold.workers.replay import (
+from threadfold.workers.ingest.producer import Producer
+from threadfold.workers.redisio.client import Call, async_client, run, run_many, text
+from threadfold.workers.runtime.drain import Drainer
+from threadfold.workers.settings import Settings
+from threadfold.workers.storage import rebuild as rebuild_script
+from threadfold.workers.storage.astore import AsyncStore
+from threadfold.workers.storage.meta import fence
+from threadfold.workers.storage.store import Store
+from threadfold.workers.threads import prefix
+from threadfold.workers.threads.replay import (
     Audit,
     NotReplayable,
     Reason,
@@ -33,10 +38,6 @@ from threadfold.workers.replay import (
     replay,
     state_of,
 )
-from threadfold.workers.settings import Settings
-from threadfold.workers.storage import rebuild as rebuild_script
-from threadfold.workers.storage.meta import fence
-from threadfold.workers.store import Store
 
 
 def _stored(store: Store, ref: str) -> dict[str, Any]:

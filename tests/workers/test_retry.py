@@ -21,13 +21,13 @@ from tests.workers.harness import (
 from tests.workers.test_concurrency import NoWake
 from threadfold.core.codec import encode_messages
 from threadfold.core.messages import HumanMessage
-from threadfold.workers.app import CeleryWaker, make_celery
-from threadfold.workers.drain import Drainer
-from threadfold.workers.processes import settings_env
-from threadfold.workers.producer import Producer
-from threadfold.workers.redis_io import text
+from threadfold.workers.ingest.producer import Producer
+from threadfold.workers.ops.processes import settings_env
+from threadfold.workers.redisio.client import text
+from threadfold.workers.runtime.app import CeleryWaker, make_celery
+from threadfold.workers.runtime.drain import Drainer
 from threadfold.workers.settings import Settings
-from threadfold.workers.store import Store
+from threadfold.workers.storage.store import Store
 
 THREADFOLD = str(Path(sys.executable).with_name("threadfold"))
 WHY = "cannot fold: the incremental fold needs message ids; stamp them at ingestion"

@@ -13,8 +13,8 @@ from pydantic import SecretStr
 from tests.infra.processes import ManagedProcess, wait_until
 from tests.infra.redis_server import RedisServer
 from tests.workers.harness import make_settings, start_api, start_beat, start_worker
+from threadfold.workers.runtime.shared_broker import shares_state, warn_if_shared
 from threadfold.workers.settings import Settings
-from threadfold.workers.shared_broker import shares_state, warn_if_shared
 
 SAID = "They share its memory"
 

@@ -11,11 +11,11 @@ import pytest
 
 from tests.workers.harness import make_settings, store_for
 from tests.workers.test_concurrency import NoWake
-from threadfold.workers.cli import main
-from threadfold.workers.drain import Drainer
-from threadfold.workers.processes import settings_env
-from threadfold.workers.producer import Producer
-from threadfold.workers.redis_io import text
+from threadfold.workers.ingest.producer import Producer
+from threadfold.workers.ops.cli import main
+from threadfold.workers.ops.processes import settings_env
+from threadfold.workers.redisio.client import text
+from threadfold.workers.runtime.drain import Drainer
 from threadfold.workers.settings import Settings
 
 LISTED = re.compile(r"^  (\S+)\s+backlog\s+(\d+)\s+(?:version|entry) ", re.MULTILINE)

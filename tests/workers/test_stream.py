@@ -13,11 +13,11 @@ from tests.workers.produce import random_messages
 from tests.workers.test_ingest_groups import Woken
 from threadfold.core import dump_messages
 from threadfold.core.errors import InvalidMessage
-from threadfold.workers.drain import Drainer
-from threadfold.workers.producer import Delta, Enqueued, Producer
-from threadfold.workers.redis_io import sync_client, text
+from threadfold.workers.ingest.producer import Delta, Enqueued, Producer
+from threadfold.workers.redisio.client import sync_client, text
+from threadfold.workers.runtime.drain import Drainer
 from threadfold.workers.settings import Settings
-from threadfold.workers.store import Store
+from threadfold.workers.storage.store import Store
 
 
 def _bulks(rng: random.Random, count: int, threads: int, prefix: str) -> list[list[Delta]]:

@@ -176,7 +176,7 @@ def test_bad_settings_are_refused_without_showing_the_password_or_the_keys(
     api = out.run([sys.executable, "-m", "threadfold.api"], bad_tenant)
     assert api.returncode == 1
     assert "bad THREADFOLD_* setting: THREADFOLD_API_KEYS: Value error, tenant" in api.stderr
-    worker = out.run([CELERY, "-A", "threadfold.workers.worker", "worker"], unordered)
+    worker = out.run([CELERY, "-A", "threadfold.workers.runtime.worker", "worker"], unordered)
     assert worker.returncode != 0
     assert "bad THREADFOLD_* setting: settings: Value error" in worker.stderr
     assert out.leaks(password, key) == []

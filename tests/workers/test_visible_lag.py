@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 
 from threadfold.core.keys import Keyspace
-from threadfold.workers.drain import Decoded, Drainer, lag_ms
 from threadfold.workers.metrics import LAG_BUCKETS_MS, Metrics
-from threadfold.workers.redis_io import sync_client
+from threadfold.workers.redisio.client import sync_client
+from threadfold.workers.runtime.drain import Decoded, Drainer, lag_ms
 from threadfold.workers.settings import Settings
-from threadfold.workers.store import Store
+from threadfold.workers.storage.store import Store
 
 NOW_MS = 1_700_000_000_000
 

@@ -55,7 +55,7 @@ FILLS_AT_ONCE: Final = 16
 
 
 class Source(Protocol):
-    """Where fills are read (:class:`threadfold.workers.astore.AsyncStore`)."""
+    """Where fills are read (:class:`threadfold.workers.storage.astore.AsyncStore`)."""
 
     async def snapshot(self, ref: str) -> Snapshot | None: ...
 

@@ -13,7 +13,8 @@ One folder holds what a newcomer looks for when following a thread into Redis:
 * :mod:`.meta`: the thread's meta hash fields, one table; :mod:`.pages`: the page and
   index format (the Python half of ``state.lua``); :mod:`.scripts`: every script.
 
-The runners (EVALSHA, pipelines, a cluster's slots) are :mod:`threadfold.workers.redis_io`;
-the callers are the stores (:mod:`threadfold.workers.store`, :mod:`threadfold.workers.astore`),
+The runners (EVALSHA, pipelines, a cluster's slots) are :mod:`threadfold.workers.redisio.client`;
+the callers are the stores (:mod:`threadfold.workers.storage.store`,
+:mod:`threadfold.workers.storage.astore`),
 the producer, the drainer and the replay.
 """

@@ -14,7 +14,7 @@ from threadfold.core.fold import Effect
 from threadfold.core.keys import Keyspace
 from threadfold.workers.feed.event import FeedEvent, FeedLimits
 from threadfold.workers.feed.event import encode as encode_event
-from threadfold.workers.redis_io import Call
+from threadfold.workers.redisio.client import Call
 from threadfold.workers.storage.contract import keys_of
 from threadfold.workers.storage.lookup import Found
 from threadfold.workers.storage.lua import script

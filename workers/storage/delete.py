@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Final, NamedTuple
 
 from threadfold.core.keys import ThreadKeys
-from threadfold.workers.redis_io import Call
+from threadfold.workers.redisio.client import Call
 from threadfold.workers.storage.contract import keys_of
 from threadfold.workers.storage.lua import script
 

@@ -8,7 +8,7 @@ from typing import Any, Final, Literal, NamedTuple
 
 from threadfold.core.keys import ThreadKeys
 from threadfold.workers.feed.event import FeedEvent, decode
-from threadfold.workers.redis_io import Call, as_bytes, text
+from threadfold.workers.redisio.client import Call, as_bytes, text
 from threadfold.workers.storage.contract import keys_of
 from threadfold.workers.storage.lua import script
 

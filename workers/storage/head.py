@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final, NamedTuple
 
-from threadfold.workers.redis_io import Call
+from threadfold.workers.redisio.client import Call
 from threadfold.workers.storage import meta
 from threadfold.workers.storage.lua import script
 

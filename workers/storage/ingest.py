@@ -9,7 +9,7 @@ from functools import lru_cache
 from typing import Any, Final, NamedTuple
 
 from threadfold.core.keys import Keyspace
-from threadfold.workers.redis_io import Call, text
+from threadfold.workers.redisio.client import Call, text
 from threadfold.workers.storage.contract import keys_of
 from threadfold.workers.storage.lua import script
 

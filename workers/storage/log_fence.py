@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any, Final, NamedTuple
 
 from threadfold.core.keys import ThreadKeys
-from threadfold.workers.redis_io import Call, text
+from threadfold.workers.redisio.client import Call, text
 from threadfold.workers.storage.contract import keys_of
 from threadfold.workers.storage.lua import script
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
 from threadfold.core.keys import ThreadKeys
-from threadfold.workers.redis_io import Call, as_bytes, text
+from threadfold.workers.redisio.client import Call, as_bytes, text
 from threadfold.workers.storage.contract import keys_of
 from threadfold.workers.storage.lua import script
 from threadfold.workers.storage.pages import MAX_PAGE_RECORDS, body_at, fingerprint

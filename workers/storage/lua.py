@@ -12,7 +12,7 @@ from functools import cache
 from importlib.resources import files
 from typing import Final, Literal
 
-from threadfold.workers.redis_io import Script
+from threadfold.workers.redisio.client import Script
 from threadfold.workers.storage.pages import BUCKET_ENTRIES, MAX_PAGE_RECORDS, PAGE_BYTES
 
 Helper = Literal["common", "state"]

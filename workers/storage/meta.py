@@ -3,7 +3,7 @@
 The scripts (the ``.lua`` files of this package) read and write these fields by their
 letters; Python names them only through the constants below, so a field's letter, its
 meaning, its writers and its readers are found here (``layout`` is the check of
-:mod:`threadfold.workers.layout`, ``version_of`` the version read below). Letters are
+:mod:`threadfold.workers.storage.layout`, ``version_of`` the version read below). Letters are
 short because every field is stored in every thread's hash.
 
 ======  ================  ==========================  ==============  ========================
@@ -70,7 +70,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from threadfold.workers.redis_io import text
+from threadfold.workers.redisio.client import text
 
 CURSOR: Final = "c"
 GENERATION: Final = "g"

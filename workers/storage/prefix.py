@@ -1,5 +1,5 @@
 """PREFIX (``prefix.lua``): one instant of a thread to read a prefix of its log from
-(time travel, audit and rebuild: :mod:`threadfold.workers.prefix` reads the rest in
+(time travel, audit and rebuild: :mod:`threadfold.workers.threads.prefix` reads the rest in
 pages, each checked by LOG_FENCE)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any, Final, NamedTuple
 
 from threadfold.core.keys import ThreadKeys
-from threadfold.workers.redis_io import Call, text
+from threadfold.workers.redisio.client import Call, text
 from threadfold.workers.storage.contract import keys_of
 from threadfold.workers.storage.lua import script
 

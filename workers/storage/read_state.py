@@ -9,7 +9,7 @@ from typing import Any, Final, NamedTuple, TypeVar
 from threadfold.core.codec import decode_stored
 from threadfold.core.keys import ThreadKeys
 from threadfold.core.messages import BaseMessage
-from threadfold.workers.redis_io import Call, as_bytes, text
+from threadfold.workers.redisio.client import Call, as_bytes, text
 from threadfold.workers.storage.contract import keys_of
 from threadfold.workers.storage.lua import script
 from threadfold.workers.storage.pages import fingerprint, records, split_records

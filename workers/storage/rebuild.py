@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any, Final, NamedTuple
 
 from threadfold.core.keys import ThreadKeys
-from threadfold.workers.redis_io import Call
+from threadfold.workers.redisio.client import Call
 from threadfold.workers.storage.contract import keys_of
 from threadfold.workers.storage.lua import script
 from threadfold.workers.storage.pages import fingerprint, record

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from threadfold.workers.redis_io import Script
+from threadfold.workers.redisio.client import Script
 from threadfold.workers.storage import (
     backlog,
     candidates,

@@ -10,7 +10,7 @@ import msgspec
 
 from threadfold.core.keys import ThreadKeys
 from threadfold.core.versions import parse_version
-from threadfold.workers.redis_io import Call, text
+from threadfold.workers.redisio.client import Call, text
 from threadfold.workers.storage.contract import keys_of
 from threadfold.workers.storage.lua import script
 

@@ -1,0 +1,1 @@
+"""Ingest: a delta checked, ids stamped, encoded, appended; the wake-ups it sends."""

@@ -1,0 +1,331 @@
+"""The producer client: validate and stamp ids (:mod:`threadfold.workers.ingest.prepare`), append
+to the thread's log, wake a worker.
+
+Usable from any Python backend, with or without the HTTP API. One script call appends
+the deltas of many threads (all of a bulk's on one server, a bucket's on a cluster):
+for each thread it drops a retried ``delta_id`` (answering its original version) and
+sets the wake-up flag only if absent; only the caller that set the flag sends the
+Celery task, so one task drains many deltas and batches grow with the backlog.
+
+Everything is validated before anything is appended: a bad delta in a bulk call fails
+the whole call, naming the item, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Generator, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from threadfold.core.errors import InvalidMessage
+from threadfold.core.ids import IdSource, uuid4_str
+from threadfold.core.keys import DEFAULT_TENANT
+from threadfold.workers.ingest.prepare import MAX_DELTA_ID, Delta, Prepared, prepare, prepare_all
+from threadfold.workers.ingest.wakeup import AsyncWaker, Waker
+from threadfold.workers.redisio.client import AsyncClient, Call, SyncClient, arun_many, run_many
+from threadfold.workers.redisio.inflight import Stream
+from threadfold.workers.settings import Settings
+from threadfold.workers.storage import ingest
+
+# Delta, prepare and MAX_DELTA_ID are named from here by the clients, the API and the
+# tests since before they had a module of their own (threadfold.workers.ingest.prepare).
+__all__ = ["MAX_DELTA_ID", "AsyncProducer", "Delta", "Enqueued", "Producer", "prepare"]
+
+log = logging.getLogger("threadfold.producer")
+
+
+# One record per delta: a msgspec Struct, as threadfold.workers.ingest.prepare's are.
+class Enqueued(msgspec.Struct, frozen=True, gc=False):
+    """The outcome of one delta: its version, and whether it was a retried ``delta_id``.
+
+    ``ids`` are the ids of the delta's messages as stored, including the ones stamped on
+    id-less messages (a caller needs them to update or remove those later). With a
+    ``delta_id`` the stamped ids are derived from it, so a retry that is answered as a
+    duplicate reports the same ids as the attempt that was stored.
+    """
+
+    thread_id: str
+    version: str
+    accepted: int
+    duplicate: bool
+    ids: tuple[str, ...]
+
+
+def _group(prepared: Sequence[Prepared]) -> dict[str, list[int]]:
+    """Indices per thread, in order: each thread's deltas are appended in this order."""
+    groups: dict[str, list[int]] = {}
+    for i, p in enumerate(prepared):
+        groups.setdefault(p.ref, []).append(i)
+    return groups
+
+
+def _calls(
+    settings: Settings, prepared: Sequence[Prepared], groups: dict[str, list[int]]
+) -> tuple[list[Call], list[list[str]]]:
+    """The ingest calls, and the threads each one carries."""
+    ks = settings.keyspace
+    shares = ingest.groups_of(ks, list(groups), settings.cluster)
+    calls = [
+        ingest.call(
+            ks,
+            [
+                (
+                    ref,
+                    [
+                        (prepared[i].delta_id, prepared[i].payload, prepared[i].mentioned)
+                        for i in groups[ref]
+                    ],
+                )
+                for ref in share
+            ],
+            settings.dedupe_ms,
+            settings.wake_ttl_ms,
+        )
+        for share in shares
+    ]
+    return calls, shares
+
+
+def _outcomes(
+    deltas: Sequence[Delta],
+    prepared: Sequence[Prepared],
+    groups: dict[str, list[int]],
+    shares: Sequence[list[str]],
+    answers: Sequence[Any],
+) -> tuple[list[Enqueued], list[str]]:
+    results: list[Enqueued | None] = [None] * len(deltas)
+    woken: list[str] = []
+    for share, raw in zip(shares, answers, strict=True):
+        parsed = ingest.parse(raw, [len(groups[ref]) for ref in share])
+        for ref, answer in zip(share, parsed, strict=True):
+            if answer.woke:
+                woken.append(ref)
+            for i, version, new in zip(groups[ref], answer.versions, answer.new, strict=True):
+                ids = prepared[i].ids
+                results[i] = Enqueued(deltas[i].thread_id, version, len(ids), not new, ids)
+    return [r for r in results if r is not None], woken
+
+
+@dataclass(slots=True)
+class _Staged:
+    """A bulk validated and encoded, with the script calls that append it."""
+
+    deltas: Sequence[Delta]
+    prepared: list[Prepared]
+    groups: dict[str, list[int]]
+    calls: list[Call]
+    shares: list[list[str]]
+
+
+def _lost_wake_up(refs: Sequence[str]) -> None:
+    """A wake-up that could not be published: the deltas are already in the log and
+    their threads marked dirty, so the sweeper wakes them once the flag's lease lapses.
+    Failing the call here would make the caller retry a delta that is stored."""
+    log.warning(
+        "could not publish the wake-up of %d thread(s); the sweeper will", len(refs), exc_info=True
+    )
+
+
+class Producer:
+    """Synchronous producer."""
+
+    def __init__(
+        self, client: SyncClient, settings: Settings, waker: Waker, new_id: IdSource = uuid4_str
+    ) -> None:
+        self.client = client
+        self.settings = settings
+        self.waker = waker
+        self.new_id = new_id
+
+    def enqueue(
+        self,
+        thread_id: str,
+        messages: Sequence[Any],
+        *,
+        delta_id: str | None = None,
+        tenant: str = DEFAULT_TENANT,
+    ) -> Enqueued:
+        """Append one delta; returns its version (a Redis stream id ``<ms>-<seq>``)."""
+        return self.enqueue_many([Delta(thread_id, messages, delta_id, tenant)], path="delta")[0]
+
+    def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Enqueued]:
+        """Append many deltas for many threads in one round trip; all validated first."""
+        staged = self._stage(deltas, path)
+        return self._finish(staged, run_many(self.client, staged.calls))
+
+    def enqueue_stream(
+        self, bulks: Iterable[Sequence[Delta]], path: str = "deltas"
+    ) -> Generator[list[Enqueued], None, None]:
+        """Append bulk after bulk, each as :meth:`enqueue_many` would, with one in flight:
+        bulk k+1 is validated and encoded while Redis appends bulk k. Yields each bulk's
+        results, in order, once they are in. For batch jobs (replays, rebuilds), in one
+        thread: the bulks go over one connection, so each thread's deltas stay in order.
+
+        Bulk k+1 is sent before bulk k is answered only when the two share no thread, so
+        a bulk Redis refuses (a server error) never has a later bulk's deltas overtake
+        its own in any thread. A bad bulk is refused when it is reached, located as
+        ``bulks[k].deltas[i]...``, after the bulks before it were appended and yielded;
+        nothing of it is written. When Redis refuses bulk k or the connection is lost,
+        the error is raised for bulk k; the bulk sent after it may have been appended
+        (its wake-ups are sent) and is in doubt to the caller, as are the bulks of a lost
+        connection: give deltas a ``delta_id`` to make their retry safe. Leaving the
+        loop early still reads the bulk in flight and sends its wake-ups.
+        """
+        stream = Stream(self.client)
+        waiting: deque[_Staged] = deque()
+        try:
+            for k, deltas in enumerate(bulks):
+                try:
+                    staged = self._stage(deltas, path)
+                except InvalidMessage as exc:
+                    while waiting:  # what was sent before the bad bulk is answered first
+                        yield self._answer(stream, waiting)
+                    raise exc.under(f"bulks[{k}].") from None
+                if waiting and not waiting[-1].groups.keys().isdisjoint(staged.groups):
+                    yield self._answer(stream, waiting)  # a thread in both: bulk k first
+                stream.send(staged.calls)
+                waiting.append(staged)
+                if len(waiting) > 1:
+                    yield self._answer(stream, waiting)
+            while waiting:
+                yield self._answer(stream, waiting)
+        finally:
+            self._close(stream, waiting)
+
+    def _close(self, stream: Stream, waiting: deque[_Staged]) -> None:
+        """The stream's end, however it came: a caller that left the loop early or an
+        error still has bulks in flight, which are stored, so they are read and their
+        threads woken before the connection is closed."""
+        try:
+            while waiting and stream.in_flight:
+                self._answer(stream, waiting)
+        finally:
+            stream.close()
+
+    def _answer(self, stream: Stream, waiting: deque[_Staged]) -> list[Enqueued]:
+        """The oldest bulk in flight, answered and its wake-ups sent. When it fails, the
+        bulk sent after it is read and its wake-ups sent before the error is raised."""
+        staged = waiting.popleft()
+        try:
+            answers = stream.receive()
+        except Exception as exc:
+            while waiting and stream.in_flight:
+                try:
+                    later = self._finish(waiting.popleft(), stream.receive())
+                except Exception:  # noqa: BLE001  # in doubt, as the first one is
+                    break
+                exc.add_note(f"the bulk sent after it was appended ({len(later)} deltas)")
+            waiting.clear()
+            raise
+        return self._finish(staged, answers)
+
+    def _stage(self, deltas: Sequence[Delta], path: str) -> _Staged:
+        prepared = prepare_all(deltas, path, self.new_id, self.settings.max_json_depth)
+        groups = _group(prepared)
+        calls, shares = _calls(self.settings, prepared, groups)
+        return _Staged(deltas, prepared, groups, calls, shares)
+
+    def _finish(self, staged: _Staged, answers: Sequence[Any]) -> list[Enqueued]:
+        results, woken = _outcomes(
+            staged.deltas, staged.prepared, staged.groups, staged.shares, answers
+        )
+        if woken:
+            try:
+                self.waker.wake(woken)
+            except Exception:  # noqa: BLE001  # the deltas are stored: see _lost_wake_up
+                _lost_wake_up(woken)
+        return results
+
+
+@dataclass(slots=True)
+class _Waiting:
+    """One caller's validated deltas, waiting for the next shared round trip."""
+
+    deltas: Sequence[Delta]
+    prepared: list[Prepared]
+    done: asyncio.Future[list[Enqueued]]
+
+
+class AsyncProducer:
+    """asyncio producer (the HTTP API uses it); wake-ups go through an :class:`AsyncWaker`
+    (see :mod:`threadfold.workers.ingest.wakeup`), never blocking the event loop.
+
+    Calls made in the same turn of the event loop share one round trip: a server busy
+    with many small requests (one delta each) then makes one script call per turn
+    instead of one per request, which costs the API and Redis far less than the
+    requests' own exchanges (a pooled connection each, a script call each). Each call
+    is still validated on its own before anything is sent, and answers only for its
+    own deltas; a failure of the shared round trip fails every call in it, as their
+    own round trips would have failed.
+    """
+
+    def __init__(
+        self,
+        client: AsyncClient,
+        settings: Settings,
+        waker: AsyncWaker,
+        new_id: IdSource = uuid4_str,
+    ) -> None:
+        self.client = client
+        self.settings = settings
+        self.waker = waker
+        self.new_id = new_id
+        self._waiting: list[_Waiting] = []
+        self._flushes: set[asyncio.Task[None]] = set()
+
+    async def enqueue(
+        self,
+        thread_id: str,
+        messages: Sequence[Any],
+        *,
+        delta_id: str | None = None,
+        tenant: str = DEFAULT_TENANT,
+    ) -> Enqueued:
+        delta = Delta(thread_id, messages, delta_id, tenant)
+        return (await self.enqueue_many([delta], path="delta"))[0]
+
+    async def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Enqueued]:
+        prepared = prepare_all(deltas, path, self.new_id, self.settings.max_json_depth)
+        loop = asyncio.get_running_loop()
+        waiting = _Waiting(deltas, prepared, loop.create_future())
+        if not self._waiting:
+            loop.call_soon(self._start_flush)  # after the callers of this turn joined
+        self._waiting.append(waiting)
+        return await waiting.done
+
+    def _start_flush(self) -> None:
+        batch, self._waiting = self._waiting, []
+        task = asyncio.get_running_loop().create_task(self._flush(batch))
+        self._flushes.add(task)  # a strong reference until it ends
+        task.add_done_callback(self._flushes.discard)
+
+    async def _flush(self, batch: list[_Waiting]) -> None:
+        deltas = [d for w in batch for d in w.deltas]
+        prepared = [p for w in batch for p in w.prepared]
+        try:
+            groups = _group(prepared)
+            calls, shares = _calls(self.settings, prepared, groups)
+            answers = await arun_many(self.client, calls)
+            results, woken = _outcomes(deltas, prepared, groups, shares, answers)
+        except BaseException as exc:
+            for w in batch:
+                if not w.done.done():
+                    w.done.set_exception(exc)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        if woken:  # handed off before the callers return, as with a call of their own
+            try:
+                await self.waker.wake(woken)
+            except Exception:  # noqa: BLE001  # the deltas are stored: see _lost_wake_up
+                _lost_wake_up(woken)
+        at = 0
+        for w in batch:
+            if not w.done.done():  # a caller that went away (cancelled) needs no answer
+                w.done.set_result(results[at : at + len(w.deltas)])
+            at += len(w.deltas)

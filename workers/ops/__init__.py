@@ -1,0 +1,1 @@
+"""Operator tooling: the CLI, `threadfold up`, the demo, process supervision, recompute jobs."""

@@ -1,0 +1,1 @@
+"""Redis I/O: clients, script calls, pipelining, bulks in flight, the memory policy."""

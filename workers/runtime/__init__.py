@@ -1,0 +1,1 @@
+"""The Celery runtime: the app, its tasks, the drain, recompute on the workers' side."""

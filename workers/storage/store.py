@@ -1,0 +1,124 @@
+"""The thread store over a synchronous Redis client: each method is one exchange."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from threadfold.core.keys import Keyspace
+from threadfold.workers.redisio.client import SyncClient, run, run_many, run_merged, text
+from threadfold.workers.storage import (
+    backlog,
+    commit,
+    delete,
+    fail,
+    feed,
+    lookup,
+    read_state,
+    retry,
+    status,
+    wake,
+)
+from threadfold.workers.storage.backlog import Listing
+from threadfold.workers.storage.commit import CommitPlan, Committed
+from threadfold.workers.storage.lookup import Found
+from threadfold.workers.storage.read_state import Snapshot, StatePage
+from threadfold.workers.storage.retry import Retried
+from threadfold.workers.storage.status import ThreadStatus
+
+
+class Store:
+    """Thread state in Redis (standalone or Cluster) for producers, workers and tools."""
+
+    def __init__(self, client: SyncClient, keyspace: Keyspace) -> None:
+        self.client = client
+        self.keyspace = keyspace
+
+    # -- draining --------------------------------------------------------------------------
+
+    def positions_many(self, items: Sequence[tuple[str, Collection[str]]]) -> list[Found]:
+        """The stored positions of the given ids and the pages holding them, for several
+        threads in one round trip."""
+        asked = [(ref, list(ids)) for ref, ids in items if ids]
+        calls = [lookup.call(self.keyspace.thread(ref), ids) for ref, ids in asked]
+        raws = run_many(self.client, calls) if calls else []
+        found = {ref: lookup.parse(raw) for (ref, _), raw in zip(asked, raws, strict=True)}
+        return [found.get(ref, lookup.nothing()) for ref, _ in items]
+
+    def commit_many(self, plans: Sequence[CommitPlan]) -> list[Committed]:
+        """Several threads' compare-and-set commits in one pipelined round trip (one
+        script call per slot: calls of many threads merge), each standing on its own."""
+        calls = [commit.call(self.keyspace, plan) for plan in plans]
+        return [commit.parse(raw) for raw in run_merged(self.client, calls)]
+
+    def fail(self, ref: str, limit: int, reason: str, entry: str, backoff_ms: int) -> bool:
+        """Count a failed drain; True when the thread is now quarantined."""
+        args = fail.Args(limit, reason, entry, ref, backoff_ms)
+        return fail.parse(run(self.client, fail.call(self.keyspace.thread(ref), args)))
+
+    def retry(self, ref: str, wake_ms: int, *, skip: bool = False) -> Retried | None:
+        """Lift a quarantine, optionally skipping the entry the drain failed on; None
+        (and nothing written) when the thread does not exist."""
+        call = retry.call(self.keyspace.thread(ref), wake_ms, skip)
+        return retry.parse(run(self.client, call))
+
+    def wake_if_stalled(self, refs: Sequence[str], wake_ms: int) -> list[str]:
+        """The refs whose flag this call set: the caller must send their wake-ups."""
+        calls = [wake.call(self.keyspace.thread(ref), wake_ms) for ref in refs]
+        answers = run_many(self.client, calls)
+        return [ref for ref, raw in zip(refs, answers, strict=True) if wake.parse(raw)]
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def read_state(
+        self, ref: str, mode: str = "all", anchor: str = "", limit: int = -1
+    ) -> StatePage | None:
+        call = read_state.call(self.keyspace.thread(ref), mode, anchor, limit)
+        return read_state.parse(run(self.client, call), mode, limit)
+
+    def status(self, ref: str) -> ThreadStatus | None:
+        return status.parse(run(self.client, status.call(self.keyspace.thread(ref))))
+
+    def snapshot(self, ref: str) -> Snapshot | None:
+        """The whole thread with its messages' positions (a follower's start)."""
+        call = read_state.call(self.keyspace.thread(ref))
+        return read_state.parse_snapshot(run(self.client, call))
+
+    def feed_after(self, ref: str, after: str, count: int = feed.PAGE) -> feed.FeedRead:
+        """The change events after version ``after``, or why there are none."""
+        call = feed.call(self.keyspace.thread(ref), after, count)
+        return feed.parse(run(self.client, call))
+
+    def delete(self, ref: str) -> bool:
+        return delete.parse(run(self.client, delete.call(self.keyspace.thread(ref))))
+
+    # -- indexes ---------------------------------------------------------------------------
+
+    def dirty(
+        self, buckets: Sequence[int], older_than_ms: int | None = None, limit: int = 1000
+    ) -> list[str]:
+        """Refs with a backlog, across ``buckets`` (one pipelined round trip)."""
+        pipe = self.client.pipeline(transaction=False)
+        top = "+inf" if older_than_ms is None else older_than_ms
+        for bucket in buckets:
+            pipe.zrangebyscore(
+                self.keyspace.bucket_keys(bucket).dirty, "-inf", top, start=0, num=limit
+            )
+        return [text(ref) for refs in pipe.execute() for ref in refs]
+
+    def listing(self, buckets: Sequence[int], limit: int = 20) -> Listing:
+        """Threads with a backlog and quarantined threads, the ``limit`` oldest of each
+        with the backlog the same read saw (one read per bucket, pipelined)."""
+        calls = [backlog.call(self.keyspace, bucket, limit) for bucket in buckets]
+        return backlog.parse(run_many(self.client, calls), limit)
+
+    def quarantined(self, buckets: Sequence[int]) -> list[str]:
+        pipe = self.client.pipeline(transaction=False)
+        for bucket in buckets:
+            pipe.zrange(self.keyspace.bucket_keys(bucket).quarantine, 0, -1)
+        return [text(ref) for refs in pipe.execute() for ref in refs]
+
+    def threads(self, buckets: Sequence[int]) -> list[str]:
+        pipe = self.client.pipeline(transaction=False)
+        for bucket in buckets:
+            pipe.smembers(self.keyspace.bucket_keys(bucket).threads)
+        return sorted(text(ref) for refs in pipe.execute() for ref in refs)
