@@ -1,0 +1,70 @@
+"""The redesign A/B's correctness path on tiny sizes: HEAD in a temporary worktree
+against this checkout, one round, real Redis, API and Celery workers on each side.
+
+No timing is asserted (both sides may even be the same code). What is checked: each
+side's driver and every service process ran its own tree's threadfold (the worktree's
+for the base, this checkout's for the head); both sides were driven by the same bench/;
+every POST was applied and stored, every answer 2xx, every end-to-end state equals the
+one-delta-at-a-time fold; the JSON has both sides' medians, per-round ratios and their
+medians, all positive where judged; the worktree is gone afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench.ab import figures, load
+from bench.ab import main as ab
+from bench.ab.sizes import QUICK
+from bench.live import trees
+
+
+def test_the_load_generator_builds_its_requests_and_reads_content_length() -> None:
+    assert load.get_request(8000, "t-", 3)(4) == (
+        b"GET /threads/t-1/state HTTP/1.1\r\nHost: 127.0.0.1:8000\r\n\r\n")
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nContent-Length: 42"
+    assert load._content_length(head) == 42
+    assert load._content_length(b"HTTP/1.1 204 No Content\r\nserver: x") == 0
+
+
+def test_head_against_head_quick_runs_each_tree_and_writes_both_sides(tmp_path: Path) -> None:
+    worktrees = trees.git("worktree", "list")
+    head = trees.resolve("HEAD")
+    out = tmp_path / "ab.json"
+    status = ab.main(["--base", head, "--quick", "--rounds", "1", "--out", str(out),
+                      "--logs", str(tmp_path / "logs")])
+    data = json.loads(out.read_text())
+    assert data["problems"] == [] and status == 0
+    assert trees.git("worktree", "list") == worktrees
+
+    assert (data["base"]["kind"], data["head"]["kind"]) == ("worktree", "checkout")
+    assert data["base"]["commit"] == data["head"]["commit"] == head
+    assert data["base"]["bench_sha256"] == data["head"]["bench_sha256"]
+    for name in ("base", "head"):
+        side = data[name]
+        driver = side["proof"]["driver"]
+        assert driver["threadfold"] == "<tree>/threadfold/__init__.py"
+        assert driver["cwd"] == "<tree>" and driver["same_python"]
+        assert all(f.startswith("<tree>/") for f in driver["module_files"])
+        services = side["proof"]["services"]
+        assert set(services) == {"api", "http_worker", "beat", "e2e_worker"}
+        for found in services.values():
+            for one in found:
+                assert one["module_file"].startswith("<tree>/threadfold/"), one
+                assert one["cwd"] == one["pythonpath"] == "<tree>" and one["same_python"]
+        [turn] = side["turns"]
+        assert turn["http"]["post"]["check"]["ok"] and turn["http"]["get"]["check"]["ok"]
+        assert turn["e2e"]["check"]["ok"]
+        assert turn["http"]["post"]["accepted_deltas"] == QUICK.post_requests
+        assert turn["http"]["get"]["requests"] == QUICK.get_requests
+        assert all(v >= 0 for v in side["medians"].values())
+
+    assert data["order"] == ["base head"]
+    for key, verdict in data["judged"].items():
+        assert data["base"]["medians"][key] > 0 and data["head"]["medians"][key] > 0
+        [ratio] = data["ratios"][key]
+        assert ratio > 0 and verdict["median_ratio"] == ratio
+    assert set(data["judged"]) == {"http_post_api_us", "http_get_api_us",
+                                   "e2e_cpu_per_delta_us"}
+    assert "| figure | base, median | head, median |" in figures.markdown(data)
