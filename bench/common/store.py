@@ -1,9 +1,10 @@
-"""Settings, stores and wakers for benchmarks that drive the pipeline in-process.
+"""Settings, stores and a waker for benchmarks that drive the pipeline in-process.
 
 The benchmarks that drain by hand (commit cost, memory, components, replay) build their
-producer, store and drainer here rather than from the tests' harness: bench never
-imports tests. Only what every release since the namespace has is imported here: the
-replay benchmark's ``--before`` runs this module in another tree.
+producer, store and drainer here rather than from the tests' harness, which is no part
+of the benchmarks (of ``tests`` they import the oracle alone). Only what every release
+since the namespace has is imported here: the replay benchmark's ``--before`` runs this
+module in another tree.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from threadfold.workers.ingest.wakeup import Waker
 from threadfold.workers.redisio.client import sync_client
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.store import Store
@@ -47,16 +47,3 @@ class NullWaker:
     def wake(self, refs: Sequence[str]) -> None:
         del refs
 
-
-class CountingWaker:
-    """A waker that counts what it passes on to ``inner``: refs woken and publishes."""
-
-    def __init__(self, inner: Waker) -> None:
-        self.inner = inner
-        self.sent = 0
-        self.publishes = 0
-
-    def wake(self, refs: Sequence[str]) -> None:
-        self.sent += len(refs)
-        self.publishes += 1
-        self.inner.wake(refs)

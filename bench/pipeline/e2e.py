@@ -20,12 +20,11 @@ import redis
 
 from bench.common import cpu
 from bench.common.checks import Check
-from bench.common.oracle import Sent, state_dump, version_key
-from bench.common.store import CountingWaker, store_for
-from bench.common.wait import wait_drained
+from bench.common.store import store_for
 from bench.pipeline import services
 from bench.pipeline.services import CommandStat
 from bench.pipeline.workload import Mix, Planned, ref_of, schedule, thread_id
+from tests.oracle import CountingWaker, Sent, state_dump, version_key, wait_drained
 from threadfold.core import dump_messages
 from threadfold.workers.ingest.producer import Enqueued, Producer
 from threadfold.workers.ops.processes import ManagedProcess, wait_until

@@ -36,10 +36,10 @@ import redis
 
 from bench.common import cpu
 from bench.common.checks import Check
-from bench.common.oracle import Sent, version_key
 from bench.pipeline import services
 from bench.pipeline.e2e import Pipeline, verify, wait_idle
 from bench.pipeline.workload import Mix, ref_of, thread_id
+from tests.oracle import Sent, version_key
 from threadfold.core.keys import Keyspace
 from threadfold.workers.ingest.producer import Producer
 from threadfold.workers.ingest.wakeup import BackgroundWaker

@@ -21,10 +21,10 @@ from langchain_core.messages import messages_from_dict
 
 from bench.common import cpu
 from bench.common.checks import Check, first_difference, lc_dump
-from bench.common.oracle import Sent
 from bench.pipeline import naive_app, services
 from bench.pipeline.services import ROOT
 from bench.pipeline.workload import Mix, ref_of, round_robin, thread_id
+from tests.oracle import Sent
 from threadfold.core import dump_messages
 from threadfold.workers.ops.processes import ManagedProcess, wait_until
 

@@ -6,13 +6,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-# The oracle and the counting waker are the benchmarks' too (bench never imports tests).
-from bench.common.oracle import Sent as Sent  # noqa: PLC0414  # re-exported
-from bench.common.oracle import stamped as stamped  # noqa: PLC0414  # re-exported
-from bench.common.oracle import state_dump as state_dump  # noqa: PLC0414  # re-exported
-from bench.common.oracle import version_key as version_key  # noqa: PLC0414  # re-exported
-from bench.common.store import CountingWaker as CountingWaker  # noqa: PLC0414  # re-exported
-from bench.common.wait import wait_drained as wait_drained  # noqa: PLC0414  # re-exported
+# Re-exported: the tests import these from the harness, as they did before the oracle
+# was a module of its own (bench imports it too).
+from tests.oracle import CountingWaker as CountingWaker  # noqa: PLC0414  # re-exported
+from tests.oracle import Sent as Sent  # noqa: PLC0414  # re-exported
+from tests.oracle import stamped as stamped  # noqa: PLC0414  # re-exported
+from tests.oracle import state_dump as state_dump  # noqa: PLC0414  # re-exported
+from tests.oracle import version_key as version_key  # noqa: PLC0414  # re-exported
+from tests.oracle import wait_drained as wait_drained  # noqa: PLC0414  # re-exported
 from threadfold.workers import entry
 from threadfold.workers.ops.processes import (
     API_ARGV,

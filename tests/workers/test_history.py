@@ -3,8 +3,8 @@ Python producer), deletes, poison entries, retries with and without --skip, audi
 rebuilds (in process and through the CLI), time-travel and live reads run together
 against a real redis-server, two Celery workers, beat and an API process, with a
 retention so short that commits trim all the time. Every answer must be one the
-system could give at some instant of its operation (bench/history/rules.py): zero wrong
-answers. The long run is ``python -m bench.history_check --minutes N``.
+system could give at some instant of its operation (tests/history/rules.py): zero wrong
+answers. The long run is ``python -m tests.history --minutes N``.
 
 Two runs: a fixed seed, and a random one (``THREADFOLD_HISTORY_SEED`` replays a seed; a
 seed chooses the operations, the machine their interleaving)."""
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.history.driver import Plan
-from bench.history.run import SETTINGS, run
-from bench.history.session import Target
+from tests.history.driver import Plan
+from tests.history.run import SETTINGS, run
+from tests.history.session import Target
 from tests.infra.redis_server import RedisServer
 from tests.workers.harness import ROOT, make_settings, start_api, start_beat, start_worker
 from threadfold.workers.ops.processes import settings_env

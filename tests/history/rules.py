@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bench.history.epochs import Epoch, Thread
-from bench.history.model import ZERO, Op, key
+from tests.history.epochs import Epoch, Thread
+from tests.history.model import ZERO, Op, key
 
 Why = str | None
 

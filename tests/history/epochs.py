@@ -17,8 +17,8 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from bench.history.model import Op, key
-from bench.history.oracle import Delta, Dumped, Fold
+from tests.history.model import Op, key
+from tests.history.oracle import Delta, Dumped, Fold
 
 
 class Inconclusive(Exception):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.history import main as history_check
+from tests.history import main as history_check
 
 
 def test_a_short_run_writes_its_counts_and_finds_no_wrong_answer(tmp_path: Path) -> None:

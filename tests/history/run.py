@@ -6,14 +6,14 @@ import random
 import time
 from typing import Any, Final
 
-from bench.history import operator, reads
-from bench.history.checker import Verdict, check
-from bench.history.driver import Plan, drive
-from bench.history.model import History
-from bench.history.session import Session, Target
+from tests.history import operator, reads
+from tests.history.checker import Verdict, check
+from tests.history.driver import Plan, drive
+from tests.history.model import History
+from tests.history.session import Session, Target
 
-#: What a history runs with, over the short leases of the tests and benchmarks
-#: (``bench.common.store.IN_PROCESS``): applied entries kept half a second (a thread's
+#: What a history runs with, over the tests' short leases
+#: (``tests.workers.harness.FAST``): applied entries kept half a second (a thread's
 #: log is whole about that long after its first write, then trimmed: time travel
 #: before the live version is 410); a commit of up to 2,000 entries, above a page of
 #: 1,000, so that one commit after a skip can trim past what a read of the pages after

@@ -15,9 +15,9 @@ from typing import Any, Final
 
 import httpx
 
-from bench.history import deltas
-from bench.history.model import Op
-from bench.history.session import Session
+from tests.history import deltas
+from tests.history.model import Op
+from tests.history.session import Session
 from threadfold.core.codec import encode_messages
 from threadfold.core.messages import HumanMessage
 from threadfold.workers.ingest.producer import Delta

@@ -1,6 +1,6 @@
 """The oracle: LangGraph's delta reducer applied one delta at a time to a log prefix.
 
-The benchmarks' oracle (:mod:`bench.common.oracle`), by prefix: ``apply_deltas``, the
+The tests' oracle (:mod:`tests.oracle`), by prefix: ``apply_deltas``, the
 reducer the differential tests prove equal to LangGraph's ``_messages_delta_reducer``,
 folds an incarnation's acknowledged deltas in version order, each with the ids its
 writer was told were stored. The state after every :data:`CHECKPOINT` deltas is kept
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from bench.common.oracle import stamped
+from tests.oracle import stamped
 from threadfold.core import BaseMessage, apply_deltas, dump_messages
 
 CHECKPOINT: Final = 32

@@ -6,8 +6,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.history import epochs, rules
-from bench.history.model import History, Op, key
+from tests.history import epochs, rules
+from tests.history.model import History, Op, key
 
 
 @dataclass
@@ -82,7 +82,7 @@ def _refs_of(op: Op) -> list[str]:
 
 
 def check(history: History, retention_ms: int) -> Verdict:
-    """Judge every operation; raises :class:`~bench.history.epochs.Inconclusive` when
+    """Judge every operation; raises :class:`~tests.history.epochs.Inconclusive` when
     the history cannot be judged."""
     ops = history.ops
     verdict = Verdict()

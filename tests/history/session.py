@@ -1,7 +1,7 @@
 """What a run's operations share: the running service, the history, the driver's view.
 
 A :class:`Target` is handed over by whoever started the processes (the test through its
-harness, the benchmark through ``threadfold up``'s stack), so this package starts none.
+harness, the long run through ``threadfold up``'s stack), so this package starts none.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import httpx
 
-from bench.history.locks import ThreadLocks
-from bench.history.model import History, key
+from tests.history.locks import ThreadLocks
+from tests.history.model import History, key
 from threadfold.workers.ingest.producer import Producer
 from threadfold.workers.ingest.wakeup import BackgroundWaker
 from threadfold.workers.redisio.client import sync_client

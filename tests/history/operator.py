@@ -11,9 +11,9 @@ import re
 import subprocess
 from typing import Any, Final
 
-from bench.history.model import Kind, Op
-from bench.history.session import Session
-from bench.history.writes import thread_id
+from tests.history.model import Kind, Op
+from tests.history.session import Session
+from tests.history.writes import thread_id
 from threadfold.workers.threads.replay import Audit, NotReplayable, audit_many, rebuild_many
 
 #: How long a command may take before it counts as hung (a wrong answer).

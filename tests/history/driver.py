@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from bench.history import operator, reads, writes
-from bench.history.model import Kind
-from bench.history.session import Session
+from tests.history import operator, reads, writes
+from tests.history.model import Kind
+from tests.history.session import Session
 
 Action = Callable[[Session, random.Random], None]
 
@@ -178,7 +178,7 @@ def drive(session: Session, plan: Plan) -> None:
                 _cli_loop(session, plan, until)
             else:
                 _loop(session, plan, n, until)
-        except BaseException as exc:  # noqa: BLE001  # raised again by drive, in its thread
+        except BaseException as exc:  # raised again by drive, in its thread
             failures.append(exc)
 
     threads = [

@@ -1,14 +1,18 @@
 """The one-delta-at-a-time oracle: what producers were told, folded in version order.
 
-A benchmark's numbers only count if the states it produced are right; this is what they
-are compared with. The tests use the same oracle (tests may import bench; bench never
-imports tests).
+The tests compare the pipeline's states with it, and so do the benchmarks (a number only
+counts if the states it timed are right): this module is the one part of ``tests`` that
+``bench`` imports, so it imports nothing but ``threadfold`` (a benchmark needs no more
+of the tests than this file). With the fold come what checking against it needs: the
+wake-ups producers sent (:class:`CountingWaker`), the state as stored
+(:func:`state_dump`), and waiting for the workers to be done with what was sent
+(:func:`wait_drained`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +20,8 @@ from typing import Any
 import msgspec
 
 from threadfold.core import BaseMessage, apply_deltas, dump_messages, to_messages
+from threadfold.workers.ingest.wakeup import Waker
+from threadfold.workers.ops.processes import wait_until
 from threadfold.workers.storage.store import Store
 
 
@@ -63,3 +69,32 @@ def stamped(messages: list[Any], ids: Sequence[str]) -> list[BaseMessage]:
 def state_dump(store: Store, ref: str) -> list[dict[str, Any]]:
     page = store.read_state(ref)
     return [] if page is None else dump_messages(page.messages)
+
+
+class CountingWaker:
+    """A waker that counts what it passes on to ``inner``: refs woken and publishes."""
+
+    def __init__(self, inner: Waker) -> None:
+        self.inner = inner
+        self.sent = 0
+        self.publishes = 0
+
+    def wake(self, refs: Sequence[str]) -> None:
+        self.sent += len(refs)
+        self.publishes += 1
+        self.inner.wake(refs)
+
+
+def wait_drained(store: Store, refs: Iterable[str], timeout: float) -> None:
+    """Until every thread has no backlog (checked through the status the API serves)."""
+    pending = set(refs)
+
+    def done() -> bool:
+        for ref in list(pending):
+            status = store.status(ref)
+            if status is not None and status.backlog == 0:
+                pending.discard(ref)
+        return not pending
+
+    wait_until(done, timeout, interval=0.1,
+               message=f"threads still with a backlog: {sorted(pending)[:5]}")

@@ -7,9 +7,9 @@ from typing import Any
 
 import httpx
 
-from bench.history.model import Kind, key
-from bench.history.session import Session
-from bench.history.writes import thread_id
+from tests.history.model import Kind, key
+from tests.history.session import Session
+from tests.history.writes import thread_id
 
 
 def _answer(response: httpx.Response) -> dict[str, Any]:
