@@ -15,7 +15,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import msgspec
 import redis
@@ -28,31 +28,32 @@ from starlette.staticfiles import StaticFiles
 
 from threadfold.api import metrics as prom
 from threadfold.api.auth import Authenticator
-from threadfold.api.errors import (
-    ApiError,
+from threadfold.api.errors import from_msgspec
+from threadfold.api.events import HUB_CLIENT_NAME, get_events, make_hub
+from threadfold.api.fragments import JsonFragments
+from threadfold.api.openapi import document
+from threadfold.api.pipeline import summary
+from threadfold.api.schemas import BulkAccepted, BulkIn, DeltaIn
+from threadfold.api.settings import ApiSettings
+from threadfold.core.depth import path_text, too_deep_json
+from threadfold.workers.feed.hub import Hub
+from threadfold.workers.metrics import LATENCY_BUCKETS_MS, FlushOutage, Metrics
+from threadfold.workers.threads import query
+from threadfold.workers.threads.errors import (
     BadRequest,
-    Invalid,
+    InvalidInput,
+    MethodNotAllowed,
     NotFound,
     PayloadTooLarge,
     RedisFull,
+    RequestError,
+    ServerError,
     Unavailable,
     UnsupportedMediaType,
-    from_msgspec,
 )
-from threadfold.api.events import get_events, make_hub
-from threadfold.api.openapi import document
-from threadfold.api.pipeline import summary
-from threadfold.api.query import pairs
-from threadfold.api.schemas import BulkAccepted, BulkIn, DeltaIn
-from threadfold.api.service import Service, parse_page, parse_threads_limit
-from threadfold.api.settings import ApiSettings
-from threadfold.core.depth import path_text, too_deep_json
-from threadfold.workers import entry
-from threadfold.workers.feed.hub import Hub
-from threadfold.workers.ingest.wakeup import AsyncWaker, CoalescingWaker
-from threadfold.workers.metrics import LATENCY_BUCKETS_MS, FlushOutage, Metrics
-from threadfold.workers.redisio import maxmemory
-from threadfold.workers.redisio.client import AsyncClient
+from threadfold.workers.threads.results import State
+from threadfold.workers.threads.service import FULL, UNREACHABLE, AsyncThreads
+from threadfold.workers.threads.wiring import AsyncEngine, AsyncWaker, open_athreads
 
 log = logging.getLogger("threadfold.api")
 T = TypeVar("T")
@@ -64,26 +65,30 @@ UI_DIR = Path(__file__).with_name("ui")
 
 @dataclass
 class Resources:
-    """What a running API process holds: clients, the service, metrics."""
+    """What a running API process holds: the thread service and its engine, the JSON
+    cache, the keys, metrics."""
 
     settings: ApiSettings
-    client: AsyncClient
-    service: Service
+    engine: AsyncEngine
     auth: Authenticator
     metrics: Metrics
-    waker: AsyncWaker
-    broker_check: Callable[[], bool]
+    fragments: JsonFragments | None
+    limits: query.Limits
     flush_outage: FlushOutage = field(default_factory=lambda: FlushOutage(log))
     #: The process's one reader of thread feeds (GET /threads/{id}/events).
     hub: Hub | None = None
+
+    @property
+    def threads(self) -> AsyncThreads:
+        return self.engine.threads
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
     return Response(_ENCODER.encode(body), status, headers, media_type="application/json")
 
 
-def error_response(exc: ApiError) -> Response:
-    return json_response(exc.body(), exc.status, exc.headers or None)
+def error_response(exc: RequestError) -> Response:
+    return json_response(exc.body(), exc.status or 500, exc.headers() or None)
 
 
 async def read_body(request: Request, settings: ApiSettings, kind: type[T], outer: int) -> T:
@@ -123,15 +128,15 @@ async def read_body(request: Request, settings: ApiSettings, kind: type[T], oute
         raise _too_deep(body, settings.max_json_depth, outer) from None
 
 
-def _too_deep(body: bytes, limit: int, outer: int) -> Invalid:
+def _too_deep(body: bytes, limit: int, outer: int) -> InvalidInput:
     """The error of a body too deep to decode, at the first place it is deeper than
     ``limit`` (the rare, failing path: it reads the body again, in Python)."""
     steps = too_deep_json(body, limit, outer)
     reason = f"nested deeper than {limit} levels"
     if steps is None:
-        return Invalid(f"the body is {reason}")
+        return InvalidInput(f"the body is {reason}")
     field = path_text("", steps)
-    return Invalid(f"{field}: {reason}", field=field)
+    return InvalidInput(f"{field}: {reason}", field=field)
 
 
 def _route(name: str, handler: Handler) -> Handler:
@@ -141,15 +146,16 @@ def _route(name: str, handler: Handler) -> Handler:
         started = time.perf_counter()
         try:
             response = await handler(request)
-        except ApiError as exc:
+        except RequestError as exc:
             response = error_response(exc)
+        # What the service did not turn into a refusal itself (a route's own read).
         except (redis.ConnectionError, redis.TimeoutError):
-            response = error_response(Unavailable("thread state is unreachable; retry"))
+            response = error_response(Unavailable(UNREACHABLE))
         except redis.exceptions.OutOfMemoryError:  # a script's (RedisFull) or a command's
             response = error_response(RedisFull(FULL))
         except Exception:
             log.exception("unexpected error on %s", name)
-            response = error_response(ApiError("internal error; it has been logged"))
+            response = error_response(ServerError("internal error; it has been logged"))
         resources: Resources = request.app.state.resources
         resources.metrics.add(f"http_requests|route={name}|status={response.status_code}")
         elapsed = (time.perf_counter() - started) * 1000
@@ -157,12 +163,6 @@ def _route(name: str, handler: Handler) -> Handler:
         return response
 
     return endpoint
-
-
-FULL = (
-    "Redis is full (over maxmemory) and refuses writes until memory is freed or maxmemory "
-    "is raised; retry later with the same delta_id"
-)
 
 
 def _resources(request: Request) -> Resources:
@@ -174,7 +174,10 @@ async def post_delta(request: Request) -> Response:
     res = _resources(request)
     tenant = res.auth.tenant(request.headers.get("authorization"))
     body = await read_body(request, res.settings, DeltaIn, outer=2)  # {"messages": [...]}
-    result = await res.service.ingest(tenant, request.path_params["thread_id"], body)
+    # the service checks the id, after the body (as the path and the body came)
+    result = await res.threads.append(
+        tenant, request.path_params["thread_id"], body.messages, body.delta_id
+    )
     res.metrics.add("deltas_ingested")
     return json_response(result, 202)
 
@@ -184,7 +187,8 @@ async def post_bulk(request: Request) -> Response:
     tenant = res.auth.tenant(request.headers.get("authorization"))
     # {"deltas": [{"messages": [...]}]}
     body = await read_body(request, res.settings, BulkIn, outer=4)
-    results = await res.service.ingest_bulk(tenant, body)
+    given = [(d.thread_id, d.messages, d.delta_id) for d in body.deltas]
+    results = await res.threads.append_many(tenant, given)
     res.metrics.add("deltas_ingested", len(results))
     return json_response(BulkAccepted(results), 202)
 
@@ -192,27 +196,54 @@ async def post_bulk(request: Request) -> Response:
 async def get_state(request: Request) -> Response:
     res = _resources(request)
     tenant = res.auth.tenant(request.headers.get("authorization"))
-    page = parse_page(request.query_params.multi_items(), res.settings)
-    return json_response(await res.service.state(tenant, request.path_params["thread_id"], page))
+    asked = query.state_query(request.query_params.multi_items(), res.limits)
+    thread_id = request.path_params["thread_id"]
+    if asked.at_version is None and asked.format == "langchain" and res.fragments is not None:
+        return json_response(await _state_from_cache(res, tenant, thread_id, asked))
+    return json_response(await res.threads.state(tenant, thread_id, asked))
+
+
+async def _state_from_cache(
+    res: Resources, tenant: str, thread_id: str, asked: query.Query
+) -> State:
+    """The common read (the live state, LangChain's form) with each message's JSON
+    memoized by :mod:`threadfold.api.fragments`: the service's read of the stored
+    bodies, encoded here."""
+    assert res.fragments is not None  # the caller checked
+    found = await res.threads.state_bodies(tenant, thread_id, asked)
+    encoded, flaws = res.fragments.of(found.ids, found.bodies)
+    # The messages are their JSON, pre-encoded (msgspec.Raw), which the encoder writes as
+    # it is: the type says what a reader of the body decodes.
+    messages = cast(list[dict[str, Any]], encoded)
+    unservable = tuple(flaw.item() for flaw in flaws)
+    return State(
+        thread_id,
+        found.version,
+        found.total,
+        found.has_more,
+        asked.format,
+        messages,
+        unservable,
+    )
 
 
 async def get_status(request: Request) -> Response:
     res = _resources(request)
     tenant = res.auth.tenant(request.headers.get("authorization"))
-    return json_response(await res.service.status(tenant, request.path_params["thread_id"]))
+    return json_response(await res.threads.status(tenant, request.path_params["thread_id"]))
 
 
 async def get_threads(request: Request) -> Response:
     res = _resources(request)
     tenant = res.auth.tenant(request.headers.get("authorization"))
-    limit = parse_threads_limit(request.query_params.multi_items())
-    return json_response(await res.service.threads(tenant, limit))
+    limit = query.threads_limit(request.query_params.multi_items())
+    return json_response(await res.threads.threads(tenant, limit))
 
 
 async def delete_thread(request: Request) -> Response:
     res = _resources(request)
     tenant = res.auth.tenant(request.headers.get("authorization"))
-    await res.service.delete(tenant, request.path_params["thread_id"])
+    await res.threads.delete(tenant, request.path_params["thread_id"])
     return Response(status_code=204)
 
 
@@ -228,16 +259,14 @@ async def readyz(request: Request) -> Response:
     res = _resources(request)
     reasons: list[tuple[str, str]] = []
     try:
-        await res.client.ping()
-        nodes = await maxmemory.aread(res.client)
-        reasons += maxmemory.problems(nodes, headroom=res.settings.max_body_bytes)
+        reasons += await res.engine.readiness(headroom=res.settings.max_body_bytes)
     except (redis.ConnectionError, redis.TimeoutError):
         reasons.append(("redis_unreachable", "redis unreachable"))
-    if not await asyncio.to_thread(res.broker_check):
+    if not await asyncio.to_thread(res.engine.broker_ready):
         reasons.append(("broker_unreachable", "broker unreachable"))
     if reasons:
         message = "not ready: " + "; ".join(text for _, text in reasons)
-        raise Unavailable(message, reasons=[code for code, _ in reasons])
+        raise Unavailable(message, details={"reasons": [code for code, _ in reasons]})
     return json_response({"ok": True, "redis": True, "broker": True})
 
 
@@ -253,14 +282,14 @@ async def get_pipeline(request: Request) -> Response:
     takes one it does not know."""
     res = _resources(request)
     res.auth.tenant(request.headers.get("authorization"))
-    pairs(request.query_params.multi_items(), ())
+    query.pairs(request.query_params.multi_items(), ())
     return json_response(summary(*await _fleet(res)))
 
 
 async def _fleet(res: Resources) -> tuple[dict[str, float], dict[str, float]]:
     settings = res.settings
     return await prom.fleet(
-        res.client, settings.keyspace, settings.metrics_liveness_seconds, res.metrics
+        res.engine.redis, settings.keyspace, settings.metrics_liveness_seconds, res.metrics
     )
 
 
@@ -291,48 +320,42 @@ async def _http_error(request: Request, exc: Exception) -> Response:
         return error_response(NotFound(f"no route for {request.method} {request.url.path}"))
     if exc.status_code == 405:
         allowed = (exc.headers or {}).get("Allow", "")
-        error = ApiError(f"{request.method} is not allowed on {request.url.path}; use {allowed}")
-        error.status, error.code = 405, "method_not_allowed"
+        error: RequestError = MethodNotAllowed(
+            f"{request.method} is not allowed on {request.url.path}; use {allowed}"
+        )
     else:
-        error = ApiError(str(exc.detail))
-        error.status, error.code = exc.status_code, "http_error"
-    error.headers = dict(exc.headers or {})
-    return error_response(error)
-
-
-def _broker_check(app: Any) -> Callable[[], bool]:
-    def check() -> bool:
-        try:
-            with app.connection_for_write() as conn:
-                conn.ensure_connection(max_retries=1, timeout=2)
-            return True
-        except Exception:  # noqa: BLE001  # any failure means "not ready"
-            return False
-
-    return check
+        error = RequestError(str(exc.detail), status=exc.status_code, code="http_error")
+    return json_response(error.body(), exc.status_code, dict(exc.headers or {}) or None)
 
 
 def build_resources(settings: ApiSettings, waker: AsyncWaker | None = None) -> Resources:
-    """Clients, producer, store and metrics for ``settings`` (the process edge calls it)."""
-    # No automatic retries: a retried ingest after a lost reply would append twice. A
-    # failure answers 503, and the client retries with its delta_id (deduplicated).
-    client = entry.aredis(settings, retries=0)
-    celery = entry.celery(settings)
-    if waker is None:
-        waker = CoalescingWaker(
-            entry.waker(settings, celery), window=settings.wake_window_ms / 1000
-        )
-    producer = entry.aproducer(settings, client, waker)
-    service = Service(settings, producer, entry.astore(settings, client))
+    """The thread service, its clients and metrics for ``settings`` (the process edge
+    calls it; a test may give the waker)."""
+    limits = query.Limits(
+        max_wait=settings.max_wait_seconds,
+        max_page=settings.max_page,
+        max_messages=settings.max_messages_per_delta,
+        max_deltas=settings.max_deltas_per_request,
+    )
+    engine = open_athreads(
+        settings,
+        wakes=waker,
+        wake_window=settings.wake_window_ms / 1000,
+        name=None,
+        limits=limits,
+        hub_name=HUB_CLIENT_NAME,
+        queue_events=settings.sse_queue_events,
+        with_broker=True,
+    )
+    cache = settings.json_cache_mb * 1024 * 1024
     return Resources(
         settings,
-        client,
-        service,
+        engine,
         Authenticator(settings.key_map()),
         Metrics(settings.keyspace, "api", settings.metrics_flush_seconds),
-        waker,
-        _broker_check(celery),
-        hub=make_hub(settings, service.store),
+        JsonFragments(cache) if cache > 0 else None,
+        limits,
+        hub=make_hub(engine.threads, settings.sse_max_subscribers),
     )
 
 
@@ -340,7 +363,7 @@ async def _flush_metrics(resources: Resources) -> None:
     while True:
         await asyncio.sleep(resources.metrics.every)
         try:
-            await resources.metrics.aflush(resources.client)
+            await resources.metrics.aflush(resources.engine.redis)
         # Metrics never take the API down; a failure is logged once per outage, not
         # once a second (a bug's with its traceback).
         except Exception as exc:  # noqa: BLE001
@@ -349,22 +372,13 @@ async def _flush_metrics(resources: Resources) -> None:
             resources.flush_outage.flushed()
 
 
-async def _refuse_an_evicting_redis(client: AsyncClient) -> None:
-    """Refuse to start on a state Redis that evicts keys (threadfold.workers.entry)."""
-    try:
-        await entry.arefuse_an_evicting_redis(client, "threadfold api", log)
-    except maxmemory.EvictingPolicy:
-        await client.aclose()
-        raise
-
-
 def create_app(settings: ApiSettings, resources: Resources | None = None) -> Starlette:
     """The application; ``resources`` default to ones built from ``settings`` at startup."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         res = resources or build_resources(settings)
-        await _refuse_an_evicting_redis(res.client)
+        await res.engine.refuse_an_evicting_redis("threadfold api", log)
         app.state.resources = res
         # Everything built so far lives as long as the process: keep the collector off
         # it, and collect young objects less often (the collector measured 10-19% of an
@@ -377,13 +391,9 @@ def create_app(settings: ApiSettings, resources: Resources | None = None) -> Sta
             yield
         finally:
             flusher.cancel()
-            if isinstance(res.waker, CoalescingWaker):
-                await res.waker.close()
             with contextlib.suppress(Exception):
-                await res.metrics.aclose(res.client)
-            if res.hub is not None:
-                await res.hub.close()
-            await res.client.aclose()
+                await res.metrics.aclose(res.engine.redis)
+            await res.engine.close()  # the hub, the pending wake-ups, the connections
 
     routes: list[Route | Mount] = [
         Route(path, _route(name, fn), methods=methods) for path, name, fn, methods in ROUTES

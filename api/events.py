@@ -16,25 +16,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Final
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from threadfold.api.errors import BadRequest, Unavailable
 from threadfold.api.fragments import JsonFragments
 from threadfold.api.guard import on_shutdown
-from threadfold.api.query import Format, format_of, pairs, version
-from threadfold.api.service import thread_name
-from threadfold.api.settings import ApiSettings
 from threadfold.api.sse import RETRY, Renderer
-from threadfold.workers import entry
-from threadfold.workers.feed.hub import Hub, HubClosed, TooManySubscribers
+from threadfold.workers.feed.hub import Hub, HubClosed
 from threadfold.workers.feed.subscriber import Beat, Ended, Item, Subscriber
 from threadfold.workers.metrics import Metrics
-from threadfold.workers.storage.astore import AsyncStore
+from threadfold.workers.threads.errors import Unavailable
+from threadfold.workers.threads.query import events_query
+from threadfold.workers.threads.service import AsyncThreads, target
 
 if TYPE_CHECKING:  # the app imports this module
     from threadfold.api.app import Resources
@@ -44,7 +40,6 @@ log = logging.getLogger("threadfold.api")
 #: What ``CLIENT LIST`` shows of the feed reader's one connection.
 HUB_CLIENT_NAME: Final = "threadfold-api-feed"
 
-_QUERY: Final = frozenset({"format", "after"})
 #: How long a subscriber dropped as too slow has to take its error event before its
 #: connection is cut (its queue is freed at once; only the socket's buffers remain).
 GRACE_SECONDS: Final = 30.0
@@ -56,39 +51,10 @@ _HEADERS: Final = {
 }
 
 
-class TooManySubscribersError(Unavailable):
-    """Raised when this API process already serves its cap of subscribers."""
-
-    code = "too_many_subscribers"
-    retry_after = 5
-
-
-def parse_events_query(
-    items: Iterable[tuple[str, str]], last_event_id: str | None
-) -> tuple[Format, str | None]:
-    """``format`` and the version to resume after (``after`` or ``Last-Event-ID``)."""
-    query = pairs(items, _QUERY)
-    fmt = format_of(query.get("format"))
-    after = version(query.get("after"), "after")
-    header = version(last_event_id, "Last-Event-ID")
-    if after is not None and header is not None and after != header:
-        raise BadRequest(
-            f"after: {after!r} differs from the Last-Event-ID header {header!r}; give one",
-            field="after",
-        )
-    return fmt, after or header
-
-
-def make_hub(settings: ApiSettings, store: AsyncStore) -> Hub:
-    """The process's feed reader, on a connection of its own (one for any number of
-    followers; see threadfold.workers.entry.alistener)."""
-    hub = entry.ahub(
-        settings,
-        store,
-        name=HUB_CLIENT_NAME,
-        queue_events=settings.sse_queue_events,
-        max_subscribers=settings.sse_max_subscribers,
-    )
+def make_hub(threads: AsyncThreads, max_subscribers: int) -> Hub:
+    """The process's feed reader: the service's hub, on a connection of its own (one for
+    any number of followers), which a server shutdown ends."""
+    hub = threads.hub(max_subscribers=max_subscribers)
     on_shutdown(hub.shutting_down)  # a stream ends only when asked to
     return hub
 
@@ -107,7 +73,7 @@ async def get_events(request: Request) -> Response:
         hub=res.hub,
         heartbeat=res.settings.sse_heartbeat_seconds,
         metrics=res.metrics,
-        fragments=res.service.fragments,
+        fragments=res.fragments,
     )
 
 
@@ -121,22 +87,16 @@ def open_stream(
     fragments: JsonFragments | None,
 ) -> EventStream:
     """The checked request's stream (raises the 400 / 422 / 503 it answers instead)."""
-    thread_id = request.path_params["thread_id"]
-    ref = f"{tenant}/{thread_name(thread_id)}"
+    at = target(tenant, request.path_params["thread_id"])
     # An empty Last-Event-ID is no id (what an EventSource holds before any id came).
     last_event_id = request.headers.get("last-event-id") or None
-    fmt, after = parse_events_query(request.query_params.multi_items(), last_event_id)
+    fmt, after = events_query(request.query_params.multi_items(), last_event_id)
     try:
-        sub = hub.subscribe(ref, after)
+        sub = hub.subscribe(at.ref, after)  # TooManySubscribers at the process's cap
     except HubClosed as exc:
         raise Unavailable("the server is shutting down; retry (on another process)") from exc
-    except TooManySubscribers as exc:
-        raise TooManySubscribersError(
-            f"this API process serves its cap of {hub.max_subscribers} subscribers; "
-            "retry after Retry-After (or on another process)"
-        ) from exc
     metrics.set_gauge("sse_subscribers", hub.subscribers)
-    return EventStream(hub, sub, Renderer(thread_id, fmt, fragments), heartbeat, metrics)
+    return EventStream(hub, sub, Renderer(at.thread_id, fmt, fragments), heartbeat, metrics)
 
 
 class EventStream(Response):

@@ -22,7 +22,7 @@ import msgspec
 
 from threadfold.core.codec import decode_stored
 from threadfold.core.dump import dump_message
-from threadfold.core.render import Unservable, serve
+from threadfold.core.render import Flaw, serve
 
 _ENCODER: Final = msgspec.json.Encoder()
 #: Bytes a cache entry costs beyond its key and value (dict slot, objects' headers).
@@ -46,7 +46,7 @@ class JsonFragments:
 
     def of(
         self, ids: Sequence[bytes], bodies: Sequence[bytes]
-    ) -> tuple[list[msgspec.Raw], list[Unservable]]:
+    ) -> tuple[list[msgspec.Raw], list[Flaw]]:
         """The page's messages as JSON, and the markers served among them."""
         cache = self._cache
         found: list[msgspec.Raw | None] = []
@@ -60,7 +60,7 @@ class JsonFragments:
                 missing.append(i)
         self.hits += len(found) - len(missing)
         self.misses += len(missing)
-        unservable: list[Unservable] = []
+        unservable: list[Flaw] = []
         for i in missing:
             message = decode_stored(bodies[i], ids[i].decode())
             try:

@@ -30,8 +30,9 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
-from threadfold.api.errors import ApiError, BadRequest, HeadTooLarge, RequestTimeout
 from threadfold.api.settings import ApiSettings
+from threadfold.core.errors import ThreadfoldError
+from threadfold.workers.threads.errors import BadRequest, HeadTooLarge, RequestError, RequestTimeout
 
 log = logging.getLogger("threadfold.api")
 
@@ -80,7 +81,7 @@ def on_shutdown(method: Callable[[], None]) -> None:
     _ON_SHUTDOWN.append(weakref.WeakMethod(method))
 
 
-class _Refused(Exception):
+class _Refused(ThreadfoldError):
     """Raised from a parser callback to stop parsing a request that broke a limit."""
 
 
@@ -104,7 +105,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._head_ended = False
         self._headers = 0
         self._timer: asyncio.TimerHandle | None = None
-        self._refusal: ApiError | None = None  # set once a limit is broken
+        self._refusal: RequestError | None = None  # set once a limit is broken
 
     # --- connection --------------------------------------------------------------
 
@@ -213,7 +214,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     # --- refusing ------------------------------------------------------------------------
 
-    def _refuse(self, error: ApiError) -> None:
+    def _refuse(self, error: RequestError) -> None:
         """Answer ``error`` (unless the request already has an answer under way) and end
         the connection.
 
@@ -244,9 +245,10 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self.transport.write_eof()
         self._timer = self.loop.call_later(self.limits.header_timeout, self.transport.close)
 
-    def _answer(self, error: ApiError) -> bytes:
+    def _answer(self, error: RequestError) -> bytes:
         body = msgspec.json.encode(error.body())
-        lines = [f"HTTP/1.1 {error.status} {http.HTTPStatus(error.status).phrase}".encode()]
+        status = error.status or 500  # the guard's refusals all have theirs
+        lines = [f"HTTP/1.1 {status} {http.HTTPStatus(status).phrase}".encode()]
         lines += [name + b": " + value for name, value in self.server_state.default_headers]
         lines += [
             b"content-type: application/json",

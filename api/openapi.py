@@ -11,19 +11,10 @@ from typing import Any, Final
 
 import msgspec
 
-from threadfold.api.schemas import (
-    Accepted,
-    BulkAccepted,
-    BulkIn,
-    DeltaIn,
-    ErrorOut,
-    PipelineOut,
-    StateOut,
-    StatusOut,
-    ThreadsOut,
-)
+from threadfold.api.schemas import BulkAccepted, BulkIn, DeltaIn, ErrorOut, PipelineOut
 from threadfold.core.keys import NAME_RULE
 from threadfold.workers.feed.bodies import ChangeBody, SnapshotBody
+from threadfold.workers.threads.results import Appended, State, Status, ThreadList
 
 _STR_OR_NULL: Final = {"anyOf": [{"type": "string"}, {"type": "null"}]}
 _COMMON: Final[dict[str, Any]] = {
@@ -193,7 +184,7 @@ def _write_paths() -> dict[str, Any]:
                 "summary": "Append one delta (a list of message-likes) to a thread",
                 "parameters": [_THREAD_ID],
                 "requestBody": {"required": True, **_json("DeltaIn")},
-                "responses": {"202": {"description": "Accepted", **_json("Accepted")}, **errors},
+                "responses": {"202": {"description": "Accepted", **_json("Appended")}, **errors},
             }
         },
         "/deltas": {
@@ -217,7 +208,7 @@ def _thread_paths() -> dict[str, Any]:
                 "summary": "The merged messages of a thread and their version",
                 "parameters": [_THREAD_ID, *_STATE_QUERY],
                 "responses": {
-                    "200": {"description": "State", **_json("StateOut")},
+                    "200": {"description": "State", **_json("State")},
                     "409": {
                         "description": "min_version not reached in time (version_not_reached), "
                         "or at_version reaches a log entry that cannot be decoded or folded "
@@ -237,7 +228,7 @@ def _thread_paths() -> dict[str, Any]:
             "get": {
                 "summary": "Version, backlog, times and quarantine of a thread",
                 "parameters": [_THREAD_ID],
-                "responses": {"200": {"description": "Status", **_json("StatusOut")}, **errors},
+                "responses": {"200": {"description": "Status", **_json("Status")}, **errors},
             }
         },
         "/threads/{thread_id}/events": _events_path(),
@@ -307,7 +298,7 @@ def _watch_paths() -> dict[str, Any]:
                         "Most threads listed (default 50).",
                     )
                 ],
-                "responses": {"200": {"description": "Threads", **_json("ThreadsOut")}, **errors},
+                "responses": {"200": {"description": "Threads", **_json("ThreadList")}, **errors},
             }
         },
         "/pipeline": {
@@ -349,11 +340,11 @@ _REF: Final = "#/components/schemas/{name}"
 _BODIES: Final = (
     DeltaIn,
     BulkIn,
-    Accepted,
+    Appended,
     BulkAccepted,
-    StateOut,
-    StatusOut,
-    ThreadsOut,
+    State,
+    Status,
+    ThreadList,
     PipelineOut,
     ErrorOut,
     SnapshotBody,
@@ -365,7 +356,7 @@ def document(auth: bool) -> dict[str, Any]:
     """The whole OpenAPI document."""
     _, components = msgspec.json.schema_components(_BODIES, ref_template=_REF)
     components |= _message_components()
-    components["StateOut"]["properties"]["messages"]["items"] = {
+    components["State"]["properties"]["messages"]["items"] = {
         "anyOf": [{"$ref": "#/components/schemas/Message"}, {"type": "object"}]
     }
     for name in ("DeltaIn", "BulkItem"):

@@ -7,9 +7,11 @@ way out; the OpenAPI schema describes both.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
+
+from threadfold.workers.threads.results import Appended
 
 MessageLike = Any  # dict, [role, content] pair or string: validated by core, not here
 
@@ -35,84 +37,10 @@ class BulkIn(msgspec.Struct, forbid_unknown_fields=True):
     deltas: list[BulkItem]
 
 
-class Accepted(msgspec.Struct):
-    """A delta's outcome: its version (``<ms>-<seq>``) and the ids of its messages."""
-
-    thread_id: str
-    version: str
-    accepted: int
-    duplicate: bool
-    ids: list[str]
-
-
 class BulkAccepted(msgspec.Struct):
-    results: list[Accepted]
+    """``POST /deltas``'s answer: each delta's outcome, in the order sent."""
 
-
-class UnservableOut(msgspec.Struct):
-    """A stored message the page serves as a marker in its place, because it cannot be
-    served in the format asked (stored before ingestion refused such messages, or
-    written by hand): ``field`` / ``pointer`` / ``index`` locate the marker in
-    ``messages``, ``id`` is the message's (replace or remove it by id), ``message``
-    says why."""
-
-    code: Literal["unservable"]
-    message: str
-    field: str
-    pointer: str
-    index: int
-    id: str | None
-
-
-class StateOut(msgspec.Struct, omit_defaults=True):
-    """A thread's merged messages and the version they reflect; ``unservable`` (only
-    when there are any) names the markers served in place of messages."""
-
-    thread_id: str
-    version: str
-    total: int
-    has_more: bool
-    format: Literal["langchain", "openai"]
-    messages: list[Any]  # dicts, or their JSON pre-encoded (msgspec.Raw)
-    unservable: list[UnservableOut] = []
-
-
-class StatusOut(msgspec.Struct):
-    thread_id: str
-    version: str
-    last_enqueued: str
-    backlog: int
-    messages: int
-    last_commit_ms: int | None
-    attempts: int
-    quarantined: bool
-    quarantine_reason: str | None
-    quarantined_entry: str | None
-    dirty_since_ms: int | None
-    #: Log entries an operator skipped (``threadfold retry --skip``), oldest first.
-    skipped: list[SkippedOut] = []
-
-
-class ThreadOut(msgspec.Struct):
-    """A thread in ``GET /threads``: ``lag_ms`` is the age of its oldest unapplied delta
-    (null without a backlog), ``last_activity_ms`` its last commit or append, the later."""
-
-    thread_id: str
-    version: str
-    messages: int
-    backlog: int
-    lag_ms: int | None
-    quarantined: bool
-    quarantine_reason: str | None
-    last_commit_ms: int | None
-    last_activity_ms: int
-    last_enqueued: str
-
-
-class ThreadsOut(msgspec.Struct):
-    """``GET /threads``: the tenant's threads, most recently active first."""
-
-    threads: list[ThreadOut]
+    results: list[Appended]
 
 
 class LagHistogram(msgspec.Struct):
@@ -136,12 +64,6 @@ class PipelineOut(msgspec.Struct):
     threads_quarantined: int
     processes: dict[str, int]
     visible_lag_ms: LagHistogram
-
-
-class SkippedOut(msgspec.Struct):
-    entry: str
-    reason: str
-    at_ms: int
 
 
 class ErrorDetail(msgspec.Struct):

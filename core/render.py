@@ -8,16 +8,16 @@ refuses (or a system role override that is not a string), both formats for a dic
 JSON cannot carry (``None``, ``True``, a tuple: msgpack stores them).
 
 Such a message is served as a **marker** in its place, and the page names it beside its
-messages (:class:`Unservable`: where the marker stands in the page, the message's id,
-where in the message and why), so the rest of the thread stays readable and the client
-can replace or remove the message by its id. A marker is a message of the format asked,
-which its consumer takes as it takes the others; its content is a text saying what is
-wrong. In the OpenAI form it keeps the role, name, tool calls and tool call id that
-render (the tool result after it still answers its call); OpenAI refuses a message
-with a key it does not know, so the flag is the page's only. In LangChain's form it
-keeps every field JSON can carry (the others get their defaults) and is flagged in its
-``additional_kwargs`` (:data:`FLAG`), which LangChain loads and providers ignore. Why a
-marker and not a 422 for the whole read: docs/semantics.md.
+messages (:class:`Flaw`, noted as an :class:`Unservable`: where the marker stands in the
+page, the message's id, where in the message and why), so the rest of the thread stays
+readable and the client can replace or remove the message by its id. A marker is a
+message of the format asked, which its consumer takes as it takes the others; its
+content is a text saying what is wrong. In the OpenAI form it keeps the role, name, tool
+calls and tool call id that render (the tool result after it still answers its call);
+OpenAI refuses a message with a key it does not know, so the flag is the page's only. In
+LangChain's form it keeps every field JSON can carry (the others get their defaults) and
+is flagged in its ``additional_kwargs`` (:data:`FLAG`), which LangChain loads and
+providers ignore. Why a marker and not a 422 for the whole read: docs/semantics.md.
 
 A page is rendered as before, then encoded once to check that JSON carries it (0.17 us
 a message in LangChain's form, next to ~0.4 of dumping it; 0.1 in OpenAI's, next to 2-5
@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
 
@@ -51,6 +51,10 @@ from threadfold.core.messages import (
 from threadfold.core.openai import message_to_openai, to_openai
 from threadfold.core.openai_head import function_call, message_head
 
+#: The forms a page is served in: LangChain's ``model_dump()`` form, or OpenAI's chat form.
+Format: TypeAlias = Literal["langchain", "openai"]
+FORMATS: Final[tuple[Format, ...]] = ("langchain", "openai")
+
 #: The ``additional_kwargs`` key that flags a marker in LangChain's form.
 FLAG: Final = "threadfold_unservable"
 #: What a page calls a message it serves as a marker.
@@ -59,8 +63,24 @@ CODE: Final = "unservable"
 _JSON: Final = msgspec.json.Encoder()
 
 
+class Unservable(msgspec.Struct, frozen=True):
+    """A stored message a page serves as a marker in its place: it cannot be served in
+    the format asked (stored before ingestion refused such messages, or written into
+    Redis by hand). ``index`` (``field``, ``pointer``) is where the marker stands in the
+    page's messages, ``id`` the message's id (replace or remove it by id), ``message``
+    says why; ``code`` is ``"unservable"``. The one form of a marker's note, in a state
+    read, an event and every client's results."""
+
+    code: str
+    message: str
+    field: str
+    pointer: str
+    index: int
+    id: str | None
+
+
 @dataclass(frozen=True, slots=True)
-class Unservable:
+class Flaw:
     """A stored message a page serves as a marker: where the marker stands in the page
     (``index``), the message's ``id``, the ``format`` asked, and why (``reason``: where
     in the message, then what; LangChain's words where it is LangChain that refuses)."""
@@ -83,13 +103,17 @@ class Unservable:
         what = f"cannot be served with format={self.format}: {self.reason}"
         return f"{self.field} (id {self.id!r}) {what}"
 
+    def item(self) -> Unservable:
+        """The page's note of this marker."""
+        return Unservable(CODE, self.message, self.field, self.pointer, self.index, self.id)
+
 
 @dataclass(frozen=True, slots=True)
 class Rendered:
     """A page's messages as served (markers in place), and the markers named."""
 
     messages: list[dict[str, Any]]
-    unservable: list[Unservable]
+    unservable: list[Flaw]
 
 
 def render(messages: Sequence[BaseMessage], fmt: str) -> Rendered:
@@ -105,7 +129,7 @@ def render(messages: Sequence[BaseMessage], fmt: str) -> Rendered:
 
 def _one_by_one(messages: Sequence[BaseMessage], fmt: str) -> Rendered:
     out: list[dict[str, Any]] = []
-    unservable: list[Unservable] = []
+    unservable: list[Flaw] = []
     for message in messages:
         served, flaw = serve(message, fmt, len(out))
         out.extend(served)
@@ -116,7 +140,7 @@ def _one_by_one(messages: Sequence[BaseMessage], fmt: str) -> Rendered:
 
 def serve(
     message: BaseMessage, fmt: str, index: int
-) -> tuple[list[dict[str, Any]], Unservable | None]:
+) -> tuple[list[dict[str, Any]], Flaw | None]:
     """``message`` as served at ``index`` of a page (in the OpenAI form, a ``tool_result``
     block adds tool messages), or its marker and why."""
     where = f"messages[{index}]"
@@ -125,12 +149,12 @@ def serve(
         for one in served:
             _check_json(one, where)
     except Exception as exc:  # noqa: BLE001  # whatever rendering raises is the message's
-        flaw = Unservable(index, message.id, fmt, _reason(exc, where))
+        flaw = Flaw(index, message.id, fmt, _reason(exc, where))
         return [marker(message, flaw)], flaw
     return served, None
 
 
-def marker(message: BaseMessage, flaw: Unservable) -> dict[str, Any]:
+def marker(message: BaseMessage, flaw: Flaw) -> dict[str, Any]:
     """What a page serves in place of ``message``: a message of the format, whose
     content says why the message itself cannot be served."""
     what = f"cannot be served with format={flaw.format}: {flaw.reason}"
@@ -249,7 +273,7 @@ def _default(info: msgspec.structs.FieldInfo) -> Any:
     return info.default
 
 
-def _langchain_marker(message: BaseMessage, text: str, flaw: Unservable) -> dict[str, Any]:
+def _langchain_marker(message: BaseMessage, text: str, flaw: Flaw) -> dict[str, Any]:
     """LangChain's form of ``message`` with ``text`` as content, every field JSON cannot
     carry reset to its default (an extra field left out), flagged."""
     optional = _OPTIONAL[type(message)]

@@ -103,3 +103,58 @@ def test_bench_never_imports_tests() -> None:
     for path in (ROOT / "bench").rglob("*.py"):
         found = {m for m in _modules(path) if m.split(".")[0] == "tests"}
         assert not found, f"{path.relative_to(ROOT)} imports {sorted(found)}"
+
+
+#: The engine's doors for its two front ends (the HTTP API, the clients): the thread
+#: service, the feed (live threads) and the settings. Every thread operation is the
+#: service's, so a front end needs nothing else of the engine to serve one.
+ENGINE_DOORS = (
+    "threadfold.workers.threads",
+    "threadfold.workers.feed",
+    "threadfold.workers.settings",
+)
+#: What the API process reads of the engine besides: the counters every process keeps
+#: (/metrics, /pipeline, the request counts), and, at its edge, how a process starts
+#: (logging with secrets masked, the shared-broker warning).
+API_PROCESS = {
+    "api/app.py": ("threadfold.workers.metrics",),
+    "api/events.py": ("threadfold.workers.metrics",),
+    "api/pipeline.py": ("threadfold.workers.metrics",),
+    "api/metrics.py": ("threadfold.workers.metrics", "threadfold.workers.redisio.client"),
+    "api/server.py": (
+        "threadfold.workers.entry",
+        "threadfold.workers.logs",
+        "threadfold.workers.redact",
+    ),
+}
+
+
+def _engine_imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            if node.module == "threadfold.workers":
+                found.update(names[1:])
+            elif node.module.startswith("threadfold.workers."):
+                found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("threadfold.workers"))
+    return found
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted([*(ROOT / "api").glob("*.py"), *(ROOT / "threadfold").glob("*.py")]),
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_the_front_ends_reach_the_engine_through_its_doors(path: Path) -> None:
+    """The API and the clients import of the engine only the thread service, the feed
+    and the settings (and the API process its counters and its start)."""
+    allowed = ENGINE_DOORS + API_PROCESS.get(str(path.relative_to(ROOT)), ())
+    stray = {
+        m for m in _engine_imports(path)
+        if not any(m == door or m.startswith(door + ".") for door in allowed)
+    }
+    assert not stray, f"{path.relative_to(ROOT)} imports {sorted(stray)}"

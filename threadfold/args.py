@@ -1,15 +1,14 @@
-"""The arguments every kind of client checks the same way, before any I/O."""
+"""The deltas of ``append_many`` in every form a client takes them, checked the same way
+by every kind of client before any I/O (the other arguments' checks are the thread
+service's, :mod:`threadfold.workers.threads.query`)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from threadfold.core.keys import InvalidName, check_name
-from threadfold.core.versions import InvalidVersion, parse_version
-from threadfold.errors import InvalidInput
 from threadfold.types import DeltaLike
+from threadfold.workers.threads.errors import InvalidInput
 
 
 class DeltaArgs(NamedTuple):
@@ -18,16 +17,6 @@ class DeltaArgs(NamedTuple):
     thread_id: str
     messages: Sequence[Any]
     delta_id: str | None
-
-
-def thread_id(value: str) -> str:
-    """``value`` if it is a valid thread id; else the API's answer to it (422, the field
-    ``thread_id``). Checked here so that an HTTP client never puts a thread id that is
-    not one into a URL path (``a/b`` would reach another route)."""
-    try:
-        return check_name(value, "thread id")
-    except InvalidName as exc:
-        raise InvalidInput(str(exc), status=422, code="invalid", field="thread_id") from exc
 
 
 def deltas(items: Iterable[DeltaLike]) -> list[DeltaArgs]:
@@ -58,37 +47,3 @@ def _one(item: object, i: int) -> DeltaArgs:
         f"or an object with thread_id and messages, got {type(item).__name__}",
         field=where,
     )
-
-
-def version(value: str, field: str = "version") -> str:
-    """``value`` if it is a version (``<ms>-<seq>``); else refused as the API refuses a
-    malformed ``min_version`` (400)."""
-    try:
-        parse_version(value)
-    except InvalidVersion as exc:
-        raise InvalidInput(f"{field}: {exc}", status=400, code="bad_request", field=field) from exc
-    return value
-
-
-def timeout(value: float, field: str = "timeout") -> float:
-    """``value`` if it is a number of seconds >= 0."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
-        raise InvalidInput(
-            f"{field}: expected a number of seconds >= 0, got {value!r}",
-            status=400,
-            code="bad_request",
-            field=field,
-        )
-    return float(value)
-
-
-def format_of(value: object) -> str:
-    """``value`` if it is a format a read serves; else refused as the API refuses it."""
-    if value not in ("langchain", "openai"):
-        raise InvalidInput(
-            "format: expected 'langchain' or 'openai'",
-            status=400,
-            code="bad_request",
-            field="format",
-        )
-    return str(value)

@@ -5,6 +5,9 @@ reads straight to the state in Redis. One client is meant to be shared by a proc
 threads (a request handler's, an agent loop's): it is thread-safe, and the wake-ups of
 its calls are gathered and published together from a background thread, so one call
 per delta costs a few Celery tasks a window instead of one task per call.
+
+Every method is the thread service's (:class:`threadfold.workers.threads.service.Threads`)
+in this client's tenant: what the HTTP API answers for the same call, result and error.
 """
 
 from __future__ import annotations
@@ -13,16 +16,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, Self
 
-from threadfold import args, direct, subscription
-from threadfold.core.keys import DEFAULT_TENANT, make_ref
-from threadfold.errors import ClientClosed
-from threadfold.live import Event
+from threadfold import args
+from threadfold.core.keys import DEFAULT_TENANT
 from threadfold.types import Appended, DeltaLike, Format, State, Status
-from threadfold.workers import entry
-from threadfold.workers.ingest.producer import Delta
-from threadfold.workers.ingest.wakeup import BackgroundWaker, Waker
+from threadfold.workers.feed.events import Event
 from threadfold.workers.settings import Settings
-from threadfold.workers.threads import reads
+from threadfold.workers.threads import query
+from threadfold.workers.threads.errors import ClientClosed
+from threadfold.workers.threads.wiring import Waker, open_threads, settings_for
 
 
 class Client:
@@ -45,21 +46,13 @@ class Client:
         waker: Waker | None = None,
         wake_window: float = 0.005,
     ) -> None:
-        wired = direct.wiring(
-            redis_url,
-            broker_url,
-            settings=settings,
-            tenant=tenant,
-            waker=waker,
-            wake_window=wake_window,
+        resolved = settings_for(settings, redis_url, broker_url)
+        self.tenant = query.tenant(tenant)
+        self._engine = open_threads(
+            resolved, waker=waker, wake_window=query.timeout(wake_window, "wake_window")
         )
-        self.settings, self.tenant, self._celery = wired.settings, wired.tenant, wired.celery
-        self._waker = BackgroundWaker(wired.waker, window=wired.window)
-        # No automatic reconnect-and-retry: a retried append after a lost reply would be
-        # appended twice. A failure raises Unavailable; retry with the same delta_id.
-        self._redis = entry.redis(self.settings, retries=0, name=direct.CONNECTION_NAME)
-        self._producer = entry.producer(self.settings, self._redis, self._waker)
-        self._store = entry.store(self.settings, self._redis)
+        self.settings = resolved
+        self._threads = self._engine.threads
         self._closed = False
 
     def append(
@@ -67,19 +60,13 @@ class Client:
     ) -> Appended:
         """Append one delta (message-likes, or LangChain messages) to a thread."""
         self._check_open()
-        delta = Delta(args.thread_id(thread_id), messages, delta_id, self.tenant)
-        with direct.translated():
-            [result] = self._producer.enqueue_many([delta], path="")
-        return direct.appended(result)
+        return self._threads.append(self.tenant, thread_id, messages, delta_id)
 
     def append_many(self, deltas: Iterable[DeltaLike]) -> list[Appended]:
         """Append many deltas, of many threads, in one round trip; all are checked
         before any is appended."""
         self._check_open()
-        batch = [Delta(*d, self.tenant) for d in args.deltas(deltas)]
-        with direct.translated():
-            results = self._producer.enqueue_many(batch, path="deltas")
-        return [direct.appended(r) for r in results]
+        return self._threads.append_many(self.tenant, args.deltas(deltas))
 
     def state(  # noqa: PLR0913  # the public read's keyword arguments: GET /state's query
         self,
@@ -95,50 +82,32 @@ class Client:
     ) -> State:
         """A page of the thread's merged messages (see docs/clients.md)."""
         self._check_open()
-        name = args.thread_id(thread_id)
-        with direct.translated():
-            query = reads.query(
-                format=format,
-                min_version=min_version,
-                at_version=at_version,
-                wait=wait,
-                limit=limit,
-                before=before,
-                after=after,
-            )
-            answer = reads.read(
-                self._store,
-                make_ref(self.tenant, name),
-                name,
-                query,
-                merge_chunks=self.settings.merge_chunks,
-            )
-        return direct.state(name, answer)
+        query.thread_id(thread_id)  # the id is refused before the query, as over HTTP
+        asked = query.query(
+            format=format,
+            min_version=min_version,
+            at_version=at_version,
+            wait=wait,
+            limit=limit,
+            before=before,
+            after=after,
+        )
+        return self._threads.state(self.tenant, thread_id, asked)
 
     def status(self, thread_id: str) -> Status:
         self._check_open()
-        name = args.thread_id(thread_id)
-        with direct.translated():
-            found = self._store.status(make_ref(self.tenant, name))
-        return direct.status(name, found)
+        return self._threads.status(self.tenant, thread_id)
 
     def delete(self, thread_id: str) -> None:
         """Delete the thread and its log; NotFound when there is none."""
         self._check_open()
-        name = args.thread_id(thread_id)
-        with direct.translated():
-            deleted = self._store.delete(make_ref(self.tenant, name))
-        if not deleted:
-            raise direct.not_found(name)
+        self._threads.delete(self.tenant, thread_id)
 
     def wait_for(self, thread_id: str, version: str, timeout: float) -> str:
         """The thread's version once it reached ``version``; VersionNotReached (a
         TimeoutError) after ``timeout`` seconds."""
         self._check_open()
-        name = args.thread_id(thread_id)
-        wanted, seconds = args.version(version), args.timeout(timeout)
-        with direct.translated():
-            return reads.wait_for(self._store, make_ref(self.tenant, name), name, wanted, seconds)
+        return self._threads.wait_for(self.tenant, thread_id, version, timeout)
 
     def subscribe(
         self, thread_id: str, *, after: str | None = None, format: Format = "langchain"
@@ -148,28 +117,14 @@ class Client:
         :mod:`threadfold.live`. Reconnects by itself; ``close()`` the iterator (or leave
         the loop) to stop."""
         self._check_open()
-        name = args.thread_id(thread_id)
-        resume = args.version(after, "after") if after is not None else None
-        fmt = args.format_of(format)
-        ref = make_ref(self.tenant, name)
-        listener = entry.listener(self.settings, name=direct.CONNECTION_NAME)
-        steps = subscription.Steps(name, ref, self.settings.keyspace.thread(ref).feed, fmt)
-        try:
-            yield from subscription.follow(self._store, listener, steps, resume)
-        finally:
-            listener.close()
+        yield from self._threads.subscribe(self.tenant, thread_id, after=after, format=format)
 
     def close(self) -> None:
         """Publish the pending wake-ups, then close the connections."""
         if self._closed:
             return
         self._closed = True
-        try:
-            self._waker.close()
-        finally:
-            self._redis.close()
-            if self._celery is not None:
-                self._celery.close()
+        self._engine.close()
 
     def _check_open(self) -> None:
         if self._closed:

@@ -24,10 +24,10 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Final, TypeGuard, cast
 
-from threadfold import args
 from threadfold.core.versions import parse_version
 from threadfold.errors import NotFound
 from threadfold.types import Appended, AsyncClientProtocol, ClientProtocol
+from threadfold.workers.threads import query
 
 Client = ClientProtocol | AsyncClientProtocol
 
@@ -101,7 +101,7 @@ class Conversation:
         read_your_writes: bool = True,
     ) -> None:
         self.client = client
-        self.thread_id = args.thread_id(thread_id)
+        self.thread_id = query.thread_id(thread_id)
         if (
             isinstance(wait, bool)
             or not isinstance(wait, int | float)

@@ -1,5 +1,5 @@
-"""What ``subscribe()`` yields, and :class:`Transcript`, which keeps a thread's messages
-up to date from it.
+"""What ``subscribe()`` yields (:mod:`threadfold.workers.feed.events`), and
+:class:`Transcript`, which keeps a thread's messages up to date from it.
 
 A subscription starts with a :class:`Snapshot` (the whole thread, each message's
 position beside it) unless it resumes, then sends one :class:`Change` per version the
@@ -12,78 +12,11 @@ docs/live.md), field for field.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias
+from typing import Any
 
-import msgspec
+from threadfold.workers.feed.events import Change, Event, Removed, Snapshot, Upsert
 
-from threadfold.types import Format, Unservable
-
-
-class Snapshot(msgspec.Struct, frozen=True):
-    """The whole thread at ``version`` (``0-0`` and no messages while it does not
-    exist: ``exists``), ``positions[i]`` being ``messages[i]``'s (repeated where the
-    OpenAI form serves one stored message as several). ``reason``: the
-    subscription's ``"start"``, a resume the feed could not serve (``"resume_gap"``),
-    or a break of the chain while following (``"resync"``)."""
-
-    thread_id: str
-    version: str
-    total: int
-    format: Format
-    messages: list[dict[str, Any]]
-    positions: list[int]
-    reason: Literal["start", "resume_gap", "resync"]
-    exists: bool
-    unservable: tuple[Unservable, ...] = ()
-
-    @property
-    def kind(self) -> Literal["snapshot"]:
-        return "snapshot"
-
-
-class Removed(msgspec.Struct, frozen=True):
-    """A message that left the thread, by its id and the position it held."""
-
-    id: str
-    position: int
-
-
-class Upsert(msgspec.Struct, frozen=True):
-    """A message written at ``position``: one the thread holds there is replaced in
-    place; a new position lies past all the thread holds (the message is appended).
-    In the OpenAI form a message with ``tool_result`` blocks is served as several
-    messages (as ``state()`` serves it): ``message`` is the first, ``messages`` all."""
-
-    position: int
-    id: str
-    message: dict[str, Any]
-    messages: tuple[dict[str, Any], ...] | None = None
-
-    @property
-    def served(self) -> list[dict[str, Any]]:
-        """The messages this upsert puts at its position."""
-        return list(self.messages) if self.messages is not None else [self.message]
-
-
-class Change(msgspec.Struct, frozen=True):
-    """One version's net effect, applied on ``prev``: if ``reset`` drop every message,
-    then the ``removed`` positions, then write the ``upserts``. ``unservable`` names the
-    upserts served as markers (``field`` ``upserts[i].message``)."""
-
-    thread_id: str
-    version: str
-    prev: str
-    reset: bool
-    removed: tuple[Removed, ...]
-    upserts: tuple[Upsert, ...]
-    unservable: tuple[Unservable, ...] = ()
-
-    @property
-    def kind(self) -> Literal["change"]:
-        return "change"
-
-
-Event: TypeAlias = Snapshot | Change
+__all__ = ["Change", "Event", "Removed", "Snapshot", "Transcript", "Upsert"]
 
 
 class Transcript:

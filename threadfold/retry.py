@@ -61,4 +61,6 @@ def unreachable(exc: httpx.TransportError, url: str) -> Unavailable | None:
     if isinstance(exc, httpx.UnsupportedProtocol):
         return None
     kind = type(exc).__name__
-    return Unavailable(f"no answer from {url}: {kind}: {exc}", status=None, code="unreachable")
+    return Unavailable(
+        f"no answer from {url}: {kind}: {exc}", status=None, code="unreachable", retry_after=None
+    )

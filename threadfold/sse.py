@@ -25,10 +25,12 @@ import httpx
 import msgspec
 from httpx_sse import EventSource, ServerSentEvent
 
-from threadfold import args, wire
+from threadfold import wire
+from threadfold.core.errors import ThreadfoldError
 from threadfold.errors import RequestError, Unavailable
 from threadfold.live import Change, Event, Snapshot
 from threadfold.retry import RetryPolicy, retried, unreachable
+from threadfold.workers.threads import query
 
 #: Seconds without a byte (heartbeats included) after which a stream is reopened.
 SILENCE: Final = 30.0
@@ -37,7 +39,7 @@ _SNAPSHOT: Final = msgspec.json.Decoder(Snapshot)
 _CHANGE: Final = msgspec.json.Decoder(Change)
 
 
-class StreamEnded(Exception):
+class StreamEnded(ThreadfoldError):
     """The server ended the stream (``event: error``) or it broke the chain: reopen."""
 
 
@@ -46,8 +48,8 @@ class Reader:
 
     def __init__(self, thread_id: str, after: str | None, fmt: str, shown_url: str) -> None:
         self.path = wire.thread_path(thread_id, "/events")
-        self.version = args.version(after, "after") if after is not None else None
-        self.params = {"format": args.format_of(fmt)}
+        self.version = query.version(after, "after") if after is not None else None
+        self.params = {"format": query.format_of(fmt)}
         self.shown_url = shown_url
 
     def headers(self) -> dict[str, str]:

@@ -22,6 +22,7 @@ from threadfold.core.ids import uuid4_str
 from threadfold.core.messages import BaseMessage
 from threadfold.errors import InvalidInput, RequestError, ServerError, from_answer
 from threadfold.types import Appended, DeltaLike, State, Status
+from threadfold.workers.threads import query
 
 T = TypeVar("T")
 
@@ -52,7 +53,7 @@ _STATUS = msgspec.json.Decoder(Status)
 
 
 def thread_path(thread_id: str, tail: str = "") -> str:
-    return f"/threads/{quote(args.thread_id(thread_id), safe='')}{tail}"
+    return f"/threads/{quote(query.thread_id(thread_id), safe='')}{tail}"
 
 
 # An AI message's fields that the API's dict form (LangChain's) does not take back as
@@ -178,7 +179,7 @@ def delete(thread_id: str) -> Exchange[None]:
 
 
 def wait_for(thread_id: str, version: str, timeout: float) -> Exchange[str]:
-    wanted, seconds = args.version(version), args.timeout(timeout)
+    wanted, seconds = query.version(version), query.timeout(timeout)
     params = {"min_version": wanted, "wait": _param(seconds), "limit": "0"}
     return Exchange(
         "GET",

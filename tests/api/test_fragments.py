@@ -10,12 +10,12 @@ from hypothesis import strategies as st
 
 from tests.support import golden_cases
 from threadfold.api.fragments import JsonFragments
-from threadfold.api.schemas import StateOut
 from threadfold.core import dump_messages
 from threadfold.core.codec import decode_stored, encode_message, encode_stored
 from threadfold.core.convert import to_messages
 from threadfold.core.messages import HumanMessage
 from threadfold.core.render import serve
+from threadfold.workers.threads.results import State
 
 
 # Every message of the golden cases: all types, tool calls, chunks, metadata, blocks.
@@ -46,7 +46,7 @@ STORED += [(str(m.id).encode(), encode_message(m)) for m in MESSAGES[:10]]
 
 
 def _reply(messages: list[Any]) -> bytes:
-    return msgspec.json.encode(StateOut("t", "1-0", len(messages), False, "langchain", messages))
+    return msgspec.json.encode(State("t", "1-0", len(messages), False, "langchain", messages))
 
 
 @given(st.lists(st.sampled_from(range(len(STORED))), max_size=30), st.integers(0, 4000))

@@ -22,11 +22,11 @@ from threadfold import (
     Snapshot,
     Transcript,
     Unavailable,
-    subscription,
 )
-from threadfold.direct import CONNECTION_NAME
+from threadfold.workers.feed import subscription
 from threadfold.workers.ops.processes import settings_env
 from threadfold.workers.runtime.app import CeleryWaker, make_celery
+from threadfold.workers.threads.wiring import CONNECTION_NAME
 
 WAIT = 20.0
 CALLERS, CALLS = 4, 50  # one-delta appends from each of several callers

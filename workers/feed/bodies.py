@@ -20,7 +20,7 @@ from typing import Any, Literal, Protocol
 import msgspec
 
 from threadfold.core.codec import decode_stored
-from threadfold.core.render import CODE, Unservable, serve
+from threadfold.core.render import CODE, Flaw, Unservable, serve
 from threadfold.workers.feed.event import FeedEvent
 from threadfold.workers.storage.read_state import Snapshot
 
@@ -28,18 +28,6 @@ from threadfold.workers.storage.read_state import Snapshot
 #: no longer reaches back, or the version is not the thread's); a break of the chain
 #: while following (a rebuild, a delete, a skipped entry, a lost message).
 Reason = Literal["start", "resume_gap", "resync"]
-
-
-class Marker(msgspec.Struct, frozen=True):
-    """A message served as a marker (``GET state``'s ``unservable`` item): ``field`` and
-    ``pointer`` say where it stands in this body."""
-
-    code: str
-    message: str
-    field: str
-    pointer: str
-    index: int
-    id: str | None
 
 
 class SnapshotBody(msgspec.Struct, frozen=True):
@@ -52,7 +40,7 @@ class SnapshotBody(msgspec.Struct, frozen=True):
     format: str
     messages: list[Any]
     positions: list[int]
-    unservable: list[Marker]
+    unservable: list[Unservable]
     reason: Reason
     exists: bool
 
@@ -80,7 +68,7 @@ class ChangeBody(msgspec.Struct, frozen=True):
     reset: bool
     removed: list[RemovedBody]
     upserts: list[UpsertBody]
-    unservable: list[Marker]
+    unservable: list[Unservable]
 
 
 class Fragments(Protocol):
@@ -88,7 +76,7 @@ class Fragments(Protocol):
 
     def of(
         self, ids: Sequence[bytes], bodies: Sequence[bytes]
-    ) -> tuple[list[msgspec.Raw], list[Unservable]]: ...
+    ) -> tuple[list[msgspec.Raw], list[Flaw]]: ...
 
 
 class Bodies:
@@ -135,7 +123,7 @@ class Bodies:
 
     def _messages(
         self, ids: Sequence[bytes], bodies: Sequence[bytes]
-    ) -> tuple[list[Any], list[int], list[Unservable]]:
+    ) -> tuple[list[Any], list[int], list[Flaw]]:
         """Served messages, how many each stored one gave, and the markers among them."""
         if self.fragments is not None:
             raws, flaws = self.fragments.of(ids, bodies)
@@ -163,6 +151,6 @@ def counts_index(counts: Sequence[int], served_index: int) -> int:
 
 
 def _marker(
-    f: Unservable, field: str, pointer: str, message: str, index: int | None = None
-) -> Marker:
-    return Marker(CODE, message, field, pointer, f.index if index is None else index, f.id)
+    f: Flaw, field: str, pointer: str, message: str, index: int | None = None
+) -> Unservable:
+    return Unservable(CODE, message, field, pointer, f.index if index is None else index, f.id)

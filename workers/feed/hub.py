@@ -35,10 +35,12 @@ from redis.asyncio.client import PubSub
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from threadfold.core.errors import ThreadfoldError
 from threadfold.workers.feed.event import ORIGIN, decode
 from threadfold.workers.feed.subscriber import SHUTTING_DOWN, Change, Reason, Start, Subscriber
 from threadfold.workers.storage.feed import FeedRead
 from threadfold.workers.storage.read_state import Snapshot
+from threadfold.workers.threads.errors import TooManySubscribers
 
 log = logging.getLogger("threadfold.feed")
 
@@ -62,11 +64,7 @@ class Source(Protocol):
     async def feed_after(self, ref: str, after: str, count: int = ...) -> FeedRead: ...
 
 
-class TooManySubscribers(Exception):
-    """Raised by :meth:`Hub.subscribe` at the process's cap of followers."""
-
-
-class HubClosed(Exception):
+class HubClosed(ThreadfoldError):
     """Raised by :meth:`Hub.subscribe` once the hub is shutting down."""
 
 
@@ -119,7 +117,10 @@ class Hub:
         if self._closed:
             raise HubClosed("shutting down")
         if self.subscribers >= self.max_subscribers:
-            raise TooManySubscribers(f"{self.subscribers} subscribers: the cap is reached")
+            raise TooManySubscribers(
+                f"this process serves its cap of {self.max_subscribers} subscribers; "
+                "retry after Retry-After (or on another process)"
+            )
         self._start()
         channel = self.channel_of(ref)
         topic = self._topics.get(channel)

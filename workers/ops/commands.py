@@ -15,6 +15,7 @@ from types import FrameType
 
 from pydantic import ValidationError
 
+from threadfold.core.errors import ThreadfoldError
 from threadfold.workers import entry
 from threadfold.workers.ops import demo, recompute_job
 from threadfold.workers.ops.processes import API_ARGV, celery_argv
@@ -27,7 +28,7 @@ from threadfold.workers.settings import Settings
 from threadfold.workers.storage.store import Store
 
 
-class CommandError(Exception):
+class CommandError(ThreadfoldError):
     """Raised for a failure the user can act on; printed without a traceback."""
 
 

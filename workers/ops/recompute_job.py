@@ -19,6 +19,7 @@ from typing import Final
 
 from celery import Celery
 
+from threadfold.core.errors import ThreadfoldError
 from threadfold.core.keys import DEFAULT_TENANT, InvalidName, check_name, make_ref
 from threadfold.workers.redisio.client import text
 from threadfold.workers.runtime.recompute import (
@@ -38,7 +39,7 @@ from threadfold.workers.storage.store import Store
 PER_TASK: Final = 50
 
 
-class SelectionError(ValueError):
+class SelectionError(ThreadfoldError, ValueError):
     """Raised for a selection of threads that is empty, conflicting or malformed."""
 
 

@@ -32,6 +32,7 @@ from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
 from redis.exceptions import ResponseError
 
+from threadfold.core.errors import ThreadfoldError
 from threadfold.workers.redisio.client import AsyncClient, SyncClient
 
 log = logging.getLogger("threadfold.maxmemory")
@@ -75,7 +76,7 @@ class NodeMemory:
         return f" on {self.node}" if self.node else ""
 
 
-class EvictingPolicy(Exception):
+class EvictingPolicy(ThreadfoldError):
     """Raised at startup when the state Redis would evict keys to make room."""
 
     def __init__(self, nodes: Sequence[NodeMemory]) -> None:

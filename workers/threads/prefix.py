@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final, Literal
 
+from threadfold.core.errors import ThreadfoldError
 from threadfold.core.keys import Keyspace
 from threadfold.core.versions import entry_key, parse_version
 from threadfold.workers.redisio.client import Command, Item, SyncClient, as_bytes, run_many, text
@@ -67,7 +68,7 @@ class Reason(StrEnum):
     MOVING = "moving"
 
 
-class NotReplayable(Exception):
+class NotReplayable(ThreadfoldError):
     """Raised when a thread's log cannot give the prefix asked for; ``reason`` says why.
 
     ``oldest_version`` (trimmed): the oldest version still served, the live state's;
@@ -93,7 +94,7 @@ class NotReplayable(Exception):
         self.entry = entry
 
 
-class Moved(Exception):
+class Moved(ThreadfoldError):
     """Raised when a concurrent trim or delete overtook a read: read again."""
 
 

@@ -7,8 +7,10 @@ never held".
 
 from __future__ import annotations
 
+from threadfold.core.errors import ThreadfoldError
 
-class ProcessError(Exception):
+
+class ProcessError(ThreadfoldError):
     """Root of every error raised by :mod:`threadfold.workers.ops.processes`."""
 
 

@@ -25,6 +25,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from threadfold.core.errors import ThreadfoldError
 from threadfold.workers.ops.processes.child import (
     HOST,
     ManagedProcess,
@@ -110,7 +111,7 @@ def _loaded(port: int, password: str | None) -> bool:
         return int(client.info("persistence")["loading"]) == 0
 
 
-class _PortTakenError(Exception):
+class _PortTakenError(ThreadfoldError):
     """The chosen port was taken between `free_port` and the server's bind."""
 
 
@@ -306,7 +307,7 @@ class RedisServer:
             return ""
 
 
-class _ExitedError(Exception):
+class _ExitedError(ThreadfoldError):
     """The server process exited while we waited for it to become ready."""
 
 

@@ -16,6 +16,7 @@ import msgspec
 from redis.exceptions import OutOfMemoryError
 
 from threadfold.core.codec import decode_messages, decode_stored
+from threadfold.core.errors import ThreadfoldError
 from threadfold.core.fold import ThreadFold
 from threadfold.core.messages import REMOVE_ALL_MESSAGES, BaseMessage, is_chunk
 from threadfold.workers.metrics import BATCH_BUCKETS, LAG_BUCKETS_MS, Metrics
@@ -48,7 +49,7 @@ class DrainReport:
 FULL_PAUSE_FIRST, FULL_PAUSE_MAX = 0.05, 0.5
 
 
-class PoisonEntry(Exception):
+class UnfoldableEntry(ThreadfoldError):
     """Raised when a log entry cannot be decoded or folded (a bug or a hand-written entry)."""
 
     def __init__(self, entry: str, reason: str) -> None:
@@ -78,7 +79,7 @@ def _decode(batch: Batch) -> Decoded:
             if not decoded:
                 # An empty payload is an entry without its field 'd' (written by hand).
                 why = "no payload (stream field 'd')" if not payload else str(exc)
-                raise PoisonEntry(entry, f"cannot decode: {why}") from exc
+                raise UnfoldableEntry(entry, f"cannot decode: {why}") from exc
             break  # fold what precedes it; the next read starts at the bad entry
     return decoded
 
@@ -167,7 +168,7 @@ class Drainer:
                 continue
             try:
                 work.append((ref, batch, _decode(batch)))
-            except PoisonEntry as exc:
+            except UnfoldableEntry as exc:
                 self._failed(ref, exc, reports[ref])
         # Entries that list their ids' fingerprints came with the candidate positions and
         # their pages; others (written by hand) need a lookup.
@@ -186,7 +187,7 @@ class Drainer:
             )
             try:
                 plan, committed = self._commit_or_prefix(ref, batch, decoded, stored)
-            except PoisonEntry as exc:
+            except UnfoldableEntry as exc:
                 self._failed(ref, exc, reports[ref])
                 continue
             plans.append(plan)
@@ -211,10 +212,10 @@ class Drainer:
         before it (as a bad payload ends a batch before it): the thread gets past the
         good entries, and the failing one is first after the cursor, where the next
         round fails on it alone, counts it, names it, and `retry --skip` finds it.
-        Raises :class:`PoisonEntry` when the first entry fails."""
+        Raises :class:`UnfoldableEntry` when the first entry fails."""
         try:
             return self._plan(ref, batch, decoded, stored), decoded
-        except PoisonEntry as exc:
+        except UnfoldableEntry as exc:
             failed = next(i for i, (entry, _) in enumerate(decoded) if entry == exc.entry)
             if failed == 0:
                 raise
@@ -234,7 +235,7 @@ class Drainer:
             try:
                 fold.apply(messages)
             except Exception as exc:  # any failure here marks the entry as poison
-                raise PoisonEntry(entry, f"cannot fold: {exc}") from exc
+                raise UnfoldableEntry(entry, f"cannot fold: {exc}") from exc
         return CommitPlan(
             ref,
             batch.fence,
@@ -290,7 +291,7 @@ class Drainer:
             if key in chunks
         }
 
-    def _failed(self, ref: str, exc: PoisonEntry, report: DrainReport) -> DrainReport:
+    def _failed(self, ref: str, exc: UnfoldableEntry, report: DrainReport) -> DrainReport:
         backoff_ms = self.settings.wake_ttl_ms
         report.failed = True
         self.metrics.add("drain_failures")

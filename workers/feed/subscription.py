@@ -27,10 +27,9 @@ from typing import Any, Final
 import msgspec
 import redis
 
-from threadfold.errors import ClientClosed
-from threadfold.live import Change, Event, Snapshot
 from threadfold.workers.feed.bodies import Bodies, Reason
 from threadfold.workers.feed.event import ORIGIN, FeedEvent, decode
+from threadfold.workers.feed.events import Change, Event, Snapshot
 from threadfold.workers.feed.follow import Follower, Step
 from threadfold.workers.feed.hub import Hub, HubClosed
 from threadfold.workers.feed.subscriber import TOO_SLOW, Ended
@@ -39,6 +38,7 @@ from threadfold.workers.feed.subscriber import Start as HubStart
 from threadfold.workers.storage.feed import FeedRead
 from threadfold.workers.storage.read_state import Snapshot as StoredSnapshot
 from threadfold.workers.storage.store import Store
+from threadfold.workers.threads.errors import ClientClosed
 
 #: How long a listener waits for a message before it looks whether it was closed.
 TICK: Final = 1.0

@@ -1,0 +1,420 @@
+"""The thread service: every operation a thread has, defined once, sync and asyncio.
+
+append, append many, state (live, waiting for a version, at a version, paged, in either
+format), status, delete, the threads list, wait for a version, subscribe. The HTTP API
+is parsing and encoding around :class:`AsyncThreads`; ``threadfold.Client`` and
+``AsyncClient`` are thin shells around :class:`Threads` and :class:`AsyncThreads`. The
+two classes differ only in I/O: the checks before it (:mod:`.query`), the rules around
+it (:mod:`.reads`), the results (:mod:`.results`) and the refusals (:mod:`.errors`) are
+each written once, here or in those modules.
+
+A new thread operation is a method on both classes here, built from those pieces, and
+a route in ``threadfold.api.app``; the clients' methods call it by name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import time
+from collections.abc import AsyncGenerator, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import redis
+
+from threadfold.core.errors import InvalidMessage
+from threadfold.core.keys import make_ref
+from threadfold.workers import entry
+from threadfold.workers.feed import subscription
+from threadfold.workers.feed.bodies import Bodies
+from threadfold.workers.feed.events import Event
+from threadfold.workers.feed.hub import Hub
+from threadfold.workers.ingest.prepare import Delta
+from threadfold.workers.ingest.producer import AsyncProducer, Enqueued, Producer
+from threadfold.workers.settings import Settings
+from threadfold.workers.storage.astore import AsyncStore
+from threadfold.workers.storage.meta import VERSION_FIELDS, version_of
+from threadfold.workers.storage.read_state import StateBodies, StatePage
+from threadfold.workers.storage.status import ThreadStatus
+from threadfold.workers.storage.store import Store
+from threadfold.workers.threads import query as args
+from threadfold.workers.threads import reads
+from threadfold.workers.threads.errors import (
+    InvalidInput,
+    RedisFull,
+    Unavailable,
+    never_written,
+)
+from threadfold.workers.threads.listing import recent_threads
+from threadfold.workers.threads.prefix import NotReplayable
+from threadfold.workers.threads.query import NO_LIMITS, Limits, Query
+from threadfold.workers.threads.replay import travel
+from threadfold.workers.threads.results import (
+    Appended,
+    Format,
+    Skipped,
+    State,
+    Status,
+    ThreadList,
+    ThreadRow,
+)
+
+UNREACHABLE: Final = "thread state is unreachable; retry (an append with the same delta_id)"
+FULL: Final = (
+    "Redis is full (over maxmemory) and refuses writes until memory is freed or maxmemory "
+    "is raised; retry later with the same delta_id"
+)
+
+
+@contextlib.contextmanager
+def refusals() -> Iterator[None]:
+    """The engine's failures as the tree's refusals: a message LangChain would not
+    accept (422, its path the field), an unreachable Redis (503), a full one (503)."""
+    try:
+        yield
+    except InvalidMessage as exc:
+        raise InvalidInput(str(exc), field=exc.path or None) from exc
+    except (redis.ConnectionError, redis.TimeoutError) as exc:
+        raise Unavailable(UNREACHABLE) from exc
+    except redis.exceptions.OutOfMemoryError as exc:  # over maxmemory: an operator's to mend
+        raise RedisFull(FULL) from exc
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A checked thread: its id, and its ref in the tenant's keyspace."""
+
+    thread_id: str
+    ref: str
+
+
+def target(tenant: str, thread_id: str) -> Target:
+    name = args.thread_id(thread_id)
+    return Target(name, make_ref(tenant, name))
+
+
+def deltas(tenant: str, given: Sequence[tuple[str, Sequence[Any], str | None]]) -> list[Delta]:
+    """The deltas of an append, in the tenant (the producer checks every id and message)."""
+    return [Delta(thread_id, messages, delta_id, tenant) for thread_id, messages, delta_id in given]
+
+
+def appended(result: Enqueued) -> Appended:
+    return Appended(result.thread_id, result.version, result.accepted, result.duplicate, result.ids)
+
+
+def status_of(thread_id: str, found: ThreadStatus | None) -> Status:
+    if found is None:
+        raise never_written(thread_id)
+    return Status(
+        thread_id,
+        found.version,
+        found.last_enqueued,
+        found.backlog,
+        found.messages,
+        found.last_commit_ms,
+        found.attempts,
+        bool(found.quarantined),
+        found.quarantined or None,
+        found.quarantined_entry or None,
+        found.dirty_since_ms,
+        tuple(Skipped(s.entry, s.reason, s.at_ms) for s in found.skipped),
+    )
+
+
+def row_of(ref: str, found: ThreadStatus, activity: int) -> ThreadRow:
+    return ThreadRow(
+        ref.partition("/")[2],
+        found.version,
+        found.messages,
+        found.backlog,
+        found.lag_ms,
+        bool(found.quarantined),
+        found.quarantined or None,
+        found.last_commit_ms,
+        activity,
+        found.last_enqueued,
+    )
+
+
+class _Checks:
+    """What both forms check before any I/O: the request's sizes (the HTTP API's limits;
+    a direct client has none)."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+
+    def sized(self, given: Sequence[Any], field: str, top: int | None, what: str) -> None:
+        if top is not None and len(given) > top:
+            raise InvalidInput(f"{field}: at most {top} {what}", field=field)
+
+    def append(self, messages: Sequence[Any], field: str) -> None:
+        self.sized(messages, field, self.limits.max_messages, "messages per delta")
+
+    def bulk(self, given: Sequence[tuple[str, Sequence[Any], str | None]]) -> None:
+        self.sized(given, "deltas", self.limits.max_deltas, "deltas per request")
+        for i, (_, messages, _) in enumerate(given):
+            self.append(messages, f"deltas[{i}].messages")
+
+
+class Threads:
+    """The thread service, synchronous: one per process (or per direct client)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        producer: Producer,
+        store: Store,
+        *,
+        limits: Limits = NO_LIMITS,
+        name: str = "threadfold",
+    ) -> None:
+        self.settings = settings
+        self.producer = producer
+        self.store = store
+        self.checks = _Checks(limits)
+        self.name = name  # what CLIENT LIST shows of a subscription's connection
+
+    def append(
+        self, tenant: str, thread_id: str, messages: Sequence[Any], delta_id: str | None = None
+    ) -> Appended:
+        self.checks.append(messages, "messages")
+        [delta] = deltas(tenant, [(thread_id, messages, delta_id)])
+        with refusals():
+            [result] = self.producer.enqueue_many([delta], path="")
+        return appended(result)
+
+    def append_many(
+        self, tenant: str, given: Sequence[tuple[str, Sequence[Any], str | None]]
+    ) -> list[Appended]:
+        """Many deltas, of many threads, in one round trip; all checked before any is
+        appended."""
+        self.checks.bulk(given)
+        with refusals():
+            results = self.producer.enqueue_many(deltas(tenant, given), path="deltas")
+        return [appended(r) for r in results]
+
+    def state(self, tenant: str, thread_id: str, q: Query) -> State:
+        at = target(tenant, thread_id)
+        with refusals():
+            if q.min_version is not None:
+                self._wait(at, q.min_version, q.wait)
+            return reads.served(reads.checked(self._page(at, q), at.thread_id, q), at.thread_id, q)
+
+    def _page(self, at: Target, q: Query) -> StatePage | None:
+        if q.at_version is None:
+            return self.store.read_state(at.ref, q.mode, q.anchor, q.limit)
+        try:
+            whole = travel(
+                self.store,
+                at.ref,
+                reads.redis_id(q.at_version),
+                merge_chunks=self.settings.merge_chunks,
+            )
+        except NotReplayable as exc:
+            raise reads.travel_error(exc, at.thread_id, q.at_version) from exc
+        return reads.page_of(whole, q.mode, q.anchor, q.limit)
+
+    def wait_for(self, tenant: str, thread_id: str, version: str, timeout: float) -> str:
+        """The thread's version once it reached ``version``, within ``timeout`` seconds."""
+        at = target(tenant, thread_id)
+        wanted, seconds = args.version(version), args.timeout(timeout)
+        with refusals():
+            return self._wait(at, wanted, seconds)
+
+    def _wait(self, at: Target, wanted: str, seconds: float) -> str:
+        waiting = reads.Waiting(at.thread_id, wanted, seconds)
+        while True:
+            now = version_of(
+                self.store.client.hmget(self.store.keyspace.thread(at.ref).meta, [*VERSION_FIELDS])
+            )
+            pause = waiting.pause(now)
+            if pause is None:
+                assert now is not None  # pause() refused a missing thread
+                return now
+            time.sleep(pause)
+
+    def status(self, tenant: str, thread_id: str) -> Status:
+        at = target(tenant, thread_id)
+        with refusals():
+            return status_of(at.thread_id, self.store.status(at.ref))
+
+    def delete(self, tenant: str, thread_id: str) -> None:
+        """Delete the thread and its log; NotFound when there is none."""
+        at = target(tenant, thread_id)
+        with refusals():
+            if not self.store.delete(at.ref):
+                raise never_written(at.thread_id)
+
+    def subscribe(
+        self, tenant: str, thread_id: str, *, after: str | None, format: object
+    ) -> Iterator[Event]:
+        """The thread's events while the caller iterates, on a listener connection of
+        its own (:func:`threadfold.workers.feed.subscription.follow`). Its arguments are
+        checked when iteration starts, as an asyncio subscription's are."""
+        at = target(tenant, thread_id)
+        resume = None if after is None else args.version(after, "after")
+        fmt: Format = args.format_of(format)
+        listener = entry.listener(self.settings, name=self.name)
+        feed = self.settings.keyspace.thread(at.ref).feed
+        steps = subscription.Steps(at.thread_id, at.ref, feed, fmt)
+        try:
+            yield from subscription.follow(self.store, listener, steps, resume)
+        finally:
+            listener.close()
+
+
+class AsyncThreads:
+    """The thread service, asyncio: the HTTP API's, and each ``AsyncClient``'s."""
+
+    def __init__(  # the service's parts, by name, as the callers build them
+        self,
+        settings: Settings,
+        producer: AsyncProducer,
+        store: AsyncStore,
+        *,
+        limits: Limits = NO_LIMITS,
+        name: str = "threadfold",
+        queue_events: int | None = None,
+    ) -> None:
+        self.settings = settings
+        self.producer = producer
+        self.store = store
+        self.checks = _Checks(limits)
+        self.limits = limits
+        self.name = name
+        #: Events a subscription may leave unread before the hub ends it (it is then
+        #: resumed from the feed); by default a direct subscription's, read when the hub
+        #: is made.
+        self.queue_events = queue_events
+        self._hub: Hub | None = None  # made by the first subscribe()
+
+    async def append(
+        self, tenant: str, thread_id: str, messages: Sequence[Any], delta_id: str | None = None
+    ) -> Appended:
+        self.checks.append(messages, "messages")
+        [delta] = deltas(tenant, [(thread_id, messages, delta_id)])
+        with refusals():
+            [result] = await self.producer.enqueue_many([delta], path="")
+        return appended(result)
+
+    async def append_many(
+        self, tenant: str, given: Sequence[tuple[str, Sequence[Any], str | None]]
+    ) -> list[Appended]:
+        self.checks.bulk(given)
+        with refusals():
+            results = await self.producer.enqueue_many(deltas(tenant, given), path="deltas")
+        return [appended(r) for r in results]
+
+    async def state(self, tenant: str, thread_id: str, q: Query) -> State:
+        at = target(tenant, thread_id)
+        with refusals():
+            if q.min_version is not None:
+                await self._wait(at, q.min_version, q.wait)
+            found = reads.checked(await self._page(at, q), at.thread_id, q)
+        return reads.served(found, at.thread_id, q)
+
+    async def state_bodies(self, tenant: str, thread_id: str, q: Query) -> StateBodies:
+        """:meth:`state` of the live thread with its messages as stored, not rendered: the
+        HTTP API's JSON cache encodes them itself (LangChain's form, no ``at_version``)."""
+        assert q.at_version is None and q.format == "langchain"  # the caller's to choose
+        at = target(tenant, thread_id)
+        with refusals():
+            if q.min_version is not None:
+                await self._wait(at, q.min_version, q.wait)
+            found = await self.store.read_state_bodies(at.ref, q.mode, q.anchor, q.limit)
+            return reads.checked(found, at.thread_id, q)
+
+    async def _page(self, at: Target, q: Query) -> StatePage | None:
+        if q.at_version is None:
+            return await self.store.read_state(at.ref, q.mode, q.anchor, q.limit)
+        try:
+            whole = await self.store.travel(
+                at.ref, reads.redis_id(q.at_version), merge_chunks=self.settings.merge_chunks
+            )
+        except NotReplayable as exc:
+            raise reads.travel_error(exc, at.thread_id, q.at_version) from exc
+        return reads.page_of(whole, q.mode, q.anchor, q.limit)
+
+    async def wait_for(self, tenant: str, thread_id: str, version: str, timeout: float) -> str:
+        at = target(tenant, thread_id)
+        wanted, seconds = args.version(version), args.timeout(timeout)
+        with refusals():
+            return await self._wait(at, wanted, seconds)
+
+    async def _wait(self, at: Target, wanted: str, seconds: float) -> str:
+        waiting = reads.Waiting(at.thread_id, wanted, seconds)
+        meta = self.store.keyspace.thread(at.ref).meta
+        while True:
+            now = version_of(await self.store.client.hmget(meta, [*VERSION_FIELDS]))
+            pause = waiting.pause(now)
+            if pause is None:
+                assert now is not None  # pause() refused a missing thread
+                return now
+            await asyncio.sleep(pause)
+
+    async def status(self, tenant: str, thread_id: str) -> Status:
+        at = target(tenant, thread_id)
+        with refusals():
+            return status_of(at.thread_id, await self.store.status(at.ref))
+
+    async def delete(self, tenant: str, thread_id: str) -> None:
+        at = target(tenant, thread_id)
+        with refusals():
+            if not await self.store.delete(at.ref):
+                raise never_written(at.thread_id)
+
+    async def threads(self, tenant: str, limit: int) -> ThreadList:
+        """The tenant's ``limit`` most recently active threads, latest first."""
+        with refusals():
+            found = await recent_threads(self.store.client, self.store.keyspace, tenant, limit)
+        return ThreadList(tuple(row_of(ref, row, activity) for ref, row, activity in found))
+
+    def hub(self, *, max_subscribers: int) -> Hub:
+        """The one follower of thread feeds that all of this service's subscriptions
+        share (one Pub/Sub connection), made on first use."""
+        if self._hub is None:
+            self._hub = entry.ahub(
+                self.settings,
+                self.store,
+                name=self.name,
+                queue_events=(
+                    subscription.QUEUE_EVENTS if self.queue_events is None else self.queue_events
+                ),
+                max_subscribers=max_subscribers,
+            )
+        return self._hub
+
+    def follow_target(
+        self, tenant: str, thread_id: str, *, after: str | None, format: object
+    ) -> tuple[Target, str | None, Bodies]:
+        """A subscription's checked arguments: the thread, the version to resume after,
+        and the bodies it is sent in."""
+        at = target(tenant, thread_id)
+        resume = None if after is None else args.version(after, "after")
+        return at, resume, Bodies(at.thread_id, args.format_of(format))
+
+    def subscribe(
+        self, tenant: str, thread_id: str, *, after: str | None, format: object
+    ) -> AsyncGenerator[Event, None]:
+        """The thread's events while the caller iterates, through this service's hub
+        (:func:`threadfold.workers.feed.subscription.ahub_follow`)."""
+        at, resume, bodies = self.follow_target(tenant, thread_id, after=after, format=format)
+        hub = self.hub(max_subscribers=sys.maxsize)
+        return subscription.ahub_follow(hub, at.ref, bodies, resume)
+
+    async def close(self) -> None:
+        """End the subscriptions (their hub closes its connection)."""
+        if self._hub is not None:
+            await self._hub.close()
+
+
+__all__ = [
+    "FULL",
+    "UNREACHABLE",
+    "AsyncThreads",
+    "Target",
+    "Threads",
+    "refusals",
+]
