@@ -1,6 +1,10 @@
 """What every benchmark shares: the command line, timing, targets, markdown tables,
-per-process CPU, result checks, input generators and the one-at-a-time oracle.
+per-process CPU, result checks, input generators, in-process stores, and the services
+they run on (:mod:`bench.common.services`: Redis servers, Celery workers and what they
+cost; :mod:`bench.common.stack`: the whole running service, APIs included).
 
 Each concern is its own small module; the benchmarks (``bench.core``, ``bench.pipeline``,
-``bench.http``, ``bench.replay``) import from here and never from ``tests``.
+``bench.http``, ``bench.replay``, ``bench.live``, ``bench.ab``) import from here. Of
+``tests`` they import only the oracle their states are checked against
+(:mod:`tests.oracle`).
 """

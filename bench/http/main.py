@@ -35,11 +35,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.common import cli
+from bench.common import cli, stack
 from bench.common.checks import Check
 from bench.common.machine import load_average, program_version
 from bench.common.target import Target
-from bench.http import report, stack, summary, targets
+from bench.http import report, summary, targets
 from bench.http.profile import Profile, profile_during
 from bench.http.runs import (
     VARIANTS,

@@ -17,8 +17,8 @@ from typing import Any
 import httpx
 
 from bench.common.checks import Check
+from bench.common.stack import Cpu, Stack
 from bench.http.paced import PacedResult, run_paced
-from bench.http.stack import Cpu, Stack
 from bench.http.wrk import WrkResult, run_wrk
 from threadfold.core.keys import DEFAULT_TENANT
 

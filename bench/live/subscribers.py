@@ -1,6 +1,6 @@
 """1,000 SSE subscribers over 100 threads on a real stack while a paced producer writes.
 
-The stack is the HTTP benchmark's (bench.http.stack: state and broker Redis, Celery
+The stack is the HTTP benchmark's (bench.common.stack: state and broker Redis, Celery
 workers, beat, an API process group). In order: the threads are prefilled through the
 API and drained; the commit clock (:mod:`bench.live.listener`) subscribes to their feed
 channels; the subscriber processes (:mod:`bench.live.clients`) open their streams, each
@@ -31,7 +31,7 @@ import httpx
 import psutil
 
 from bench.common.cpu import machine_busy, redis_cpu, tree_cpu, tree_times
-from bench.http.stack import Api, Stack, running
+from bench.common.stack import Api, Stack, running
 from bench.live import clients, figures, listener, producer
 from bench.live.clients import digest
 from bench.live.figures import LiveResult, Memory

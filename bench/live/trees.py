@@ -5,7 +5,7 @@ Why a whole tree and not just ``PYTHONPATH``: the venv's threadfold is an editab
 install of the checkout (a meta-path finder appended after ``sys.path``'s), so a
 ``sys.path`` entry wins over it, but ``python -m`` puts the working directory first, and
 the pipeline starts its Celery workers from the checkout bench is imported from
-(``bench.pipeline.services.ROOT``). With bench copied into the worktree and every process
+(``bench.common.services.ROOT``). With bench copied into the worktree and every process
 started there (working directory and ``PYTHONPATH``), the driver and the workers all
 import the worktree's threadfold. :func:`proof` says which code a process runs; the A/B
 also checks the workers' behaviour (feed keys and PUBLISH calls in Redis).

@@ -26,10 +26,9 @@ from typing import Any
 
 import redis
 
-from bench.common import cpu
+from bench.common import cpu, services
 from bench.common.inputs import new_id
 from bench.common.store import NullWaker, in_process_settings, store_for
-from bench.pipeline import services
 from bench.pipeline.workload import ref_of, templates
 from threadfold.workers.ingest.producer import Delta, Producer
 from threadfold.workers.redisio.client import sync_client

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from bench.common import services
 from bench.common.store import NullWaker, in_process_settings
-from bench.pipeline import services
 from bench.pipeline.workload import Mix, schedule
 from threadfold.core.ids import uuid4_str
 from threadfold.workers.ingest.producer import Producer, prepare

@@ -18,18 +18,17 @@ from typing import Any
 
 import redis
 
-from bench.common import cpu
+from bench.common import cpu, services
 from bench.common.checks import Check
+from bench.common.services import CommandStat
 from bench.common.store import store_for
-from bench.pipeline import services
-from bench.pipeline.services import CommandStat
 from bench.pipeline.workload import Mix, Planned, ref_of, schedule, thread_id
 from tests.oracle import CountingWaker, Sent, state_dump, version_key, wait_drained
 from threadfold.core import dump_messages
 from threadfold.workers.ingest.producer import Enqueued, Producer
 from threadfold.workers.ops.processes import ManagedProcess, wait_until
 from threadfold.workers.redisio.client import sync_client
-from threadfold.workers.runtime.app import CeleryWaker, make_celery
+from threadfold.workers.runtime.app import CeleryWaker
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage import meta
 from threadfold.workers.storage.layout import layout_problems
@@ -214,24 +213,18 @@ class Pipeline:
 @contextmanager
 def pipeline(batch_size: int, workers: int = 2, concurrency: int = 1) -> Iterator[Pipeline]:
     """Start Redis (state and broker) and ``workers`` Celery workers; warm them up."""
-    with (services.redis_server() as state, services.redis_server() as broker_server,
-          services.log_dir() as logs, ExitStack() as stack):
-        # Production defaults (wake-up lease, drain budget, time limits), not the tests'
-        # short ones: a 1.5 s lease expiring under a queue backlog re-sends wake-ups.
-        settings = Settings(redis_url=state.url, broker_url=broker_server.url,
-                            batch_size=batch_size)
-        names = [f"w{i}" for i in range(workers)]
-        procs = [services.start_worker(settings, n, logs, concurrency) for n in names]
-        stack.enter_context(services.killing(procs))
-        app = make_celery(settings)
-        stack.callback(app.close)
-        services.wait_ready(app, names, procs)
+    # Production defaults (wake-up lease, drain budget, time limits), not the tests'
+    # short ones: a 1.5 s lease expiring under a queue backlog re-sends wake-ups.
+    with (services.log_dir() as logs,
+          services.backend(logs, workers, concurrency, batch_size=batch_size) as up,
+          ExitStack() as stack):
+        settings, app = up.settings, up.app
         store = store_for(settings)
         stack.callback(store.client.close)
         client = sync_client(settings.redis_url.get_secret_value(), cluster=False, retries=0)
         stack.callback(client.close)
         waker = CountingWaker(CeleryWaker(app, settings.queue, settings.refs_per_task))
-        line = Pipeline(settings, app, procs, store, state.client(), broker_server.client(),
+        line = Pipeline(settings, app, up.workers, store, up.state.client(), up.broker.client(),
                         waker, Producer(client, settings, waker))
         _warm_up(line.producer, store)
         yield line

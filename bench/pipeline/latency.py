@@ -34,9 +34,8 @@ from typing import Any, Literal
 
 import redis
 
-from bench.common import cpu
+from bench.common import cpu, services
 from bench.common.checks import Check
-from bench.pipeline import services
 from bench.pipeline.e2e import Pipeline, verify, wait_idle
 from bench.pipeline.workload import Mix, ref_of, thread_id
 from tests.oracle import Sent, version_key

@@ -24,9 +24,9 @@ from typing import Any
 
 import redis
 
+from bench.common import services
 from bench.common.inputs import text, typical_ai
 from bench.common.store import NullWaker, in_process_settings, store_for
-from bench.pipeline import services
 from threadfold.core import to_message
 from threadfold.core.codec import encode_message
 from threadfold.workers.ingest.producer import Delta, Producer

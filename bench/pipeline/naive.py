@@ -19,10 +19,10 @@ from typing import Any
 import redis
 from langchain_core.messages import messages_from_dict
 
-from bench.common import cpu
+from bench.common import cpu, services
 from bench.common.checks import Check, first_difference, lc_dump
-from bench.pipeline import naive_app, services
-from bench.pipeline.services import ROOT
+from bench.common.services import ROOT
+from bench.pipeline import naive_app
 from bench.pipeline.workload import Mix, ref_of, round_robin, thread_id
 from tests.oracle import Sent
 from threadfold.core import dump_messages

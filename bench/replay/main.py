@@ -37,10 +37,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.common import cli
+from bench.common import cli, services
 from bench.common.machine import load_average
 from bench.common.store import store_for
-from bench.pipeline import services
 from bench.replay import runs, workload
 from bench.replay.report import render
 from bench.replay.runs import Run

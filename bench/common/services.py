@@ -1,10 +1,13 @@
-"""Real services for the benchmark and the accounting of what they cost.
+"""Real services for the benchmarks and the accounting of what they cost.
 
 Redis servers and Celery workers come from the supervision module,
 threadfold.workers.ops.processes (child processes on free loopback ports, killed with their
-owner). Their CPU is read through :mod:`bench.common.cpu`, Redis's commands from its
-``INFO commandstats`` and ``SLOWLOG``, so each side's cost per delta can be reported
-next to the throughput it bought.
+owner). :func:`backend` is what every suite that runs the pipeline starts first (a state
+Redis, a broker Redis, named Celery workers answering): the pipeline's end-to-end runs on
+it alone, :mod:`bench.common.stack` adds beat and the APIs. Their CPU is read through
+:mod:`bench.common.cpu`, Redis's commands from its ``INFO commandstats`` and
+``SLOWLOG``, so each side's cost per delta can be reported next to the throughput it
+bought.
 """
 
 from __future__ import annotations
@@ -27,10 +30,23 @@ from threadfold.workers.ops.processes import (
     start_service,
     wait_until,
 )
+from threadfold.workers.runtime.app import make_celery
 from threadfold.workers.settings import Settings
 
 #: The checkout: the benchmark's children run from it (the naive workers import bench).
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Backend:
+    """A state Redis and a broker Redis, and Celery workers on them, every one answering."""
+
+    settings: Settings
+    state: RedisServer
+    broker: RedisServer
+    #: The Celery app on the broker (wake-ups are sent through it).
+    app: Any
+    workers: list[ManagedProcess]
 
 
 @contextmanager
@@ -100,6 +116,23 @@ def wait_ready(app: Any, names: Sequence[str], workers: Sequence[ManagedProcess]
         return pinged()
 
     wait_until(answered, timeout, interval=0.1, message=f"workers {list(names)} not ready")
+
+
+@contextmanager
+def backend(logs: Path, workers: int, concurrency: int = 1,
+            **values: Any) -> Iterator[Backend]:
+    """``workers`` Celery workers (``w0``, ``w1``, ...) on a state Redis and a broker
+    Redis of their own, with ``Settings(**values)`` over those URLs; yielded once every
+    worker answers a ping, everything killed and closed on the way out."""
+    with redis_server() as state, redis_server() as broker, ExitStack() as stack:
+        settings = Settings(redis_url=state.url, broker_url=broker.url, **values)
+        names = [f"w{i}" for i in range(workers)]
+        procs = [start_worker(settings, n, logs, concurrency) for n in names]
+        stack.enter_context(killing(procs))
+        app = make_celery(settings)
+        stack.callback(app.close)
+        wait_ready(app, names, procs)
+        yield Backend(settings, state, broker, app, procs)
 
 
 @contextmanager

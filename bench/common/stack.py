@@ -1,10 +1,12 @@
-"""The running service for the HTTP benchmark, and what it costs.
+"""The whole running service, as the HTTP and live benchmarks (and bench.ab) drive it,
+and what it costs.
 
-A private state Redis and broker Redis, Celery workers and beat (the sweeper), and one
-API process group per ``THREADFOLD_API_WORKERS`` value, all on free loopback ports
-(child processes killed with their owner, from threadfold.workers.ops.processes). The APIs run
-side by side on one Redis so their runs can be interleaved; an idle API costs nothing
-but a metrics flush a second.
+The pipeline's backend (:func:`bench.common.services.backend`: a private state Redis
+and broker Redis, Celery workers), beat (the sweeper), and one API process group per
+``THREADFOLD_API_WORKERS`` value, all on free loopback ports (child processes killed
+with their owner, from threadfold.workers.ops.processes). The APIs run side by side on
+one Redis so their runs can be interleaved; an idle API costs nothing but a metrics
+flush a second.
 
 CPU is read through :mod:`bench.common.cpu`, for process trees (the uvicorn supervisor
 and its workers, a Celery worker and its pool) and for Redis. Pinning moves one API's
@@ -20,13 +22,14 @@ from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import redis
 
+from bench.common import services
 from bench.common.cpu import machine_busy, redis_cpu, set_affinity, tree_times
-from bench.pipeline import services
-from bench.pipeline.services import ROOT
+from bench.common.services import ROOT
 from threadfold.workers.ops.processes import (
     API_ARGV,
     ManagedProcess,
@@ -186,28 +189,18 @@ def _wait_api(api: Api, timeout: float = 60.0) -> None:
 
 @contextmanager
 def running(api_workers: Sequence[int], celery_workers: int, logs: Path,
-            **overrides: object) -> Iterator[Stack]:
+            **overrides: Any) -> Iterator[Stack]:
     """Start everything; APIs are named ``api<N>`` by their worker count."""
-    with (services.redis_server() as state, services.redis_server() as broker_server,
+    with (services.backend(logs, celery_workers, log_level="WARNING", **overrides) as line,
           ExitStack() as stack):
-        values: dict[str, object] = {"redis_url": state.url, "broker_url": broker_server.url,
-                                     "log_level": "WARNING", **overrides}
-        settings = Settings(**values)  # type: ignore[arg-type]
-        names = [f"w{i}" for i in range(celery_workers)]
-        workers = [services.start_worker(settings, n, logs) for n in names]
-        stack.enter_context(services.killing(workers))
+        settings = line.settings
         beat = services.start_beat(settings, logs)
         stack.callback(beat.kill)
         apis = {f"api{n}": start_api(settings, f"api{n}", n, logs) for n in api_workers}
         for api in apis.values():
             stack.callback(api.process.kill)
-        from threadfold.workers.runtime.app import make_celery  # noqa: PLC0415
-
-        app = make_celery(settings)
-        stack.callback(app.close)
-        services.wait_ready(app, names, workers)
         for api in apis.values():
             _wait_api(api)
-        client, broker = state.client(), broker_server.client()
-        yield Stack(settings, apis, workers, beat, state.pid, broker_server.pid, client, broker,
-                    logs)
+        client, broker = line.state.client(), line.broker.client()
+        yield Stack(settings, apis, line.workers, beat, line.state.pid, line.broker.pid, client,
+                    broker, logs)
