@@ -15,7 +15,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import msgspec
 import redis
@@ -51,7 +51,6 @@ from threadfold.workers.threads.errors import (
     Unavailable,
     UnsupportedMediaType,
 )
-from threadfold.workers.threads.results import State
 from threadfold.workers.threads.service import FULL, UNREACHABLE, AsyncThreads
 from threadfold.workers.threads.wiring import AsyncEngine, AsyncWaker, open_athreads
 
@@ -199,32 +198,9 @@ async def get_state(request: Request) -> Response:
     asked = query.state_query(request.query_params.multi_items(), res.limits)
     thread_id = request.path_params["thread_id"]
     if asked.at_version is None and asked.format == "langchain" and res.fragments is not None:
-        return json_response(await _state_from_cache(res, tenant, thread_id, asked))
+        found = await res.threads.state_bodies(tenant, thread_id, asked)
+        return json_response(res.fragments.state(thread_id, found))
     return json_response(await res.threads.state(tenant, thread_id, asked))
-
-
-async def _state_from_cache(
-    res: Resources, tenant: str, thread_id: str, asked: query.Query
-) -> State:
-    """The common read (the live state, LangChain's form) with each message's JSON
-    memoized by :mod:`threadfold.api.fragments`: the service's read of the stored
-    bodies, encoded here."""
-    assert res.fragments is not None  # the caller checked
-    found = await res.threads.state_bodies(tenant, thread_id, asked)
-    encoded, flaws = res.fragments.of(found.ids, found.bodies)
-    # The messages are their JSON, pre-encoded (msgspec.Raw), which the encoder writes as
-    # it is: the type says what a reader of the body decodes.
-    messages = cast(list[dict[str, Any]], encoded)
-    unservable = tuple(flaw.item() for flaw in flaws)
-    return State(
-        thread_id,
-        found.version,
-        found.total,
-        found.has_more,
-        asked.format,
-        messages,
-        unservable,
-    )
 
 
 async def get_status(request: Request) -> Response:

@@ -16,13 +16,15 @@ the message's own.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final, cast
 
 import msgspec
 
 from threadfold.core.codec import decode_stored
 from threadfold.core.dump import dump_message
 from threadfold.core.render import Flaw, serve
+from threadfold.workers.threads.results import State
+from threadfold.workers.threads.service import StateBodies
 
 _ENCODER: Final = msgspec.json.Encoder()
 #: Bytes a cache entry costs beyond its key and value (dict slot, objects' headers).
@@ -84,3 +86,21 @@ class JsonFragments:
             self._bytes = 0
         self._cache[ident] = (body, frag)
         self._bytes += size
+
+    def state(self, thread_id: str, found: StateBodies) -> State:
+        """The live page ``found`` (its bodies as stored, read by the thread service's
+        :meth:`~threadfold.workers.threads.service.AsyncThreads.state_bodies`) as
+        ``GET state`` answers it in LangChain's form, each message's JSON memoized."""
+        encoded, flaws = self.of(found.ids, found.bodies)
+        # The messages are their JSON, pre-encoded (msgspec.Raw), which the encoder writes
+        # as it is: the type says what a reader of the body decodes.
+        messages = cast(list[dict[str, Any]], encoded)
+        return State(
+            thread_id,
+            found.version,
+            found.total,
+            found.has_more,
+            "langchain",
+            messages,
+            tuple(flaw.item() for flaw in flaws),
+        )

@@ -33,6 +33,11 @@ MAX_FUNCTION = 40
 # The first three are in the storage move's files (issue 15 items 1-3), which the change
 # that set the limits did not edit: their owner may shorten them and drop the entry.
 EXCEPTIONS: dict[str, str] = {
+    "workers/threads/service.py": (
+        "the thread service: every operation a thread has, in its sync and its asyncio "
+        "class, side by side so that the two forms are read (and kept) as one; what they "
+        "share without I/O is already in query.py, reads.py, results.py and errors.py"
+    ),
     "workers/runtime/drain/__init__.py:Drainer._round": (
         "a drain round over many threads in order: batches read, decoded, ids looked up "
         "for all at once, plans made, committed in one call, each thread settled; the "

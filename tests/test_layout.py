@@ -96,12 +96,21 @@ def test_every_import_of_ours_goes_through_the_threadfold_namespace(package: str
         assert not bare, f"{path.relative_to(ROOT)} imports {sorted(bare)}"
 
 
-def test_bench_never_imports_tests() -> None:
-    """The benchmarks run from a checkout without the tests' harness in their way: what
-    both need (the oracle, settings, processes) lives in bench or in the package, and the
-    tests import it from there."""
+def test_bench_imports_of_the_tests_only_their_oracle() -> None:
+    """The oracle (the one-delta-at-a-time fold a run's states are checked against) is
+    the tests' and lives with them; a benchmark checks its states with it, and imports
+    nothing else of the tests' harness."""
     for path in (ROOT / "bench").rglob("*.py"):
-        found = {m for m in _modules(path) if m.split(".")[0] == "tests"}
+        found = {m for m in _modules(path) if m.split(".")[0] == "tests"} - {"tests.oracle"}
+        assert not found, f"{path.relative_to(ROOT)} imports {sorted(found)}"
+
+
+def test_the_tests_import_the_benchmarks_only_in_their_smoke_tests() -> None:
+    """Tests and benchmarks in their places: only tests/bench runs benchmark code."""
+    for path in (ROOT / "tests").rglob("*.py"):
+        if path.is_relative_to(ROOT / "tests" / "bench"):
+            continue
+        found = {m for m in _modules(path) if m.split(".")[0] == "bench"}
         assert not found, f"{path.relative_to(ROOT)} imports {sorted(found)}"
 
 

@@ -1,13 +1,7 @@
-"""What ``subscribe()`` yields (:mod:`threadfold.workers.feed.events`), and
-:class:`Transcript`, which keeps a thread's messages up to date from it.
-
-A subscription starts with a :class:`Snapshot` (the whole thread, each message's
-position beside it) unless it resumes, then sends one :class:`Change` per version the
-thread reaches. Each change applies on the version before it (``prev``): the clients
-check that chain, and when it breaks (a resume the server's feed no longer reaches, a
-rebuild, a delete) they are sent a fresh snapshot instead, so a follower's messages are
-always some version's exact state. The bodies are the SSE endpoint's ``data:`` (see
-docs/live.md), field for field.
+"""What ``subscribe()`` yields, and :class:`Transcript`, which keeps a thread's messages
+up to date from it: a snapshot, then one change per version, each applying on the one
+before (the event types are the feed's, :mod:`threadfold.workers.feed.events`, named
+here for the clients' users; docs/live.md).
 """
 
 from __future__ import annotations

@@ -414,6 +414,7 @@ __all__ = [
     "FULL",
     "UNREACHABLE",
     "AsyncThreads",
+    "StateBodies",
     "Target",
     "Threads",
     "refusals",
