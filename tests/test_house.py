@@ -24,6 +24,8 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests.sources import python_files
+
 ROOT = Path(__file__).resolve().parent.parent
 TREES = ["core", "workers", "api", "loadtests"]
 MAX_MODULE = 400
@@ -61,9 +63,8 @@ EXCEPTIONS: dict[str, str] = {
 
 
 def _sources() -> Iterator[Path]:
-    for tree in TREES:
-        yield from sorted((ROOT / tree).rglob("*.py"))
-    yield from sorted((ROOT / "threadfold").glob("*.py"))  # the client modules, not links
+    for tree in [*TREES, "threadfold"]:
+        yield from python_files(tree)
 
 
 def _functions(

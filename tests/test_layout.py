@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.sources import LINKED, PACKAGE, python_files
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ["core", "workers", "api", "threadfold", "loadtests", "bench"]
 
@@ -45,11 +47,7 @@ def _imports(path: Path) -> set[str]:
 
 def _package_imports(package: str, *, skip: frozenset[str] = frozenset()) -> set[str]:
     found: set[str] = set()
-    # threadfold/ links to the other packages; its own modules are the files in it.
-    paths = (ROOT / package).glob("*.py") if package == "threadfold" else (
-        (ROOT / package).rglob("*.py")
-    )
-    for path in paths:
+    for path in python_files(package):
         if path.name not in skip:
             found |= _imports(path)
     return found
@@ -155,7 +153,7 @@ def _engine_imports(path: Path) -> set[str]:
 
 @pytest.mark.parametrize(
     "path",
-    sorted([*(ROOT / "api").glob("*.py"), *(ROOT / "threadfold").glob("*.py")]),
+    [*python_files("api"), *python_files("threadfold")],
     ids=lambda p: str(p.relative_to(ROOT)),
 )
 def test_the_front_ends_reach_the_engine_through_its_doors(path: Path) -> None:
@@ -167,3 +165,12 @@ def test_the_front_ends_reach_the_engine_through_its_doors(path: Path) -> None:
         if not any(m == door or m.startswith(door + ".") for door in allowed)
     }
     assert not stray, f"{path.relative_to(ROOT)} imports {sorted(stray)}"
+
+
+@pytest.mark.parametrize("folder", LINKED)
+def test_the_package_links_to_each_top_level_folder(folder: str) -> None:
+    """threadfold/core, /workers, /api, /loadtests are links to the folders at the top
+    (the one installed package, packages.find following them), not copies."""
+    link = ROOT / PACKAGE / folder
+    assert link.is_symlink(), f"{PACKAGE}/{folder} is not a link"
+    assert link.resolve() == (ROOT / folder).resolve()

@@ -3,7 +3,7 @@ tree): ``python -m bench.ab.side SIZES_JSON``.
 
 It starts two sets of services and keeps them up for the whole A/B:
 
-* the HTTP benchmark's stack (:func:`bench.http.stack.running`: state and broker Redis,
+* the HTTP benchmark's stack (:func:`bench.common.stack.running`: state and broker Redis,
   Celery workers and beat, one API process group), the state threads filled through the
   API and checked (:func:`bench.http.runs.prefill_state`), and every path warmed up;
 * the pipeline's end-to-end services (:func:`bench.pipeline.e2e.pipeline`: state and
@@ -36,9 +36,8 @@ from typing import Any
 
 from bench.ab import load, proof
 from bench.ab.sizes import Sizes
-from bench.common import cli
+from bench.common import cli, services, stack
 from bench.common.checks import Check
-from bench.http import stack
 from bench.http.runs import (
     Run,
     Scenario,
@@ -48,7 +47,7 @@ from bench.http.runs import (
     refs,
     verify_writes,
 )
-from bench.pipeline import e2e, services
+from bench.pipeline import e2e
 
 STATE_PREFIX = "state-"
 

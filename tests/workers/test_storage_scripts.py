@@ -15,6 +15,7 @@ import pytest
 import redis
 from redis.exceptions import ResponseError
 
+from tests.sources import python_files
 from threadfold.workers.storage import lua, meta
 from threadfold.workers.storage.scripts import MODULES
 
@@ -163,14 +164,9 @@ def test_the_raw_letter_check_finds_what_it_is_for() -> None:
 def _python_files() -> Iterator[Path]:
     storage = ROOT / "workers" / "storage"
     for top in ("workers", "api", "threadfold", "bench"):
-        for path in (ROOT / top).rglob("*.py"):
-            if path.is_relative_to(storage) or path.is_symlink():
-                continue
-            if top == "threadfold" and path.relative_to(ROOT / top).parts[0] in {
-                "core", "workers", "api", "loadtests"
-            }:
-                continue  # links to the top-level folders, scanned there
-            yield path
+        for path in python_files(top):
+            if not path.is_relative_to(storage):
+                yield path
 
 
 def test_no_meta_field_letter_outside_the_storage_package() -> None:
