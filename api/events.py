@@ -22,13 +22,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from threadfold.api.fragments import JsonFragments
 from threadfold.api.guard import on_shutdown
 from threadfold.api.sse import RETRY, Renderer
-from threadfold.workers.feed.hub import Hub, HubClosed
+from threadfold.workers.feed.hub import Hub
 from threadfold.workers.feed.subscriber import Beat, Ended, Item, Subscriber
 from threadfold.workers.metrics import Metrics
-from threadfold.workers.threads.errors import Unavailable
 from threadfold.workers.threads.query import events_query
 from threadfold.workers.threads.service import AsyncThreads, target
 
@@ -67,36 +65,20 @@ async def get_events(request: Request) -> Response:
     assert res.hub is not None  # build_resources made one
     if request.method == "HEAD":  # the headers only: no stream that would never end
         return Response(None, 200, _HEADERS, media_type=EventStream.media_type)
-    return open_stream(
-        request,
-        tenant,
-        hub=res.hub,
-        heartbeat=res.settings.sse_heartbeat_seconds,
-        metrics=res.metrics,
-        fragments=res.fragments,
-    )
+    return open_stream(request, tenant, res)
 
 
-def open_stream(
-    request: Request,
-    tenant: str,
-    *,
-    hub: Hub,
-    heartbeat: float,
-    metrics: Metrics,
-    fragments: JsonFragments | None,
-) -> EventStream:
+def open_stream(request: Request, tenant: str, res: Resources) -> EventStream:
     """The checked request's stream (raises the 400 / 422 / 503 it answers instead)."""
     at = target(tenant, request.path_params["thread_id"])
     # An empty Last-Event-ID is no id (what an EventSource holds before any id came).
     last_event_id = request.headers.get("last-event-id") or None
     fmt, after = events_query(request.query_params.multi_items(), last_event_id)
-    try:
-        sub = hub.subscribe(at.ref, after)  # TooManySubscribers at the process's cap
-    except HubClosed as exc:
-        raise Unavailable("the server is shutting down; retry (on another process)") from exc
-    metrics.set_gauge("sse_subscribers", hub.subscribers)
-    return EventStream(hub, sub, Renderer(at.thread_id, fmt, fragments), heartbeat, metrics)
+    assert res.hub is not None  # build_resources made one
+    sub = res.threads.subscriber(at, after)  # 503 at the process's cap, or shutting down
+    res.metrics.set_gauge("sse_subscribers", res.hub.subscribers)
+    renderer = Renderer(at.thread_id, fmt, res.fragments)
+    return EventStream(res.hub, sub, renderer, res.settings.sse_heartbeat_seconds, res.metrics)
 
 
 class EventStream(Response):

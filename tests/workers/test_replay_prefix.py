@@ -31,6 +31,7 @@ from threadfold.workers.threads.replay import (
     Audit,
     NotReplayable,
     Reason,
+    atravel,
     audit,
     audit_many,
     rebuild,
@@ -277,8 +278,8 @@ def test_replay_and_time_travel_read_a_cluster_node_by_node(redis_cluster: Redis
     async def travel() -> list[dict[str, Any]]:
         client = async_client(redis_cluster.url, cluster=True)
         try:
-            page = await AsyncStore(client, settings.keyspace).travel(
-                "_/c0", middle, merge_chunks=False
+            page = await atravel(
+                AsyncStore(client, settings.keyspace), "_/c0", middle, merge_chunks=False
             )
         finally:
             await client.aclose()

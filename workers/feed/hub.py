@@ -40,7 +40,6 @@ from threadfold.workers.feed.event import ORIGIN, decode
 from threadfold.workers.feed.subscriber import SHUTTING_DOWN, Change, Reason, Start, Subscriber
 from threadfold.workers.storage.feed import FeedRead
 from threadfold.workers.storage.read_state import Snapshot
-from threadfold.workers.threads.errors import TooManySubscribers
 
 log = logging.getLogger("threadfold.feed")
 
@@ -62,6 +61,10 @@ class Source(Protocol):
     async def snapshot(self, ref: str) -> Snapshot | None: ...
 
     async def feed_after(self, ref: str, after: str, count: int = ...) -> FeedRead: ...
+
+
+class HubFull(ThreadfoldError):
+    """Raised by :meth:`Hub.subscribe` at the hub's cap of followers."""
 
 
 class HubClosed(ThreadfoldError):
@@ -117,10 +120,7 @@ class Hub:
         if self._closed:
             raise HubClosed("shutting down")
         if self.subscribers >= self.max_subscribers:
-            raise TooManySubscribers(
-                f"this process serves its cap of {self.max_subscribers} subscribers; "
-                "retry after Retry-After (or on another process)"
-            )
+            raise HubFull(f"{self.subscribers} subscribers: the cap is reached")
         self._start()
         channel = self.channel_of(ref)
         topic = self._topics.get(channel)

@@ -38,7 +38,6 @@ from threadfold.workers.feed.subscriber import Start as HubStart
 from threadfold.workers.storage.feed import FeedRead
 from threadfold.workers.storage.read_state import Snapshot as StoredSnapshot
 from threadfold.workers.storage.store import Store
-from threadfold.workers.threads.errors import ClientClosed
 
 #: How long a listener waits for a message before it looks whether it was closed.
 TICK: Final = 1.0
@@ -164,14 +163,12 @@ async def ahub_follow(
 ) -> AsyncGenerator[Event, None]:
     """The events of a direct asyncio subscription, from the client's one :class:`Hub`
     (the API's multiplexed reader): for ever, until the caller stops or the client is
-    closed (:class:`ClientClosed`). A subscription that falls :data:`QUEUE_EVENTS`
-    behind is ended by the hub and resumed here from the version it reached."""
+    closed (:class:`HubClosed`: the thread service says ClientClosed). A subscription
+    that falls :data:`QUEUE_EVENTS` behind is ended by the hub and resumed here from the
+    version it reached."""
     held = after
     while True:
-        try:
-            sub = hub.subscribe(ref, held)
-        except HubClosed:
-            raise ClientClosed("this client is closed") from None
+        sub = hub.subscribe(ref, held)  # HubClosed once the hub is closed
         try:
             while not isinstance(item := await sub.next(), Ended):
                 if isinstance(item, HubStart):
@@ -185,4 +182,4 @@ async def ahub_follow(
         finally:
             hub.unsubscribe(sub)
         if item.code != TOO_SLOW.code:
-            raise ClientClosed("this client is closed")
+            raise HubClosed("the hub is closed")

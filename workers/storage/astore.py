@@ -1,17 +1,15 @@
-"""The reads and deletes of the HTTP API, over an asyncio Redis client."""
+"""A thread's reads and its delete over an asyncio Redis client (the asyncio thread
+service's: the HTTP API's and the AsyncClient's); time travel's read of a log prefix is
+the thread service's (:func:`threadfold.workers.threads.replay.atravel`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from threadfold.core.keys import Keyspace
-from threadfold.workers.redisio.client import AsyncClient, Call, Item, arun
+from threadfold.workers.redisio.client import AsyncClient, arun
 from threadfold.workers.storage import delete, feed, read_state, status
 from threadfold.workers.storage.meta import VERSION_FIELDS, version_of
 from threadfold.workers.storage.read_state import Snapshot, StateBodies, StatePage
 from threadfold.workers.storage.status import ThreadStatus
-from threadfold.workers.threads.prefix import NotReplayable, Retrying, travelling
-from threadfold.workers.threads.replay import at_version
 
 
 class AsyncStore:
@@ -54,28 +52,6 @@ class AsyncStore:
 
     async def delete(self, ref: str) -> bool:
         return delete.parse(await arun(self.client, delete.call(self.keyspace.thread(ref))))
-
-    async def travel(self, ref: str, upto: str, *, merge_chunks: bool) -> StatePage:
-        """The thread as of version ``upto`` (time travel): the live state with the log
-        entries after it folded on when ``upto`` is at or after the cursor, else the log
-        replayed from its first entry; read consistently
-        (:mod:`threadfold.workers.threads.prefix`), a read
-        overtaken by a trim or a delete read again. :class:`NotReplayable` says why
-        there is no such state (trimmed, never written, deleted, before birth, poison,
-        moving)."""
-        reading = Retrying(ref, travelling(self.keyspace, upto))
-        while reading.outcome is None:
-            reading.feed([await self._ordered(item) for item in reading.calls()])
-        if isinstance(reading.outcome, NotReplayable):
-            raise reading.outcome
-        return at_version(reading.outcome, merge_chunks=merge_chunks)
-
-    async def _ordered(self, item: Item) -> Any:
-        """One command of a read's round, awaited before the next is sent: a round's
-        commands must run in order (a page, then the check that follows it)."""
-        if isinstance(item, Call):
-            return await arun(self.client, item)
-        return await self.client.execute_command(*item.args)
 
     async def ping(self) -> bool:
         return bool(await self.client.ping())

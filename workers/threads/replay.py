@@ -29,8 +29,9 @@ from threadfold.core.codec import decode_messages, decode_stored, encode_stored
 from threadfold.core.dump import dump_messages
 from threadfold.core.fold import ThreadFold
 from threadfold.core.messages import BaseMessage
-from threadfold.workers.redisio.client import Call, run_many
+from threadfold.workers.redisio.client import Call, arun, run_many
 from threadfold.workers.storage import rebuild as rebuild_script
+from threadfold.workers.storage.astore import AsyncStore
 from threadfold.workers.storage.read_state import StatePage
 from threadfold.workers.storage.store import Store
 from threadfold.workers.threads.prefix import (
@@ -40,12 +41,14 @@ from threadfold.workers.threads.prefix import (
     Prefix,
     PrefixRead,
     Reason,
+    Retrying,
     read_many,
     travelling,
 )
 
 __all__ = [
     "Audit",
+    "atravel",
     "NotReplayable",
     "Reason",
     "Replayed",
@@ -109,11 +112,31 @@ def travel(store: Store, ref: str, upto: str, *, merge_chunks: bool = False) -> 
     replayed from its first entry; read consistently (:mod:`threadfold.workers.threads.prefix`),
     a read overtaken by a trim or a delete read again. :class:`NotReplayable` says why
     there is no such state (trimmed, never written, deleted, before birth, poison,
-    moving). The asyncio store drives the same read (:class:`Retrying`)."""
+    moving). :func:`atravel` drives the same read for asyncio (:class:`Retrying`)."""
     [found] = read_many(store.client, [ref], travelling(store.keyspace, upto))
     if isinstance(found, NotReplayable):
         raise found
     return at_version(found, merge_chunks=merge_chunks)
+
+
+async def atravel(
+    store: AsyncStore, ref: str, upto: str, *, merge_chunks: bool = False
+) -> StatePage:
+    """:func:`travel` over an asyncio client: each command of a read's round awaited
+    before the next is sent (a round's commands must run in order: a page, then the
+    check that follows it)."""
+    reading = Retrying(ref, travelling(store.keyspace, upto))
+    while reading.outcome is None:
+        answers = []
+        for item in reading.calls():
+            if isinstance(item, Call):
+                answers.append(await arun(store.client, item))
+            else:
+                answers.append(await store.client.execute_command(*item.args))
+        reading.feed(answers)
+    if isinstance(reading.outcome, NotReplayable):
+        raise reading.outcome
+    return at_version(reading.outcome, merge_chunks=merge_chunks)
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,8 @@ from threadfold.workers import entry
 from threadfold.workers.feed import subscription
 from threadfold.workers.feed.bodies import Bodies
 from threadfold.workers.feed.events import Event
-from threadfold.workers.feed.hub import Hub
+from threadfold.workers.feed.hub import Hub, HubClosed, HubFull
+from threadfold.workers.feed.subscriber import Subscriber
 from threadfold.workers.ingest.prepare import Delta
 from threadfold.workers.ingest.producer import AsyncProducer, Enqueued, Producer
 from threadfold.workers.settings import Settings
@@ -42,15 +43,17 @@ from threadfold.workers.storage.store import Store
 from threadfold.workers.threads import query as args
 from threadfold.workers.threads import reads
 from threadfold.workers.threads.errors import (
+    ClientClosed,
     InvalidInput,
     RedisFull,
+    TooManySubscribers,
     Unavailable,
     never_written,
 )
 from threadfold.workers.threads.listing import recent_threads
 from threadfold.workers.threads.prefix import NotReplayable
 from threadfold.workers.threads.query import NO_LIMITS, Limits, Query
-from threadfold.workers.threads.replay import travel
+from threadfold.workers.threads.replay import atravel, travel
 from threadfold.workers.threads.results import (
     Appended,
     Format,
@@ -330,8 +333,11 @@ class AsyncThreads:
         if q.at_version is None:
             return await self.store.read_state(at.ref, q.mode, q.anchor, q.limit)
         try:
-            whole = await self.store.travel(
-                at.ref, reads.redis_id(q.at_version), merge_chunks=self.settings.merge_chunks
+            whole = await atravel(
+                self.store,
+                at.ref,
+                reads.redis_id(q.at_version),
+                merge_chunks=self.settings.merge_chunks,
             )
         except NotReplayable as exc:
             raise reads.travel_error(exc, at.thread_id, q.at_version) from exc
@@ -395,14 +401,37 @@ class AsyncThreads:
         resume = None if after is None else args.version(after, "after")
         return at, resume, Bodies(at.thread_id, args.format_of(format))
 
-    def subscribe(
+    def subscriber(self, at: Target, after: str | None) -> Subscriber:
+        """A follower of ``at`` on this service's hub (the API's event streams), or the
+        refusal: at the hub's cap, or while the process shuts down (503 both)."""
+        hub = self.hub(max_subscribers=sys.maxsize)
+        try:
+            return hub.subscribe(at.ref, after)
+        except HubFull as exc:
+            raise TooManySubscribers(
+                f"this API process serves its cap of {hub.max_subscribers} subscribers; "
+                "retry after Retry-After (or on another process)"
+            ) from exc
+        except HubClosed as exc:
+            raise Unavailable("the server is shutting down; retry (on another process)") from exc
+
+    async def subscribe(
         self, tenant: str, thread_id: str, *, after: str | None, format: object
     ) -> AsyncGenerator[Event, None]:
         """The thread's events while the caller iterates, through this service's hub
-        (:func:`threadfold.workers.feed.subscription.ahub_follow`)."""
+        (:func:`threadfold.workers.feed.subscription.ahub_follow`); ClientClosed once the
+        service is closed."""
         at, resume, bodies = self.follow_target(tenant, thread_id, after=after, format=format)
         hub = self.hub(max_subscribers=sys.maxsize)
-        return subscription.ahub_follow(hub, at.ref, bodies, resume)
+        events = subscription.ahub_follow(hub, at.ref, bodies, resume)
+        try:
+            # aclosing: leaving the caller's loop ends the subscription now, not when the
+            # collector finalizes the inner generator.
+            async with contextlib.aclosing(events):
+                async for event in events:
+                    yield event
+        except HubClosed:
+            raise ClientClosed("this client is closed") from None
 
     async def close(self) -> None:
         """End the subscriptions (their hub closes its connection)."""
