@@ -29,7 +29,7 @@ from starlette.staticfiles import StaticFiles
 from threadfold.api import metrics as prom
 from threadfold.api.auth import Authenticator
 from threadfold.api.errors import from_msgspec
-from threadfold.api.events import HUB_CLIENT_NAME, get_events, make_hub
+from threadfold.api.feed import HUB_CLIENT_NAME, get_events, make_hub
 from threadfold.api.fragments import JsonFragments
 from threadfold.api.openapi import document
 from threadfold.api.pipeline import summary

@@ -70,7 +70,7 @@ def protocol(limits: HttpLimits) -> type[asyncio.Protocol]:
 
 #: What the process does when the server starts a graceful shutdown, before it waits for
 #: the responses under way to end: a response that would never end by itself (an event
-#: stream) ends itself here (threadfold.api.events registers its hub). Weak references:
+#: stream) ends itself here (threadfold.api.feed registers its hub). Weak references:
 #: an app that is gone (a test's) leaves nothing behind.
 _ON_SHUTDOWN: list[weakref.WeakMethod[Callable[[], None]]] = []
 

@@ -243,7 +243,7 @@ def _thread_paths() -> dict[str, Any]:
 
 
 def _events_path() -> dict[str, Any]:
-    """GET /threads/{thread_id}/events: Server-Sent Events (docs/live.md has the wire)."""
+    """GET /threads/{thread_id}/events: Server-Sent Events (docs/feed.md has the wire)."""
     return {
         "get": {
             "summary": "The thread's changes as Server-Sent Events: a snapshot (unless "

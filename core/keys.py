@@ -107,7 +107,7 @@ class ThreadKeys:
         """STREAM: the thread's change feed, one entry per committed version (entry id =
         the version; fields ``p`` the version it applies on, ``e`` the event), and the
         Pub/Sub channel its events are published on
-        (:mod:`threadfold.workers.feed.event`)."""
+        (:mod:`threadfold.workers.storage.feed_record`)."""
         return f"{self.tag}:{self.ref}:feed"
 
     @property

@@ -125,7 +125,7 @@ ENGINE_DOORS = (
 #: (logging with secrets masked, the shared-broker warning).
 API_PROCESS = {
     "api/app.py": ("threadfold.workers.metrics",),
-    "api/events.py": ("threadfold.workers.metrics",),
+    "api/feed.py": ("threadfold.workers.metrics",),
     "api/pipeline.py": ("threadfold.workers.metrics",),
     "api/metrics.py": ("threadfold.workers.metrics", "threadfold.workers.redisio.client"),
     "api/server.py": (
@@ -174,3 +174,49 @@ def test_the_package_links_to_each_top_level_folder(folder: str) -> None:
     link = ROOT / PACKAGE / folder
     assert link.is_symlink(), f"{PACKAGE}/{folder} is not a link"
     assert link.resolve() == (ROOT / folder).resolve()
+
+
+#: The engine's rooms, each importing only the rooms before it: Redis I/O, the data
+#: model, replay and the feed over it, ingest, then the thread service; the Celery
+#: runtime and the operator's tools come last. settings, entry (the one place clients
+#: are built), metrics, logs and redact are modules of workers/ itself, used across.
+ROOMS = ("redisio", "storage", "replay", "feed", "ingest", "threads", "runtime", "ops")
+
+
+def _room(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[:2] != ["threadfold", "workers"] or len(parts) < 3:
+        return None
+    return parts[2] if parts[2] in ROOMS else None
+
+
+@pytest.mark.parametrize("room", ROOMS)
+def test_a_room_of_the_engine_imports_only_the_rooms_before_it(room: str) -> None:
+    later = set(ROOMS[ROOMS.index(room) + 1 :])
+    for path in (ROOT / "workers" / room).rglob("*.py"):
+        found = {r for r in map(_room, _engine_imports(path)) if r in later}
+        assert not found, f"{path.relative_to(ROOT)} imports the later rooms {sorted(found)}"
+
+
+def test_the_engine_modules_import_no_cycle() -> None:
+    """Module by module, workers/ imports no cycle (a room may sit on either side of a
+    top-level module: entry builds runtime's Celery app, runtime's tasks use entry)."""
+    graph: dict[str, set[str]] = {}
+    for path in (ROOT / "workers").rglob("*.py"):
+        rel = path.relative_to(ROOT).with_suffix("")
+        parts = list(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+        name = "threadfold." + ".".join(parts)
+        graph[name] = {m for m in _engine_imports(path) if m != name}
+    done: set[str] = set()
+
+    def visit(node: str, trail: tuple[str, ...]) -> None:
+        if node in trail:
+            raise AssertionError(" -> ".join([*trail[trail.index(node) :], node]))
+        if node in done or node not in graph:
+            return
+        for nxt in graph[node]:
+            visit(nxt, (*trail, node))
+        done.add(node)
+
+    for start in sorted(graph):
+        visit(start, ())

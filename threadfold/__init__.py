@@ -30,8 +30,8 @@ if TYPE_CHECKING:
         Unavailable,
         VersionNotReached,
     )
+    from threadfold.feed import Change, Event, Removed, Snapshot, Transcript, Upsert
     from threadfold.http import AsyncHttpClient, HttpClient
-    from threadfold.live import Change, Event, Removed, Snapshot, Transcript, Upsert
     from threadfold.types import (
         Appended,
         AsyncClientProtocol,
@@ -64,7 +64,7 @@ _WHERE = {
         "threadfold.types",
     ),
     **dict.fromkeys(
-        ["Change", "Event", "Removed", "Snapshot", "Transcript", "Upsert"], "threadfold.live"
+        ["Change", "Event", "Removed", "Snapshot", "Transcript", "Upsert"], "threadfold.feed"
     ),
     **dict.fromkeys(
         [

@@ -114,7 +114,7 @@ class Client:
     ) -> Iterator[Event]:
         """The thread's events, for as long as the caller iterates: a snapshot (unless
         resuming ``after`` a version it holds), then one change per version; see
-        :mod:`threadfold.live`. Reconnects by itself; ``close()`` the iterator (or leave
+        :mod:`threadfold.feed`. Reconnects by itself; ``close()`` the iterator (or leave
         the loop) to stop."""
         self._check_open()
         yield from self._threads.subscribe(self.tenant, thread_id, after=after, format=format)

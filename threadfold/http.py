@@ -17,9 +17,9 @@ from typing import Any, Self, TypeVar
 
 import httpx
 
-from threadfold import sse, wire
+from threadfold import feed_reader, wire
 from threadfold.errors import ClientClosed, RequestError
-from threadfold.live import Event
+from threadfold.feed import Event
 from threadfold.retry import RetryPolicy, retried, unreachable
 from threadfold.types import Appended, DeltaLike, Format, State, Status
 
@@ -185,10 +185,10 @@ class HttpClient(_Base):
     ) -> Iterator[Event]:
         """The thread's events (``GET /threads/{id}/events``): a snapshot unless resuming
         ``after`` a version, then one change per version; reopened with the last id
-        whenever the stream ends (:mod:`threadfold.sse`)."""
+        whenever the stream ends (:mod:`threadfold.feed_reader`)."""
         self._check_open()
-        reader = sse.Reader(thread_id, after, format, self.shown_url)
-        return sse.follow(self._http, reader, self.policy, self.timeout)
+        reader = feed_reader.Reader(thread_id, after, format, self.shown_url)
+        return feed_reader.follow(self._http, reader, self.policy, self.timeout)
 
     def close(self) -> None:
         self._closed = True
@@ -298,8 +298,8 @@ class AsyncHttpClient(_Base):
     ) -> AsyncIterator[Event]:
         """The asyncio twin of :meth:`HttpClient.subscribe`."""
         self._check_open()
-        reader = sse.Reader(thread_id, after, format, self.shown_url)
-        return sse.afollow(self._http, reader, self.policy, self.timeout)
+        reader = feed_reader.Reader(thread_id, after, format, self.shown_url)
+        return feed_reader.afollow(self._http, reader, self.policy, self.timeout)
 
     async def close(self) -> None:
         self._closed = True

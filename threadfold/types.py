@@ -23,7 +23,7 @@ from threadfold.workers.threads.results import (
 )
 
 if TYPE_CHECKING:
-    from threadfold.live import Event
+    from threadfold.feed import Event
 
 __all__ = [
     "Appended",

@@ -13,8 +13,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from threadfold.core.depth import DEFAULT_MAX_DEPTH, HIGHEST_MAX_DEPTH
 from threadfold.core.keys import Keyspace
-from threadfold.workers.feed.event import FeedLimits
 from threadfold.workers.redact import url_secrets
+from threadfold.workers.storage.feed_record import FeedLimits
 
 
 class Settings(BaseSettings):

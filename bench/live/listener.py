@@ -20,7 +20,7 @@ from typing import Any, Final
 import redis
 
 from bench.live.clients import version_key
-from threadfold.workers.feed.event import decode
+from threadfold.workers.storage.feed_record import decode
 
 NAME: Final = "bench-live-listener"
 

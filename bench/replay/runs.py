@@ -6,7 +6,7 @@ started together; the wall time runs from their start to the last one's end. Eac
 process reports the deltas it replayed (the entries of the audits) and its CPU time;
 Redis's CPU comes from ``INFO cpu``.
 
-The code under test is whatever ``threadfold.workers.threads.replay`` is: with ``audit_many`` and
+The code under test is whatever ``threadfold.workers.replay.replay`` is: with ``audit_many`` and
 ``rebuild_many`` (slices of threads, a few round trips per slice) or, in the releases
 before them, the per-thread ``audit`` and ``rebuild`` (so the same benchmark measures
 the code before the change, for the before/after figures).
@@ -25,8 +25,8 @@ from typing import Any, Literal
 from bench.common import cpu
 from bench.common.store import store_for
 from bench.replay.workload import settings_for
+from threadfold.workers.replay import replay
 from threadfold.workers.storage.store import Store
-from threadfold.workers.threads import replay
 
 Op = Literal["audit", "rebuild"]
 

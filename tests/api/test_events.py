@@ -19,7 +19,7 @@ from tests.api.sse_reader import Follower, close, open_stream
 from tests.infra.processes import wait_until
 from tests.workers.harness import make_settings, start_api, start_worker
 from tests.workers.produce import random_messages
-from threadfold.api.events import HUB_CLIENT_NAME
+from threadfold.api.feed import HUB_CLIENT_NAME
 from threadfold.workers.ops.processes import ManagedProcess
 from threadfold.workers.settings import Settings
 

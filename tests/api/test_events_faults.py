@@ -16,7 +16,7 @@ from tests.api.test_events import Stack, _follow_until
 from tests.infra.redis_cluster import RedisCluster
 from tests.infra.redis_server import RedisServer
 from tests.workers.harness import make_settings, start_api, start_worker, store_for
-from threadfold.api.events import HUB_CLIENT_NAME
+from threadfold.api.feed import HUB_CLIENT_NAME
 from threadfold.workers.runtime.drain import Drainer
 
 

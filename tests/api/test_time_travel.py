@@ -21,10 +21,10 @@ from threadfold.core.codec import encode_messages
 from threadfold.core.messages import HumanMessage
 from threadfold.workers.ingest.producer import Producer
 from threadfold.workers.redisio.client import text
+from threadfold.workers.replay import prefix
 from threadfold.workers.runtime.drain import Drainer
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.store import Store
-from threadfold.workers.threads import prefix
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """The operator's tools: ``retry [--skip]``, ``recompute --audit`` and ``--rebuild``.
 
-In process through the store and :mod:`threadfold.workers.threads.replay` (most of them), and
+In process through the store and :mod:`threadfold.workers.replay.replay` (most of them), and
 now and then through the ``threadfold`` command as an operator runs it (a process of
 its own; the recompute runs as Celery tasks on the workers).
 """
@@ -14,7 +14,7 @@ from typing import Any, Final
 from tests.history.model import Kind, Op
 from tests.history.session import Session
 from tests.history.writes import thread_id
-from threadfold.workers.threads.replay import Audit, NotReplayable, audit_many, rebuild_many
+from threadfold.workers.replay.replay import Audit, NotReplayable, audit_many, rebuild_many
 
 #: How long a command may take before it counts as hung (a wrong answer).
 CLI_TIMEOUT: Final = 120
@@ -83,7 +83,7 @@ def recompute(session: Session, refs: list[str], kind: Kind) -> None:
 
 
 def _reason(detail: str) -> str:
-    """The reason a summary line gives, as :class:`~threadfold.workers.threads.prefix.Reason`."""
+    """The reason a summary line gives, as :class:`~threadfold.workers.replay.prefix.Reason`."""
     if "retention trimmed" in detail:
         return "trimmed"
     if "no such thread" in detail:

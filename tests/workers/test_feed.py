@@ -21,15 +21,15 @@ from tests.workers.test_concurrency import NoWake
 from threadfold.core import dump_messages
 from threadfold.core.codec import decode_stored
 from threadfold.workers.feed.apply import apply, in_order
-from threadfold.workers.feed.event import FeedEvent, decode
 from threadfold.workers.feed.follow import Follower, Step
 from threadfold.workers.ingest.producer import Producer
 from threadfold.workers.redisio.client import run, text
+from threadfold.workers.replay.replay import travel
 from threadfold.workers.runtime.drain import Drainer
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage import rebuild
+from threadfold.workers.storage.feed_record import FeedEvent, decode
 from threadfold.workers.storage.store import Store
-from threadfold.workers.threads.replay import travel
 
 State = dict[int, tuple[str, bytes]]
 

@@ -9,13 +9,13 @@ from tests.workers.harness import make_settings, store_for
 from tests.workers.test_concurrency import NoWake
 from threadfold.workers import entry
 from threadfold.workers.feed.hub import Hub, Source
-from threadfold.workers.feed.subscriber import Change, Start, Subscriber
+from threadfold.workers.feed.subscriber import Published, Start, Subscriber
 from threadfold.workers.ingest.producer import Producer
 from threadfold.workers.runtime.drain import Drainer
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.astore import AsyncStore
 from threadfold.workers.storage.feed import PAGE, FeedRead
-from threadfold.workers.storage.read_state import Snapshot
+from threadfold.workers.storage.read_state import WholeThread
 
 
 def _hub(settings: Settings, store: Source) -> Hub:
@@ -27,9 +27,9 @@ def _hub(settings: Settings, store: Source) -> Hub:
     )
 
 
-async def _next(sub: Subscriber) -> Start | Change:
+async def _next(sub: Subscriber) -> Start | Published:
     item = await asyncio.wait_for(sub.next(), 10)
-    assert isinstance(item, Start | Change), item
+    assert isinstance(item, Start | Published), item
     return item
 
 
@@ -51,7 +51,7 @@ def test_a_follower_arriving_as_the_last_one_leaves_is_served(redis_url: str) ->
             done = producer.enqueue("h", [["user", "hi"]])
             await asyncio.to_thread(Drainer(store, settings).drain, "_/h")
             change = await _next(second)
-            assert isinstance(change, Change) and change.event.prev == "0-0"
+            assert isinstance(change, Published) and change.event.prev == "0-0"
             assert change.event.version == store.read_state("_/h").version  # type: ignore[union-attr]
             assert done.version <= change.event.version
             assert hub.subscribers == 1
@@ -70,7 +70,7 @@ class Counting:
         self.snapshots = 0
         self.feed_reads = 0
 
-    async def snapshot(self, ref: str) -> Snapshot | None:
+    async def snapshot(self, ref: str) -> WholeThread | None:
         self.snapshots += 1
         return await self.store.snapshot(ref)
 
@@ -101,7 +101,7 @@ def test_followers_of_a_thread_share_its_reads(redis_url: str) -> None:
                 assert isinstance(start, Start) and start.version == versions[-1]
             for sub in resuming:
                 got = [await _next(sub) for _ in range(3)]
-                assert [c.event.version for c in got if isinstance(c, Change)] == versions[2:]
+                assert [c.event.version for c in got if isinstance(c, Published)] == versions[2:]
             # One snapshot for the 20 that start, one feed read for the 20 that resume
             # from the same version: not one each.
             assert (counting.snapshots, counting.feed_reads) == (1, 1)

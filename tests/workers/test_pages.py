@@ -24,12 +24,12 @@ from threadfold.core.messages import HumanMessage
 from threadfold.workers.ingest.producer import Producer
 from threadfold.workers.metrics import Metrics
 from threadfold.workers.redisio.client import text
+from threadfold.workers.replay.replay import rebuild
 from threadfold.workers.runtime.drain import Drainer
 from threadfold.workers.runtime.drain.batch import read_batch
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage import layout
 from threadfold.workers.storage.pages import record
-from threadfold.workers.threads.replay import rebuild
 
 POOL = [f"m{i}" for i in range(90)]
 

@@ -28,11 +28,11 @@ from threadfold.workers.ingest.producer import Producer
 from threadfold.workers.ops.cli import main
 from threadfold.workers.ops.processes import settings_env
 from threadfold.workers.redisio.client import as_bytes, text
+from threadfold.workers.replay.replay import NotReplayable, audit, rebuild, replay
 from threadfold.workers.runtime.drain import Drainer
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.pages import record, records
 from threadfold.workers.storage.store import Store
-from threadfold.workers.threads.replay import NotReplayable, audit, rebuild, replay
 
 
 def _written(settings: Settings, threads: int = 3, deltas: int = 120) -> tuple[Store, Sent]:

@@ -1,4 +1,4 @@
-"""Replay reads one consistent prefix of a log (threadfold.workers.threads.prefix): a trim or a
+"""Replay reads one consistent prefix of a log (threadfold.workers.replay.prefix): a trim or a
 delete that
 races an audit or a rebuild makes the thread not replayable (or the read is retried),
 never a comparison with, or a rebuild from, a partial log; a log trimmed at retention 0
@@ -20,14 +20,8 @@ from threadfold.core.codec import encode_messages
 from threadfold.core.messages import HumanMessage
 from threadfold.workers.ingest.producer import Producer
 from threadfold.workers.redisio.client import Call, async_client, run, run_many, text
-from threadfold.workers.runtime.drain import Drainer
-from threadfold.workers.settings import Settings
-from threadfold.workers.storage import rebuild as rebuild_script
-from threadfold.workers.storage.astore import AsyncStore
-from threadfold.workers.storage.meta import fence
-from threadfold.workers.storage.store import Store
-from threadfold.workers.threads import prefix
-from threadfold.workers.threads.replay import (
+from threadfold.workers.replay import prefix
+from threadfold.workers.replay.replay import (
     Audit,
     NotReplayable,
     Reason,
@@ -39,6 +33,12 @@ from threadfold.workers.threads.replay import (
     replay,
     state_of,
 )
+from threadfold.workers.runtime.drain import Drainer
+from threadfold.workers.settings import Settings
+from threadfold.workers.storage import rebuild as rebuild_script
+from threadfold.workers.storage.astore import AsyncStore
+from threadfold.workers.storage.meta import fence
+from threadfold.workers.storage.store import Store
 
 
 def _stored(store: Store, ref: str) -> dict[str, Any]:

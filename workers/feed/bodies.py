@@ -2,7 +2,7 @@
 serves (LangChain's or OpenAI's, markers in place of what cannot be served).
 
 One definition for the SSE endpoint (``data:`` of ``event: snapshot`` / ``event: change``,
-framed by :mod:`threadfold.api.sse`) and the direct clients' ``subscribe()``, so that a
+framed by :mod:`threadfold.api.feed_wire`) and the direct clients' ``subscribe()``, so that a
 subscriber sees the same bodies whichever door it came through.
 
 ``positions`` (a snapshot's) and an upsert's ``position`` carry the apply rule
@@ -21,8 +21,8 @@ import msgspec
 
 from threadfold.core.codec import decode_stored
 from threadfold.core.render import CODE, Flaw, Unservable, serve
-from threadfold.workers.feed.event import FeedEvent
-from threadfold.workers.storage.read_state import Snapshot
+from threadfold.workers.storage.feed_record import FeedEvent
+from threadfold.workers.storage.read_state import WholeThread
 
 #: Why a snapshot was sent: the stream's start; a resume the feed could not serve (it
 #: no longer reaches back, or the version is not the thread's); a break of the chain
@@ -89,7 +89,7 @@ class Bodies:
         self.fragments = fragments if fmt == "langchain" else None
 
     def snapshot(
-        self, version: str, snapshot: Snapshot | None, reason: Reason, exists: bool
+        self, version: str, snapshot: WholeThread | None, reason: Reason, exists: bool
     ) -> SnapshotBody:
         ids = snapshot.ids if snapshot is not None else []
         bodies = snapshot.bodies if snapshot is not None else []

@@ -6,7 +6,7 @@ thread reaches. Each change applies on the version before it (``prev``): the cli
 check that chain, and when it breaks (a resume the server's feed no longer reaches, a
 rebuild, a delete) they are sent a fresh snapshot instead, so a follower's messages are
 always some version's exact state. The bodies are the SSE endpoint's ``data:`` (see
-docs/live.md), field for field: the HTTP clients decode them into these types, the
+docs/feed.md), field for field: the HTTP clients decode them into these types, the
 direct clients' subscriptions build them (:mod:`threadfold.workers.feed.subscription`).
 """
 

@@ -4,7 +4,7 @@ follower holds, so that what it builds is always some version's exact state.
 Every way the chain can break (a Pub/Sub message lost across a reconnection, a feed
 trimmed past the follower, a retry ``--skip`` that moved the version with no event, a
 rebuild or a delete) shows as an event whose ``prev`` is not the follower's version,
-or as :data:`~threadfold.workers.feed.event.RESYNC`; the follower then reads the feed
+or as :data:`~threadfold.workers.storage.feed_record.RESYNC`; the follower then reads the feed
 from its version or, failing that, a fresh snapshot. Nothing here does I/O.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from threadfold.workers.feed.event import FeedEvent, version_key
+from threadfold.workers.storage.feed_record import FeedEvent, version_key
 
 
 class Step(Enum):

@@ -36,10 +36,10 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from threadfold.core.errors import ThreadfoldError
-from threadfold.workers.feed.event import ORIGIN, decode
-from threadfold.workers.feed.subscriber import SHUTTING_DOWN, Change, Reason, Start, Subscriber
+from threadfold.workers.feed.subscriber import SHUTTING_DOWN, Published, Reason, Start, Subscriber
 from threadfold.workers.storage.feed import FeedRead
-from threadfold.workers.storage.read_state import Snapshot
+from threadfold.workers.storage.feed_record import ORIGIN, decode
+from threadfold.workers.storage.read_state import WholeThread
 
 log = logging.getLogger("threadfold.feed")
 
@@ -58,7 +58,7 @@ FILLS_AT_ONCE: Final = 16
 class Source(Protocol):
     """Where fills are read (:class:`threadfold.workers.storage.astore.AsyncStore`)."""
 
-    async def snapshot(self, ref: str) -> Snapshot | None: ...
+    async def snapshot(self, ref: str) -> WholeThread | None: ...
 
     async def feed_after(self, ref: str, after: str, count: int = ...) -> FeedRead: ...
 
@@ -279,7 +279,7 @@ class Hub:
         except (msgspec.DecodeError, msgspec.ValidationError):
             log.warning("feed hub: an undecodable event on %s; resyncing its followers", channel)
             event = None
-        change = Change(event) if event is not None else None
+        change = Published(event) if event is not None else None
         gap = False
         for sub in list(topic.subs):
             gap |= sub.offer(change)
@@ -340,7 +340,7 @@ class Hub:
 
     async def _reads(
         self, ref: str, batch: Sequence[Subscriber]
-    ) -> tuple[dict[str, list[Change] | None], Snapshot | None]:
+    ) -> tuple[dict[str, list[Published] | None], WholeThread | None]:
         """One FEED read (paged) per version held, and one snapshot if any follower
         needs a whole state."""
         versions = sorted({s.follower.version for s in batch if s.follower is not None})
@@ -351,12 +351,12 @@ class Hub:
             snapshot = await self.source.snapshot(ref)
         return chains, snapshot
 
-    async def _chain(self, ref: str, after: str) -> list[Change] | None:
+    async def _chain(self, ref: str, after: str) -> list[Published] | None:
         """The events from ``after`` to the thread's version, or None: a gap. A chain
         as long as a follower's queue is a gap too (a snapshot is sent instead): put in
         the queue, it would drop its follower as too slow, and the follower, resuming
         from the same version, would get the same chain, for ever."""
-        out: list[Change] = []
+        out: list[Published] = []
         at = after
         while True:
             read = await self.source.feed_after(ref, at)
@@ -364,7 +364,7 @@ class Hub:
                 return out
             if read.kind != "events" or not read.events:
                 return None
-            out += [Change(e) for e in read.events]
+            out += [Published(e) for e in read.events]
             if len(out) >= self.queue_events:
                 return None
             at = read.events[-1].version
@@ -375,8 +375,8 @@ class Hub:
         self,
         topic: Topic,
         batch: Sequence[Subscriber],
-        chains: dict[str, list[Change] | None],
-        snapshot: Snapshot | None,
+        chains: dict[str, list[Published] | None],
+        snapshot: WholeThread | None,
     ) -> None:
         starts: dict[Reason, Start] = {}  # one per reason, shared by its followers
         for sub in batch:

@@ -1,9 +1,9 @@
 """What a live follower of a thread receives, and the follower's own state in the hub
 (:mod:`threadfold.workers.feed.hub`).
 
-A follower gets :class:`Start` (a whole state), then :class:`Change` after change, each
+A follower gets :class:`Start` (a whole state), then :class:`Published` after change, each
 exactly on top of the version it holds (:class:`~threadfold.workers.feed.follow.Follower`),
-until an :class:`Ended`. Items are shared: one :class:`Change` object goes to every
+until an :class:`Ended`. Items are shared: one :class:`Published` object goes to every
 local follower of its thread, and ``cache`` holds its renderings (by whatever key the
 renderer picks, e.g. the format), made once by the first follower that needs one.
 Nothing here renders or decodes a stored body, and nothing does I/O.
@@ -16,16 +16,17 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from threadfold.workers.feed.bodies import Reason
-from threadfold.workers.feed.event import ORIGIN, FeedEvent
 from threadfold.workers.feed.follow import Follower, Step
-from threadfold.workers.storage.read_state import Snapshot
+from threadfold.workers.storage.feed_record import ORIGIN, FeedEvent
+from threadfold.workers.storage.read_state import WholeThread
 
-__all__ = ["Change", "Ended", "Item", "Reason", "Start", "Subscriber"]
+__all__ = ["Published", "Ended", "Item", "Reason", "Start", "Subscriber"]
 
 
 @dataclass(eq=False, slots=True)
-class Change:
-    """One committed version's event (:class:`FeedEvent`, bodies still encoded)."""
+class Published:
+    """One committed version's event as COMMIT published it (:class:`FeedEvent`, bodies
+    still encoded): a follower's next step."""
 
     event: FeedEvent
     cache: dict[Any, bytes] = field(default_factory=dict)
@@ -35,7 +36,7 @@ class Change:
 class Start:
     """A whole state (``snapshot`` None: the thread does not exist, at version 0-0)."""
 
-    snapshot: Snapshot | None
+    snapshot: WholeThread | None
     reason: Reason
     cache: dict[Any, bytes] = field(default_factory=dict)
 
@@ -72,7 +73,7 @@ class Beat:
 
 BEAT: Final = Beat()
 
-Item = Start | Change | Ended | Beat
+Item = Start | Published | Ended | Beat
 
 
 class Subscriber:
@@ -90,7 +91,7 @@ class Subscriber:
         self.reason: Reason = "start" if after is None else "resume_gap"
         self.limit = limit
         self.queue: asyncio.Queue[Item] = asyncio.Queue()  # bounded by _put, not maxsize
-        self.pending: list[Change | None] = []
+        self.pending: list[Published | None] = []
         self.gapped = True  # a new follower needs its start (or its resume) first
         self.dropped = False
         self.ended: Ended | None = None  # why it was ended, once it was
@@ -101,7 +102,7 @@ class Subscriber:
     def next_nowait(self) -> Item | None:
         return None if self.queue.empty() else self.queue.get_nowait()
 
-    def offer(self, change: Change | None) -> bool:
+    def offer(self, change: Published | None) -> bool:
         """A live message (None: a resync); True when it opened a gap to fill."""
         if self.dropped:
             return False
@@ -112,7 +113,7 @@ class Subscriber:
             return False
         return self._step(change)
 
-    def filled(self, changes: list[Change], start: Start | None) -> bool:
+    def filled(self, changes: list[Published], start: Start | None) -> bool:
         """The hub's fill: ``start`` (a whole state) or ``changes`` (the chain from the
         version held), then what was buffered meanwhile. True when a gap remains."""
         self.gapped = False
@@ -143,7 +144,7 @@ class Subscriber:
             self.queue.get_nowait()
         self.queue.put_nowait(item)
 
-    def _step(self, change: Change | None) -> bool:
+    def _step(self, change: Published | None) -> bool:
         assert self.follower is not None  # a follower past its fill holds a version
         event = change.event if change is not None else None
         step = self.follower.offer(event)

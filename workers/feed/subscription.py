@@ -28,15 +28,13 @@ import msgspec
 import redis
 
 from threadfold.workers.feed.bodies import Bodies, Reason
-from threadfold.workers.feed.event import ORIGIN, FeedEvent, decode
 from threadfold.workers.feed.events import Change, Event, Snapshot
 from threadfold.workers.feed.follow import Follower, Step
 from threadfold.workers.feed.hub import Hub, HubClosed
-from threadfold.workers.feed.subscriber import TOO_SLOW, Ended
-from threadfold.workers.feed.subscriber import Change as HubChange
-from threadfold.workers.feed.subscriber import Start as HubStart
+from threadfold.workers.feed.subscriber import TOO_SLOW, Ended, Published, Start
 from threadfold.workers.storage.feed import FeedRead
-from threadfold.workers.storage.read_state import Snapshot as StoredSnapshot
+from threadfold.workers.storage.feed_record import ORIGIN, FeedEvent, decode
+from threadfold.workers.storage.read_state import WholeThread
 from threadfold.workers.storage.store import Store
 
 #: How long a listener waits for a message before it looks whether it was closed.
@@ -48,7 +46,7 @@ BACKOFF: Final = (0.05, 2.0)
 QUEUE_EVENTS: Final = 10_000
 
 
-def snapshot_event(bodies: Bodies, found: StoredSnapshot | None, reason: Reason) -> Snapshot:
+def snapshot_event(bodies: Bodies, found: WholeThread | None, reason: Reason) -> Snapshot:
     """A whole stored state (None: never written) as the client's :class:`Snapshot`."""
     version = found.version if found is not None else ORIGIN
     body = bodies.snapshot(version, found, reason, exists=found is not None)
@@ -69,7 +67,7 @@ class Steps:
         self.bodies = Bodies(thread_id, fmt)
         self.follower = Follower(ORIGIN)
 
-    def snapshot(self, found: StoredSnapshot | None, reason: Reason) -> Snapshot:
+    def snapshot(self, found: WholeThread | None, reason: Reason) -> Snapshot:
         made = snapshot_event(self.bodies, found, reason)
         self.follower.version = made.version
         return made
@@ -171,9 +169,9 @@ async def ahub_follow(
         sub = hub.subscribe(ref, held)  # HubClosed once the hub is closed
         try:
             while not isinstance(item := await sub.next(), Ended):
-                if isinstance(item, HubStart):
+                if isinstance(item, Start):
                     event: Event = snapshot_event(bodies, item.snapshot, item.reason)
-                elif isinstance(item, HubChange):
+                elif isinstance(item, Published):
                     event = change_event(bodies, item.event)
                 else:
                     continue  # a heartbeat: nobody asks for them here

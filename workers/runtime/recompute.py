@@ -4,7 +4,7 @@
 rebuild would change (messages added, removed, changed) and writes nothing; ``rebuild``
 replaces a differing live state with the replay (fenced like a commit). A thread whose
 log no longer holds its whole history is *not replayable* and is left as it is
-(:mod:`threadfold.workers.threads.replay` reads each log prefix consistently and says so).
+(:mod:`threadfold.workers.replay.replay` reads each log prefix consistently and says so).
 
 Each Celery task runs one slice of a job's threads and records one result per thread
 in the job's hash (:mod:`threadfold.workers.ops.recompute_job` is the operator's side, which sends
@@ -30,9 +30,9 @@ import msgspec
 from celery import Celery
 from celery.exceptions import SoftTimeLimitExceeded
 
+from threadfold.workers.replay.replay import Audit, NotReplayable, Reason, audit_many, rebuild_many
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.store import Store
-from threadfold.workers.threads.replay import Audit, NotReplayable, Reason, audit_many, rebuild_many
 
 RECOMPUTE_TASK: Final = "threadfold.recompute"
 Mode = Literal["audit", "dry-run", "rebuild"]

@@ -1,6 +1,6 @@
 """A thread's reads and its delete over an asyncio Redis client (the asyncio thread
 service's: the HTTP API's and the AsyncClient's); time travel's read of a log prefix is
-the thread service's (:func:`threadfold.workers.threads.replay.atravel`)."""
+the thread service's (:func:`threadfold.workers.replay.replay.atravel`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from threadfold.core.keys import Keyspace
 from threadfold.workers.redisio.client import AsyncClient, arun
 from threadfold.workers.storage import delete, feed, read_state, status
 from threadfold.workers.storage.meta import VERSION_FIELDS, version_of
-from threadfold.workers.storage.read_state import Snapshot, StateBodies, StatePage
+from threadfold.workers.storage.read_state import StateBodies, StatePage, WholeThread
 from threadfold.workers.storage.status import ThreadStatus
 
 
@@ -40,7 +40,7 @@ class AsyncStore:
     async def status(self, ref: str) -> ThreadStatus | None:
         return status.parse(await arun(self.client, status.call(self.keyspace.thread(ref))))
 
-    async def snapshot(self, ref: str) -> Snapshot | None:
+    async def snapshot(self, ref: str) -> WholeThread | None:
         """The whole thread with its messages' positions (a follower's start)."""
         call = read_state.call(self.keyspace.thread(ref))
         return read_state.parse_snapshot(await arun(self.client, call))

@@ -12,10 +12,10 @@ from typing import Any, Final, NamedTuple
 from threadfold.core.codec import encode_stored
 from threadfold.core.fold import Effect
 from threadfold.core.keys import Keyspace
-from threadfold.workers.feed.event import FeedEvent, FeedLimits
-from threadfold.workers.feed.event import encode as encode_event
 from threadfold.workers.redisio.client import Call
 from threadfold.workers.storage.contract import keys_of
+from threadfold.workers.storage.feed_record import FeedEvent, FeedLimits
+from threadfold.workers.storage.feed_record import encode as encode_event
 from threadfold.workers.storage.lookup import Found
 from threadfold.workers.storage.lua import script
 from threadfold.workers.storage.pages import edit_page, fingerprint, record

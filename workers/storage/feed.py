@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, NamedTuple
 
 from threadfold.core.keys import ThreadKeys
-from threadfold.workers.feed.event import FeedEvent, decode
 from threadfold.workers.redisio.client import Call, as_bytes, text
 from threadfold.workers.storage.contract import keys_of
+from threadfold.workers.storage.feed_record import FeedEvent, decode
 from threadfold.workers.storage.lua import script
 
 SCRIPT: Final = script("feed")

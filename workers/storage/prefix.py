@@ -1,5 +1,5 @@
 """PREFIX (``prefix.lua``): one instant of a thread to read a prefix of its log from
-(time travel, audit and rebuild: :mod:`threadfold.workers.threads.prefix` reads the rest in
+(time travel, audit and rebuild: :mod:`threadfold.workers.replay.prefix` reads the rest in
 pages, each checked by LOG_FENCE)."""
 
 from __future__ import annotations

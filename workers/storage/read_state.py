@@ -63,7 +63,7 @@ class StateBodies:
 
 
 @dataclass(frozen=True, slots=True)
-class Snapshot:
+class WholeThread:
     """A whole thread with each message's position (a follower's starting point: the
     change events it applies next name positions, :mod:`threadfold.workers.feed`)."""
 
@@ -73,14 +73,14 @@ class Snapshot:
     bodies: list[bytes]
 
 
-def parse_snapshot(raw: list[Any]) -> Snapshot | None:
+def parse_snapshot(raw: list[Any]) -> WholeThread | None:
     """The answer to ``call(k)`` (a whole thread) with positions; None when never
     written."""
     if not raw:
         return None
     numbered = sorted(zip(map(int, raw[4::2]), raw[5::2], strict=True))
     held = [r for _, page in numbered for r in records(as_bytes(page))]
-    return Snapshot(
+    return WholeThread(
         text(raw[0]), [r[0] for r in held], [r[1] for r in held], [r[2] for r in held]
     )
 

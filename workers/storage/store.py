@@ -21,7 +21,7 @@ from threadfold.workers.storage import (
 from threadfold.workers.storage.backlog import Listing
 from threadfold.workers.storage.commit import CommitPlan, Committed
 from threadfold.workers.storage.lookup import Found
-from threadfold.workers.storage.read_state import Snapshot, StatePage
+from threadfold.workers.storage.read_state import StatePage, WholeThread
 from threadfold.workers.storage.retry import Retried
 from threadfold.workers.storage.status import ThreadStatus
 
@@ -78,7 +78,7 @@ class Store:
     def status(self, ref: str) -> ThreadStatus | None:
         return status.parse(run(self.client, status.call(self.keyspace.thread(ref))))
 
-    def snapshot(self, ref: str) -> Snapshot | None:
+    def snapshot(self, ref: str) -> WholeThread | None:
         """The whole thread with its messages' positions (a follower's start)."""
         call = read_state.call(self.keyspace.thread(ref))
         return read_state.parse_snapshot(run(self.client, call))

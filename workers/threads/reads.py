@@ -11,6 +11,7 @@ from typing import Final, TypeVar
 
 from threadfold.core.render import render
 from threadfold.core.versions import parse_version, reached
+from threadfold.workers.replay.prefix import LAST, NotReplayable, Reason
 from threadfold.workers.storage.read_state import StateBodies, StatePage, cut
 from threadfold.workers.threads.errors import (
     Gone,
@@ -22,7 +23,6 @@ from threadfold.workers.threads.errors import (
     VersionNotReached,
     never_written,
 )
-from threadfold.workers.threads.prefix import LAST, NotReplayable, Reason
 from threadfold.workers.threads.query import Query
 from threadfold.workers.threads.results import State
 
@@ -99,7 +99,7 @@ class Waiting:
         return pause
 
 
-# Time travel is the store's (threadfold.workers.threads.prefix reads a consistent prefix of
+# Time travel is the store's (threadfold.workers.replay.prefix reads a consistent prefix of
 # the log); here only its refusals are worded, reason by reason.
 
 _U64: Final = 2**64 - 1

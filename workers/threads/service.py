@@ -34,6 +34,8 @@ from threadfold.workers.feed.hub import Hub, HubClosed, HubFull
 from threadfold.workers.feed.subscriber import Subscriber
 from threadfold.workers.ingest.prepare import Delta
 from threadfold.workers.ingest.producer import AsyncProducer, Enqueued, Producer
+from threadfold.workers.replay.prefix import NotReplayable
+from threadfold.workers.replay.replay import atravel, travel
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.astore import AsyncStore
 from threadfold.workers.storage.meta import VERSION_FIELDS, version_of
@@ -51,9 +53,7 @@ from threadfold.workers.threads.errors import (
     never_written,
 )
 from threadfold.workers.threads.listing import recent_threads
-from threadfold.workers.threads.prefix import NotReplayable
 from threadfold.workers.threads.query import NO_LIMITS, Limits, Query
-from threadfold.workers.threads.replay import atravel, travel
 from threadfold.workers.threads.results import (
     Appended,
     Format,

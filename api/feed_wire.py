@@ -16,7 +16,7 @@ import msgspec
 
 from threadfold.api.fragments import JsonFragments
 from threadfold.workers.feed.bodies import Bodies
-from threadfold.workers.feed.subscriber import Beat, Change, Ended, Item, Start
+from threadfold.workers.feed.subscriber import Beat, Ended, Item, Published, Start
 
 _ENCODER: Final = msgspec.json.Encoder()
 #: The first bytes of every stream: how long a browser's EventSource waits to reconnect.
@@ -44,7 +44,7 @@ class Renderer:
             cached = item.cache[self.format] = self._render(item)
         return cached
 
-    def _render(self, item: Start | Change) -> bytes:
+    def _render(self, item: Start | Published) -> bytes:
         if isinstance(item, Start):
             kind, version = b"snapshot", item.version
             data = _ENCODER.encode(

@@ -2,7 +2,7 @@
 parsed by httpx-sse), reopened with ``Last-Event-ID`` whenever it ends.
 
 The server sends a snapshot or the changes after the last id, so a reopened stream
-carries on exactly where the last one stopped (docs/live.md). The stream is reopened,
+carries on exactly where the last one stopped (docs/feed.md). The stream is reopened,
 with backoff, after a dropped connection, an answer of 502/503/504 (an API restarting,
 a process at its subscriber cap), a stream the server ended (``event: error``: too slow,
 shutting down) and a silence longer than :data:`SILENCE` (the server sends a heartbeat
@@ -28,7 +28,7 @@ from httpx_sse import EventSource, ServerSentEvent
 from threadfold import wire
 from threadfold.core.errors import ThreadfoldError
 from threadfold.errors import RequestError, Unavailable
-from threadfold.live import Change, Event, Snapshot
+from threadfold.feed import Change, Event, Snapshot
 from threadfold.retry import RetryPolicy, retried, unreachable
 from threadfold.workers.threads import query
 

@@ -3,7 +3,7 @@
 The request is checked like ``GET state`` (auth, tenant, thread id, query), then the
 answer streams from the process's one feed reader (:class:`threadfold.workers.feed.hub.Hub`):
 a snapshot (unless resuming), a change per committed version, heartbeats between, an
-error event when the follower read too slowly. The wire form is :mod:`threadfold.api.sse`'s.
+error event when the follower read too slowly. The wire form is :mod:`threadfold.api.feed_wire`'s.
 
 :class:`EventStream` is a Response whose body it writes itself: it watches the client's
 disconnect while it waits for events, so a client that leaves frees its follower at
@@ -22,8 +22,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from threadfold.api.feed_wire import RETRY, Renderer
 from threadfold.api.guard import on_shutdown
-from threadfold.api.sse import RETRY, Renderer
 from threadfold.workers.feed.hub import Hub
 from threadfold.workers.feed.subscriber import Beat, Ended, Item, Subscriber
 from threadfold.workers.metrics import Metrics

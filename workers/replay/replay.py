@@ -4,7 +4,7 @@ A thread's log holds every delta it was given until a commit trims them (at once
 retention 0, after ``retention_seconds`` otherwise). While it holds them all, the
 one-delta-at-a-time fold of the log is an independent recomputation of the thread:
 ``audit`` compares it with the live state, ``rebuild`` replaces a live state that
-differs. Each reads a consistent prefix of the log (:mod:`threadfold.workers.threads.prefix`), so a
+differs. Each reads a consistent prefix of the log (:mod:`threadfold.workers.replay.prefix`), so a
 trim or
 a delete that races it makes the thread *not replayable* (or the read is retried),
 never a comparison with, or a rebuild from, a partial log.
@@ -30,11 +30,7 @@ from threadfold.core.dump import dump_messages
 from threadfold.core.fold import ThreadFold
 from threadfold.core.messages import BaseMessage
 from threadfold.workers.redisio.client import Call, arun, run_many
-from threadfold.workers.storage import rebuild as rebuild_script
-from threadfold.workers.storage.astore import AsyncStore
-from threadfold.workers.storage.read_state import StatePage
-from threadfold.workers.storage.store import Store
-from threadfold.workers.threads.prefix import (
+from threadfold.workers.replay.prefix import (
     ATTEMPTS,
     LAST,
     NotReplayable,
@@ -45,6 +41,10 @@ from threadfold.workers.threads.prefix import (
     read_many,
     travelling,
 )
+from threadfold.workers.storage import rebuild as rebuild_script
+from threadfold.workers.storage.astore import AsyncStore
+from threadfold.workers.storage.read_state import StatePage
+from threadfold.workers.storage.store import Store
 
 __all__ = [
     "Audit",
@@ -109,7 +109,7 @@ def at_version(prefix: Prefix, *, merge_chunks: bool = False) -> StatePage:
 def travel(store: Store, ref: str, upto: str, *, merge_chunks: bool = False) -> StatePage:
     """The thread as of version ``upto`` (time travel): the live state with the log
     entries after it folded on when ``upto`` is at or after the cursor, else the log
-    replayed from its first entry; read consistently (:mod:`threadfold.workers.threads.prefix`),
+    replayed from its first entry; read consistently (:mod:`threadfold.workers.replay.prefix`),
     a read overtaken by a trim or a delete read again. :class:`NotReplayable` says why
     there is no such state (trimmed, never written, deleted, before birth, poison,
     moving). :func:`atravel` drives the same read for asyncio (:class:`Retrying`)."""

@@ -1,7 +1,7 @@
 """What ``subscribe()`` yields, and :class:`Transcript`, which keeps a thread's messages
 up to date from it: a snapshot, then one change per version, each applying on the one
 before (the event types are the feed's, :mod:`threadfold.workers.feed.events`, named
-here for the clients' users; docs/live.md).
+here for the clients' users; docs/feed.md).
 """
 
 from __future__ import annotations
