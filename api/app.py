@@ -263,10 +263,7 @@ async def get_pipeline(request: Request) -> Response:
 
 
 async def _fleet(res: Resources) -> tuple[dict[str, float], dict[str, float]]:
-    settings = res.settings
-    return await prom.fleet(
-        res.engine.redis, settings.keyspace, settings.metrics_liveness_seconds, res.metrics
-    )
+    return await res.engine.fleet(res.metrics, res.settings.metrics_liveness_seconds)
 
 
 async def get_openapi(request: Request) -> Response:

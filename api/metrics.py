@@ -12,14 +12,12 @@ rather than failing the scrape.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import re
-import time
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Final
+from typing import Final
 
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -30,15 +28,7 @@ from prometheus_client.core import (
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from threadfold.core.keys import Keyspace
-from threadfold.workers.metrics import (
-    BATCH_BUCKETS,
-    LAG_BUCKETS_MS,
-    LATENCY_BUCKETS_MS,
-    RETRYABLE,
-    Metrics,
-)
-from threadfold.workers.redisio.client import AsyncClient, text
+from threadfold.workers.metrics import BATCH_BUCKETS, LAG_BUCKETS_MS, LATENCY_BUCKETS_MS
 
 PREFIX: Final = "threadfold_"
 #: The exposition format: the classic text format, as before prometheus_client (every
@@ -76,78 +66,9 @@ BOUNDS: Final = {
     "http_request_ms": LATENCY_BUCKETS_MS,
 }
 #: Roles always shown in the processes gauge, at 0 when none is alive.
-ROLES: Final = ("api", "worker")
 _NAME: Final = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 
 Labels = tuple[tuple[str, str], ...]
-
-
-async def collect(client: AsyncClient, keyspace: Keyspace) -> dict[str, float]:
-    """The fleet-wide totals, by field."""
-    fields = await client.hgetall(keyspace.metrics_totals)
-    return {text(name): float(value) for name, value in fields.items()}
-
-
-async def fleet(
-    client: AsyncClient, keyspace: Keyspace, liveness_seconds: float, own: Metrics
-) -> tuple[dict[str, float], dict[str, float]]:
-    """The fleet-wide totals and live gauges (``/metrics``, ``/pipeline``), this
-    process's counts (``own``) flushed first so the answer shows them. A flush Redis
-    refuses (full, out of reach) keeps them for the next one and must not fail the read:
-    a full Redis is when monitoring matters most, and its totals can still be read.
-    Only a Redis that cannot be read at all fails it (the reads below raise)."""
-    with contextlib.suppress(*RETRYABLE):
-        await own.aflush(client)
-    totals = await collect(client, keyspace)
-    live = await gauges(client, keyspace, liveness_seconds)
-    return totals, live
-
-
-async def gauges(
-    client: AsyncClient, keyspace: Keyspace, liveness_seconds: float = 60.0
-) -> dict[str, float]:
-    """Values read now: threads with a backlog and in quarantine (summed over the
-    buckets) and processes heard from within ``liveness_seconds``, by role."""
-    alive_since = int((time.time() - liveness_seconds) * 1000)
-    pipe = client.pipeline(transaction=False)
-    for bucket in range(keyspace.buckets):
-        keys = keyspace.bucket_keys(bucket)
-        pipe.zcard(keys.dirty)
-        pipe.zcard(keys.quarantine)
-    # Processes not heard from within the window are gone: their stamps would only
-    # pile up (a process leaving gracefully removes its own).
-    pipe.zremrangebyscore(keyspace.metrics_procs, "-inf", f"({alive_since}")
-    pipe.zrange(keyspace.metrics_procs, 0, -1)
-    pipe.hgetall(keyspace.metrics_gauges)
-    *counts, _, procs, per_process = await pipe.execute()
-    values = {
-        "threads_with_backlog": float(sum(counts[0::2])),
-        "threads_quarantined": float(sum(counts[1::2])),
-    }
-    roles = dict.fromkeys(ROLES, 0.0)
-    for proc in procs:
-        role = text(proc).partition(":")[0]
-        roles[role] = roles.get(role, 0.0) + 1
-    values |= {f"processes|role={role}": n for role, n in roles.items()}
-    return values | await _live_gauges(client, keyspace, {text(p) for p in procs}, per_process)
-
-
-async def _live_gauges(
-    client: AsyncClient, keyspace: Keyspace, live: set[str], per_process: dict[Any, Any]
-) -> dict[str, float]:
-    """Each gauge summed over the live processes (``sse_subscribers`` always shown); the
-    values of processes no longer alive (killed, not left) are removed."""
-    sums: dict[str, float] = {"sse_subscribers": 0.0}
-    dead = []
-    for field, value in per_process.items():
-        proc, _, name = text(field).rpartition("|")
-        if proc in live:
-            sums[name] = sums.get(name, 0.0) + float(value)
-        else:
-            dead.append(field)
-    if dead:
-        await client.hdel(keyspace.metrics_gauges, *dead)
-    return sums
 
 
 def render(totals: Mapping[str, float], gauge_values: Mapping[str, float]) -> str:

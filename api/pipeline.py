@@ -18,9 +18,8 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
-from threadfold.api.metrics import ROLES
 from threadfold.api.schemas import LagHistogram, PipelineOut
-from threadfold.workers.metrics import LAG_BUCKETS_MS
+from threadfold.workers.metrics import LAG_BUCKETS_MS, ROLES
 
 
 def summary(totals: Mapping[str, float], gauge_values: Mapping[str, float]) -> PipelineOut:

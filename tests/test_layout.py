@@ -127,7 +127,7 @@ API_PROCESS = {
     "api/app.py": ("threadfold.workers.metrics",),
     "api/feed.py": ("threadfold.workers.metrics",),
     "api/pipeline.py": ("threadfold.workers.metrics",),
-    "api/metrics.py": ("threadfold.workers.metrics", "threadfold.workers.redisio.client"),
+    "api/metrics.py": ("threadfold.workers.metrics",),
     "api/server.py": (
         "threadfold.workers.entry",
         "threadfold.workers.logs",

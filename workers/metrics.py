@@ -20,6 +20,7 @@ histogram's buckets and sum would disagree otherwise).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -30,14 +31,14 @@ from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable
 from functools import lru_cache
-from typing import Final
+from typing import Any, Final
 
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import OutOfMemoryError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from threadfold.core.keys import Keyspace
-from threadfold.workers.redisio.client import AsyncClient, Call, Script, SyncClient, arun, run
+from threadfold.workers.redisio.client import AsyncClient, Call, Script, SyncClient, arun, run, text
 
 #: Upper bounds (ms) of the enqueue-to-visible lag histogram.
 LAG_BUCKETS_MS: Final = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
@@ -253,3 +254,77 @@ def _histogram_keys(name: str, bounds: tuple[int, ...]) -> tuple[tuple[str, ...]
         tuple(f"{base}_bucket:{b}{tail}" for b in (*(str(b) for b in bounds), "+Inf")),
         f"{base}_sum{tail}",
     )
+
+
+# -- the fleet's totals, read (the API's /metrics and /pipeline) ---------------------
+
+#: The roles a process reports under (each role's count is shown, zero or not).
+ROLES: Final = ("api", "worker")
+
+
+async def collect(client: AsyncClient, keyspace: Keyspace) -> dict[str, float]:
+    """The fleet-wide totals, by field."""
+    fields = await client.hgetall(keyspace.metrics_totals)
+    return {text(name): float(value) for name, value in fields.items()}
+
+
+async def fleet(
+    client: AsyncClient, keyspace: Keyspace, liveness_seconds: float, own: Metrics
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The fleet-wide totals and live gauges (``/metrics``, ``/pipeline``), this
+    process's counts (``own``) flushed first so the answer shows them. A flush Redis
+    refuses (full, out of reach) keeps them for the next one and must not fail the read:
+    a full Redis is when monitoring matters most, and its totals can still be read.
+    Only a Redis that cannot be read at all fails it (the reads below raise)."""
+    with contextlib.suppress(*RETRYABLE):
+        await own.aflush(client)
+    totals = await collect(client, keyspace)
+    live = await gauges(client, keyspace, liveness_seconds)
+    return totals, live
+
+
+async def gauges(
+    client: AsyncClient, keyspace: Keyspace, liveness_seconds: float = 60.0
+) -> dict[str, float]:
+    """Values read now: threads with a backlog and in quarantine (summed over the
+    buckets) and processes heard from within ``liveness_seconds``, by role."""
+    alive_since = int((time.time() - liveness_seconds) * 1000)
+    pipe = client.pipeline(transaction=False)
+    for bucket in range(keyspace.buckets):
+        keys = keyspace.bucket_keys(bucket)
+        pipe.zcard(keys.dirty)
+        pipe.zcard(keys.quarantine)
+    # Processes not heard from within the window are gone: their stamps would only
+    # pile up (a process leaving gracefully removes its own).
+    pipe.zremrangebyscore(keyspace.metrics_procs, "-inf", f"({alive_since}")
+    pipe.zrange(keyspace.metrics_procs, 0, -1)
+    pipe.hgetall(keyspace.metrics_gauges)
+    *counts, _, procs, per_process = await pipe.execute()
+    values = {
+        "threads_with_backlog": float(sum(counts[0::2])),
+        "threads_quarantined": float(sum(counts[1::2])),
+    }
+    roles = dict.fromkeys(ROLES, 0.0)
+    for proc in procs:
+        role = text(proc).partition(":")[0]
+        roles[role] = roles.get(role, 0.0) + 1
+    values |= {f"processes|role={role}": n for role, n in roles.items()}
+    return values | await _live_gauges(client, keyspace, {text(p) for p in procs}, per_process)
+
+
+async def _live_gauges(
+    client: AsyncClient, keyspace: Keyspace, live: set[str], per_process: dict[Any, Any]
+) -> dict[str, float]:
+    """Each gauge summed over the live processes (``sse_subscribers`` always shown); the
+    values of processes no longer alive (killed, not left) are removed."""
+    sums: dict[str, float] = {"sse_subscribers": 0.0}
+    dead = []
+    for field, value in per_process.items():
+        proc, _, name = text(field).rpartition("|")
+        if proc in live:
+            sums[name] = sums.get(name, 0.0) + float(value)
+        else:
+            dead.append(field)
+    if dead:
+        await client.hdel(keyspace.metrics_gauges, *dead)
+    return sums

@@ -31,6 +31,7 @@ from threadfold.api import metrics as prom
 from threadfold.api.app import ROUTES
 from threadfold.api.settings import ApiSettings
 from threadfold.core.keys import Keyspace
+from threadfold.workers import metrics as fleet_metrics
 from threadfold.workers.redisio.client import async_client
 from threadfold.workers.runtime.shared_broker import shares_state
 from threadfold.workers.settings import Settings
@@ -211,7 +212,7 @@ def test_the_backlog_gauge_the_autoscaler_reads_is_one_the_api_exports(redis_url
     async def scrape() -> str:
         client = async_client(redis_url, cluster=False)
         try:
-            return prom.render({}, await prom.gauges(client, Keyspace("tf", 4)))
+            return prom.render({}, await fleet_metrics.gauges(client, Keyspace("tf", 4)))
         finally:
             await client.aclose()
 

@@ -16,6 +16,7 @@ from tests.infra.redis_cluster import RedisCluster
 from tests.infra.redis_server import RedisServer
 from threadfold.api import metrics as prom
 from threadfold.core.keys import Keyspace
+from threadfold.workers import metrics as fleet_metrics
 from threadfold.workers.metrics import BATCH_BUCKETS, LAG_BUCKETS_MS, Metrics, process_name
 from threadfold.workers.redisio.client import SyncClient, async_client, sync_client, text
 
@@ -158,8 +159,8 @@ def test_on_a_cluster_flushes_and_the_scrape_read_one_slot(redis_cluster: RedisC
                 am = Metrics(keyspace, "api")
                 am.add("deltas_ingested", 7)
                 await am.aflush(aclient)
-                totals = await prom.collect(aclient, keyspace)
-                return prom.render(totals, await prom.gauges(aclient, keyspace))
+                totals = await fleet_metrics.collect(aclient, keyspace)
+                return prom.render(totals, await fleet_metrics.gauges(aclient, keyspace))
             finally:
                 await aclient.aclose()
 

@@ -17,13 +17,14 @@ from typing import Any, Final
 from celery import Celery
 from pydantic import SecretStr
 
-from threadfold.workers import entry
+from threadfold.workers import entry, metrics
 from threadfold.workers.ingest.wakeup import (
     AsyncWaker,
     BackgroundWaker,
     CoalescingWaker,
     Waker,
 )
+from threadfold.workers.metrics import Metrics
 from threadfold.workers.redisio import maxmemory
 from threadfold.workers.redisio.client import AsyncClient, SyncClient
 from threadfold.workers.settings import Settings
@@ -139,6 +140,14 @@ class AsyncEngine:
         except maxmemory.EvictingPolicy:
             await self.redis.aclose()
             raise
+
+    async def fleet(
+        self, own: Metrics, liveness_seconds: float
+    ) -> tuple[dict[str, float], dict[str, float]]:
+        """The fleet's totals and live gauges, this process's counts (``own``) flushed
+        first (:func:`threadfold.workers.metrics.fleet`)."""
+        keyspace = self.threads.settings.keyspace
+        return await metrics.fleet(self.redis, keyspace, liveness_seconds, own)
 
     async def close(self) -> None:
         """End the subscriptions, publish the pending wake-ups, close the connections."""
