@@ -6,14 +6,18 @@
     ThreadfoldError              root of every error threadfold raises on purpose (core's)
     ├── ClientClosed             a call on a closed client
     └── RequestError             a call refused or not answered: the API's error JSON
-        ├── InvalidInput         422 (BadRequest 400; 413 / 415 / 431 over HTTP): the field
+        ├── InvalidInput         422: the field and pointer at fault
+        │   ├── BadRequest       400: a malformed argument or body
+        │   └── PayloadTooLarge, UnsupportedMediaType, HeadTooLarge   413 / 415 / 431
         ├── Unauthorized         401 / 403
         ├── NotFound             404: a thread never written (or deleted)
+        ├── MethodNotAllowed, RequestTimeout                          405 / 408
         ├── Conflict             409
         │   ├── VersionNotReached   min_version not reached in time (also a TimeoutError)
         │   └── PoisonEntry      time travel reaches an entry that cannot be folded
         ├── Gone                 410: time travel past what retention kept
         ├── Unavailable          502 / 503 / 504, or the service unreachable: retry later
+        │   └── RedisFull, TooManySubscribers                         503
         └── ServerError          500 and any other 5xx
 
 A direct client raises the very exception (class, status, code, field, pointer) the

@@ -68,3 +68,25 @@ def test_head_against_head_quick_runs_each_tree_and_writes_both_sides(tmp_path: 
     assert set(data["judged"]) == {"http_post_api_us", "http_get_api_us",
                                    "e2e_cpu_per_delta_us"}
     assert "| figure | base, median | head, median |" in figures.markdown(data)
+
+
+def test_the_handlers_ab_runs_each_tree_through_its_asgi_app(tmp_path: Path) -> None:
+    """bench.ab.handlers' timing rounds on tiny sizes: each side's process imported its
+    own tree's threadfold (the worktree's for the base), every request was answered as
+    it should be (202 / 200: a refusal, a cheaper path, fails the run), the figures are
+    positive and the worktree is gone afterwards. (Its --instructions mode runs the same
+    side under callgrind: too slow for the suite; docs/benchmarks.md has its figures.)"""
+    from bench.ab import handlers  # noqa: PLC0415  # only this test needs it
+
+    worktrees = trees.git("worktree", "list")
+    out = tmp_path / "handlers.json"
+    assert handlers.main(["--base", trees.resolve("HEAD"), "--rounds", "1",
+                          "--requests", "50", "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["proof"] == {"base": ["threadfold/__init__.py"],
+                             "head": ["threadfold/__init__.py"]}
+    for figure in ("post_us", "get_us"):
+        assert data["figures"][figure]["base_median"] > 0
+        assert data["figures"][figure]["head_median"] > 0
+        assert len(data["figures"][figure]["ratios"]) == 1
+    assert trees.git("worktree", "list") == worktrees

@@ -16,7 +16,7 @@ from typing import Any, Final
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 
 from threadfold.core.keys import Keyspace
-from threadfold.workers.redisio.client import AsyncClient, Call, arun_many
+from threadfold.workers.redisio.client import AsyncClient, Call, SyncClient, arun_many, run_many
 from threadfold.workers.storage import status, threads_recent
 from threadfold.workers.storage.status import ThreadStatus
 
@@ -26,24 +26,43 @@ from threadfold.workers.storage.status import ThreadStatus
 CLUSTER_WAVE: Final = 50
 
 
-async def recent_threads(
-    client: AsyncClient, keyspace: Keyspace, tenant: str, limit: int
-) -> list[tuple[str, ThreadStatus, int]]:
+Row = tuple[str, ThreadStatus, int]
+
+
+def _candidates(keyspace: Keyspace, tenant: str, limit: int) -> list[Call]:
+    return [
+        threads_recent.call(keyspace, bucket, tenant, limit) for bucket in range(keyspace.buckets)
+    ]
+
+
+def _rows(latest: Sequence[tuple[str, int]], answers: Sequence[Any]) -> list[Row]:
+    found = []
+    for (ref, activity), raw in zip(latest, answers, strict=True):
+        row = status.parse(raw)
+        if row is not None:  # deleted between the two exchanges
+            found.append((ref, row, activity))
+    return found
+
+
+def threads_of(client: SyncClient, keyspace: Keyspace, tenant: str, limit: int) -> list[Row]:
     """``tenant``'s ``limit`` most recently active threads, latest first: each ref with
     its status and its activity time (ms of its last commit or append, the later)."""
     if limit <= 0:
         return []
-    calls = [
-        threads_recent.call(keyspace, bucket, tenant, limit) for bucket in range(keyspace.buckets)
-    ]
-    latest = threads_recent.parse(await _run(client, calls), limit)
+    latest = threads_recent.parse(run_many(client, _candidates(keyspace, tenant, limit)), limit)
+    calls = [status.call(keyspace.thread(ref)) for ref, _ in latest]
+    return _rows(latest, run_many(client, calls))
+
+
+async def recent_threads(
+    client: AsyncClient, keyspace: Keyspace, tenant: str, limit: int
+) -> list[Row]:
+    """:func:`threads_of` for asyncio callers."""
+    if limit <= 0:
+        return []
+    latest = threads_recent.parse(await _run(client, _candidates(keyspace, tenant, limit)), limit)
     rows = await _run(client, [status.call(keyspace.thread(ref)) for ref, _ in latest])
-    found = []
-    for (ref, activity), raw in zip(latest, rows, strict=True):
-        row = status.parse(raw)
-        if row is not None:
-            found.append((ref, row, activity))
-    return found
+    return _rows(latest, rows)
 
 
 async def _run(client: AsyncClient, calls: Sequence[Call]) -> list[Any]:

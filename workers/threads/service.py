@@ -42,8 +42,7 @@ from threadfold.workers.storage.meta import VERSION_FIELDS, version_of
 from threadfold.workers.storage.read_state import StateBodies, StatePage
 from threadfold.workers.storage.status import ThreadStatus
 from threadfold.workers.storage.store import Store
-from threadfold.workers.threads import query as args
-from threadfold.workers.threads import reads
+from threadfold.workers.threads import query, reads
 from threadfold.workers.threads.errors import (
     ClientClosed,
     InvalidInput,
@@ -52,7 +51,7 @@ from threadfold.workers.threads.errors import (
     Unavailable,
     never_written,
 )
-from threadfold.workers.threads.listing import recent_threads
+from threadfold.workers.threads.listing import recent_threads, threads_of
 from threadfold.workers.threads.query import NO_LIMITS, Limits, Query
 from threadfold.workers.threads.results import (
     Appended,
@@ -94,7 +93,7 @@ class Target:
 
 
 def target(tenant: str, thread_id: str) -> Target:
-    name = args.thread_id(thread_id)
+    name = query.thread_id(thread_id)
     return Target(name, make_ref(tenant, name))
 
 
@@ -222,7 +221,7 @@ class Threads:
     def wait_for(self, tenant: str, thread_id: str, version: str, timeout: float) -> str:
         """The thread's version once it reached ``version``, within ``timeout`` seconds."""
         at = target(tenant, thread_id)
-        wanted, seconds = args.version(version), args.timeout(timeout)
+        wanted, seconds = query.version(version), query.timeout(timeout)
         with refusals():
             return self._wait(at, wanted, seconds)
 
@@ -250,6 +249,12 @@ class Threads:
             if not self.store.delete(at.ref):
                 raise never_written(at.thread_id)
 
+    def threads(self, tenant: str, limit: int) -> ThreadList:
+        """The tenant's ``limit`` most recently active threads, latest first."""
+        with refusals():
+            found = threads_of(self.store.client, self.store.keyspace, tenant, limit)
+        return ThreadList(tuple(row_of(ref, row, activity) for ref, row, activity in found))
+
     def subscribe(
         self, tenant: str, thread_id: str, *, after: str | None, format: object
     ) -> Iterator[Event]:
@@ -257,8 +262,8 @@ class Threads:
         its own (:func:`threadfold.workers.feed.subscription.follow`). Its arguments are
         checked when iteration starts, as an asyncio subscription's are."""
         at = target(tenant, thread_id)
-        resume = None if after is None else args.version(after, "after")
-        fmt: Format = args.format_of(format)
+        resume = None if after is None else query.version(after, "after")
+        fmt: Format = query.format_of(format)
         listener = entry.listener(self.settings, name=self.name)
         feed = self.settings.keyspace.thread(at.ref).feed
         steps = subscription.Steps(at.thread_id, at.ref, feed, fmt)
@@ -345,7 +350,7 @@ class AsyncThreads:
 
     async def wait_for(self, tenant: str, thread_id: str, version: str, timeout: float) -> str:
         at = target(tenant, thread_id)
-        wanted, seconds = args.version(version), args.timeout(timeout)
+        wanted, seconds = query.version(version), query.timeout(timeout)
         with refusals():
             return await self._wait(at, wanted, seconds)
 
@@ -398,8 +403,8 @@ class AsyncThreads:
         """A subscription's checked arguments: the thread, the version to resume after,
         and the bodies it is sent in."""
         at = target(tenant, thread_id)
-        resume = None if after is None else args.version(after, "after")
-        return at, resume, Bodies(at.thread_id, args.format_of(format))
+        resume = None if after is None else query.version(after, "after")
+        return at, resume, Bodies(at.thread_id, query.format_of(format))
 
     def subscriber(self, at: Target, after: str | None) -> Subscriber:
         """A follower of ``at`` on this service's hub (the API's event streams), or the
