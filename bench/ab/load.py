@@ -25,9 +25,9 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any
 
-from bench.http.paced import HOST, post_request
+from bench.http.paced import HOST, AnswerReader, post_request
 from bench.http.wrk import WrkResult, run_child
 
 _LOST = 0  # the status of a request whose connection was lost
@@ -43,40 +43,18 @@ def get_request(port: int, prefix: str, ids: int) -> Callable[[int], bytes]:
     return build
 
 
-def _content_length(head: bytes) -> int:
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            return int(value)
-    return 0
-
-
-class _Conn(asyncio.Protocol):
+class _Conn(AnswerReader):
     """One keep-alive connection; one request in flight at a time."""
 
     def __init__(self, load: _Load) -> None:
+        super().__init__()
         self.load = load
-        self.transport: asyncio.Transport | None = None
-        self.buf = bytearray()
-        self.sent = 0.0
         self.busy = False
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+    def answered(self, status: int, size: int) -> None:
+        self.load.answered(self, status, size)
 
-    def data_received(self, data: bytes) -> None:
-        self.buf += data
-        end = self.buf.find(b"\r\n\r\n")
-        if end < 0:
-            return
-        head = bytes(self.buf[:end])
-        total = end + 4 + _content_length(head)
-        if len(self.buf) < total:
-            return
-        del self.buf[:total]
-        self.load.answered(self, int(head[9:12]), total)
-
-    def connection_lost(self, exc: Exception | None) -> None:
+    def lost(self) -> None:
         self.load.lost(self)
 
 

@@ -53,7 +53,8 @@ def get_request(port: int, path: str) -> Callable[[int], bytes]:
     return lambda i: raw
 
 
-def _content_length(head: bytes) -> int:
+def content_length(head: bytes) -> int:
+    """An answer head's Content-Length (0 when it has none)."""
     lower = head.lower()
     at = lower.find(b"\r\ncontent-length:")
     if at < 0:
@@ -63,14 +64,14 @@ def _content_length(head: bytes) -> int:
     return int(lower[start : end if end >= 0 else len(lower)])
 
 
-class _Conn(asyncio.Protocol):
-    """One keep-alive connection; at most one request in flight."""
+class AnswerReader(asyncio.Protocol):
+    """One keep-alive HTTP/1.1 connection, read answer by answer (each whole, by its
+    Content-Length): a load generator's, which says what to do with each through
+    :meth:`answered` and with a lost connection through :meth:`lost`."""
 
-    def __init__(self, gen: _Generator) -> None:
-        self.gen = gen
+    def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self.buf = bytearray()
-        self.index = -1
         self.sent = 0.0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -82,13 +83,34 @@ class _Conn(asyncio.Protocol):
         if end < 0:
             return
         head = bytes(self.buf[:end])
-        total = end + 4 + _content_length(head)
+        total = end + 4 + content_length(head)
         if len(self.buf) < total:
             return
         del self.buf[:total]
-        self.gen.finished(self, int(head[9:12]))
+        self.answered(int(head[9:12]), total)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self.lost()
+
+    def answered(self, status: int, size: int) -> None:
+        raise NotImplementedError
+
+    def lost(self) -> None:
+        raise NotImplementedError
+
+
+class _Conn(AnswerReader):
+    """One keep-alive connection; at most one request in flight."""
+
+    def __init__(self, gen: _Generator) -> None:
+        super().__init__()
+        self.gen = gen
+        self.index = -1
+
+    def answered(self, status: int, size: int) -> None:
+        self.gen.finished(self, status)
+
+    def lost(self) -> None:
         self.gen.lost(self)
 
 
