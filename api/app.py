@@ -36,22 +36,21 @@ from threadfold.api.pipeline import summary
 from threadfold.api.schemas import BulkAccepted, BulkIn, DeltaIn
 from threadfold.api.settings import ApiSettings
 from threadfold.core.depth import path_text, too_deep_json
-from threadfold.workers.feed.hub import Hub
-from threadfold.workers.metrics import LATENCY_BUCKETS_MS, FlushOutage, Metrics
-from threadfold.workers.threads import query
-from threadfold.workers.threads.errors import (
+from threadfold.core.errors import (
     BadRequest,
     InvalidInput,
     MethodNotAllowed,
     NotFound,
     PayloadTooLarge,
-    RedisFull,
     RequestError,
     ServerError,
     Unavailable,
     UnsupportedMediaType,
 )
-from threadfold.workers.threads.service import FULL, UNREACHABLE, AsyncThreads
+from threadfold.workers.feed.hub import Hub
+from threadfold.workers.metrics import LATENCY_BUCKETS_MS, FlushOutage, Metrics
+from threadfold.workers.threads import query
+from threadfold.workers.threads.service import AsyncThreads, refusals
 from threadfold.workers.threads.wiring import AsyncEngine, AsyncWaker, open_athreads
 
 log = logging.getLogger("threadfold.api")
@@ -144,14 +143,10 @@ def _route(name: str, handler: Handler) -> Handler:
     async def endpoint(request: Request) -> Response:
         started = time.perf_counter()
         try:
-            response = await handler(request)
+            with refusals:  # a route's own read of Redis (/metrics, /readyz) too
+                response = await handler(request)
         except RequestError as exc:
             response = error_response(exc)
-        # What the service did not turn into a refusal itself (a route's own read).
-        except (redis.ConnectionError, redis.TimeoutError):
-            response = error_response(Unavailable(UNREACHABLE))
-        except redis.exceptions.OutOfMemoryError:  # a script's (RedisFull) or a command's
-            response = error_response(RedisFull(FULL))
         except Exception:
             log.exception("unexpected error on %s", name)
             response = error_response(ServerError("internal error; it has been logged"))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hmac
 
+from threadfold.core.errors import Unauthorized
 from threadfold.core.keys import DEFAULT_TENANT
-from threadfold.workers.threads.errors import Unauthorized
 
 
 class Authenticator:

@@ -1,7 +1,7 @@
 """A body msgspec would not decode, as the precise refusal it answers.
 
 Every refusal the API answers is a class of the thread service's one error tree
-(:mod:`threadfold.workers.threads.errors`), with its status and code: the routes raise
+(:mod:`threadfold.core.errors`), with its status and code: the routes raise
 them, the server's guard answers the transport's (408, 431) before the application sees
 the request, and ``RequestError.body()`` is the JSON error. Nothing else reaches a
 client: an unexpected exception is logged and answered as a 500 without internals, and
@@ -15,7 +15,7 @@ import re
 import msgspec
 
 from threadfold.core.depth import path_text
-from threadfold.workers.threads.errors import InvalidInput
+from threadfold.core.errors import InvalidInput
 
 _MSGSPEC_PATH = re.compile(r" - at `\$(.*)`$")
 _FIELD_NAMED = re.compile(r"^Object (contains unknown|missing required) field `(.+)`$")

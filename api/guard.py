@@ -31,8 +31,13 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
 from threadfold.api.settings import ApiSettings
-from threadfold.core.errors import ThreadfoldError
-from threadfold.workers.threads.errors import BadRequest, HeadTooLarge, RequestError, RequestTimeout
+from threadfold.core.errors import (
+    BadRequest,
+    HeadTooLarge,
+    RequestError,
+    RequestTimeout,
+    ThreadfoldError,
+)
 
 log = logging.getLogger("threadfold.api")
 

@@ -16,12 +16,12 @@ from types import TracebackType
 from typing import Any, Self
 
 from threadfold import args
+from threadfold.core.errors import ClientClosed
 from threadfold.core.keys import DEFAULT_TENANT
 from threadfold.types import Appended, DeltaLike, Format, State, Status
 from threadfold.workers.feed.events import Event
 from threadfold.workers.settings import Settings
 from threadfold.workers.threads import query
-from threadfold.workers.threads.errors import ClientClosed
 from threadfold.workers.threads.wiring import Waker, open_athreads, settings_for
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from threadfold.core.errors import InvalidInput
 from threadfold.types import DeltaLike
-from threadfold.workers.threads.errors import InvalidInput
 
 
 class DeltaArgs(NamedTuple):

@@ -1,5 +1,5 @@
 """The clients' exceptions: the thread service's one error tree
-(:mod:`threadfold.workers.threads.errors`), for the direct and the HTTP clients alike.
+(:mod:`threadfold.core.errors`), for the direct and the HTTP clients alike.
 
 ::
 
@@ -27,7 +27,7 @@ client finds the class again from the answer's code (:func:`from_answer`).
 
 from __future__ import annotations
 
-from threadfold.workers.threads.errors import (
+from threadfold.core.errors import (
     BadRequest,
     ClientClosed,
     Conflict,

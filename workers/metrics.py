@@ -37,6 +37,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import OutOfMemoryError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from threadfold.core.errors import RedisFull
 from threadfold.core.keys import Keyspace
 from threadfold.workers.redisio.client import AsyncClient, Call, Script, SyncClient, arun, run, text
 
@@ -83,7 +84,7 @@ return 0
 #: first write, by the state Redis was in when it started), or its reply was lost (then
 #: that flush is counted twice: a counter that runs ahead by one interval, never one
 #: that goes down).
-RETRYABLE: Final = (RedisConnectionError, RedisTimeoutError, OutOfMemoryError)
+RETRYABLE: Final = (RedisConnectionError, RedisTimeoutError, OutOfMemoryError, RedisFull)
 
 
 def process_name(role: str) -> str:
@@ -219,7 +220,7 @@ class FlushOutage:
             return
         self._since = time.monotonic()
         kept = isinstance(exc, RETRYABLE)
-        if isinstance(exc, OutOfMemoryError):
+        if isinstance(exc, OutOfMemoryError | RedisFull):
             why = "Redis is full"
         else:
             why = "Redis is out of reach" if kept else "unexpected error"
@@ -228,7 +229,7 @@ class FlushOutage:
             "flush works again)",
             why,
             type(exc).__name__,
-            str(exc).removeprefix("Redis is full: ").rstrip("."),  # RedisFull's own words
+            str(exc.__cause__ or exc).rstrip("."),  # Redis's own words, when it said them
             "the counts are kept for the next flush" if kept else "these counts are lost",
             exc_info=not kept,
         )

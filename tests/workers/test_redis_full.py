@@ -33,8 +33,8 @@ from tests.workers.harness import (
 from tests.workers.produce import random_messages
 from tests.workers.test_concurrency import NoWake
 from threadfold.core import dump_messages
+from threadfold.core.errors import RedisFull
 from threadfold.workers.ingest.producer import Delta, Producer
-from threadfold.workers.redisio.client import RedisFull
 from threadfold.workers.runtime.app import CeleryWaker, make_celery
 from threadfold.workers.runtime.tasks import Runtime, sweep_once
 from threadfold.workers.storage.store import Store

@@ -33,6 +33,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
+from threadfold.core.errors import RedisFull
+
 SyncClient: TypeAlias = "redis.Redis | RedisCluster"
 AsyncClient: TypeAlias = "aioredis.Redis | AsyncRedisCluster"
 Args = Sequence[str | bytes | int | float]
@@ -83,23 +85,21 @@ def as_bytes(value: Any) -> bytes:
     return value if isinstance(value, bytes) else str(value).encode()
 
 
-class RedisFull(OutOfMemoryError):
-    """Raised when Redis refuses a write because it is over ``maxmemory`` (with the
-    policy ``noeviction``, the only one threadfold runs on: see
-    :mod:`threadfold.workers.redisio.maxmemory`).
-
-    A script call is refused at its first write, or not at all: Redis lets a script
-    that has written go on past the limit, so a call is never half-applied. A batch of
-    pipelined calls may have applied the calls before the refused one. Retry once
-    memory is freed or ``maxmemory`` raised; producers retry with the same
-    ``delta_id``, which makes a retry of an applied delta harmless.
-    """
-
-
 def typed(exc: Exception) -> Exception:
-    """A reply's error as the exception to raise: Redis out of memory is a RedisFull."""
-    if isinstance(exc, OutOfMemoryError) and not isinstance(exc, RedisFull):
-        return RedisFull(f"Redis is full: it refused a write ({exc})")
+    """A reply's error as the exception to raise: Redis out of memory is the tree's
+    :class:`~threadfold.core.errors.RedisFull` (its cause Redis's own words).
+
+    Redis refuses a write over ``maxmemory`` (with ``noeviction``, the only policy
+    threadfold runs on: :mod:`threadfold.workers.redisio.maxmemory`). A script call is
+    refused at its first write, or not at all: Redis lets a script that has written go
+    on past the limit, so a call is never half-applied. A batch of pipelined calls may
+    have applied the calls before the refused one. Retry once memory is freed or
+    ``maxmemory`` raised; producers retry with the same ``delta_id``, which makes a
+    retry of an applied delta harmless."""
+    if isinstance(exc, OutOfMemoryError):
+        full = RedisFull()
+        full.__cause__ = exc
+        return full
     return exc
 
 

@@ -12,9 +12,9 @@ from functools import cached_property
 from celery import Celery
 from celery.signals import worker_process_shutdown
 
+from threadfold.core.errors import RedisFull
 from threadfold.core.keys import Keyspace
 from threadfold.workers import entry
-from threadfold.workers.redisio.client import RedisFull
 from threadfold.workers.runtime.app import DRAIN_TASK, SWEEP_TASK, CeleryWaker
 from threadfold.workers.runtime.drain import Drainer, DrainReport
 from threadfold.workers.runtime.recompute import RECOMPUTE_TASK, Mode, Slice, run_slice, send

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Final
 
 from threadfold.core.depth import path_text
+from threadfold.core.errors import BadRequest, InvalidInput
 from threadfold.core.keys import InvalidName, check_name
 from threadfold.core.render import FORMATS, Format
 from threadfold.core.versions import InvalidVersion, parse_version
-from threadfold.workers.threads.errors import BadRequest, InvalidInput
 
 #: The names ``GET /threads/{id}/state`` takes (the keyword arguments of ``state()``).
 STATE_QUERY: Final = ("format", "min_version", "at_version", "wait", "limit", "before", "after")

@@ -9,11 +9,7 @@ from __future__ import annotations
 import time
 from typing import Final, TypeVar
 
-from threadfold.core.render import render
-from threadfold.core.versions import parse_version, reached
-from threadfold.workers.replay.prefix import LAST, NotReplayable, Reason
-from threadfold.workers.storage.read_state import StateBodies, StatePage, cut
-from threadfold.workers.threads.errors import (
+from threadfold.core.errors import (
     Gone,
     InvalidInput,
     NotFound,
@@ -23,6 +19,10 @@ from threadfold.workers.threads.errors import (
     VersionNotReached,
     never_written,
 )
+from threadfold.core.render import render
+from threadfold.core.versions import parse_version, reached
+from threadfold.workers.replay.prefix import LAST, NotReplayable, Reason
+from threadfold.workers.storage.read_state import StateBodies, StatePage, cut
 from threadfold.workers.threads.query import Query
 from threadfold.workers.threads.results import State
 

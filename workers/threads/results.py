@@ -5,7 +5,7 @@ The thread service builds them; the HTTP API encodes them as its response bodies
 field; the HTTP clients decode those bodies straight back into them; the direct clients
 return them as the service built them.
 
-Like :mod:`threadfold.workers.threads.errors`, this imports nothing of Redis or Celery.
+Like :mod:`threadfold.core.errors`, this imports nothing of Redis or Celery.
 """
 
 from __future__ import annotations

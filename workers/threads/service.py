@@ -24,7 +24,15 @@ from typing import Any, Final
 
 import redis
 
-from threadfold.core.errors import InvalidMessage
+from threadfold.core.errors import (
+    ClientClosed,
+    InvalidInput,
+    InvalidMessage,
+    RedisFull,
+    TooManySubscribers,
+    Unavailable,
+    never_written,
+)
 from threadfold.core.keys import make_ref
 from threadfold.workers import entry
 from threadfold.workers.feed import subscription
@@ -43,14 +51,6 @@ from threadfold.workers.storage.read_state import StateBodies, StatePage
 from threadfold.workers.storage.status import ThreadStatus
 from threadfold.workers.storage.store import Store
 from threadfold.workers.threads import query, reads
-from threadfold.workers.threads.errors import (
-    ClientClosed,
-    InvalidInput,
-    RedisFull,
-    TooManySubscribers,
-    Unavailable,
-    never_written,
-)
 from threadfold.workers.threads.listing import recent_threads, threads_of
 from threadfold.workers.threads.query import NO_LIMITS, Limits, Query
 from threadfold.workers.threads.results import (
@@ -64,10 +64,6 @@ from threadfold.workers.threads.results import (
 )
 
 UNREACHABLE: Final = "thread state is unreachable; retry (an append with the same delta_id)"
-FULL: Final = (
-    "Redis is full (over maxmemory) and refuses writes until memory is freed or maxmemory "
-    "is raised; retry later with the same delta_id"
-)
 
 
 class _Refusals:
@@ -90,8 +86,10 @@ class _Refusals:
             raise InvalidInput(str(exc), field=exc.path or None) from exc
         if isinstance(exc, redis.ConnectionError | redis.TimeoutError):
             raise Unavailable(UNREACHABLE) from exc
+        # A script's refusal is already the tree's RedisFull (redisio.client.typed); a
+        # plain command's is redis-py's own.
         if isinstance(exc, redis.exceptions.OutOfMemoryError):  # an operator's to mend
-            raise RedisFull(FULL) from exc
+            raise RedisFull() from exc
 
 
 refusals: Final = _Refusals()
@@ -458,7 +456,6 @@ class AsyncThreads:
 
 
 __all__ = [
-    "FULL",
     "UNREACHABLE",
     "AsyncThreads",
     "StateBodies",

@@ -16,11 +16,10 @@ import msgspec
 from redis.exceptions import OutOfMemoryError
 
 from threadfold.core.codec import decode_messages, decode_stored
-from threadfold.core.errors import ThreadfoldError
+from threadfold.core.errors import RedisFull, ThreadfoldError
 from threadfold.core.fold import ThreadFold
 from threadfold.core.messages import REMOVE_ALL_MESSAGES, BaseMessage, is_chunk
 from threadfold.workers.metrics import BATCH_BUCKETS, LAG_BUCKETS_MS, Metrics
-from threadfold.workers.redisio.client import RedisFull
 from threadfold.workers.runtime.drain.batch import Batch, read_batches
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.commit import CommitPlan, Committed
@@ -274,7 +273,7 @@ class Drainer:
     def flush_metrics(self) -> None:
         try:
             self.metrics.flush(self.store.client)
-        except OutOfMemoryError:  # once a second while Redis is full: no traceback
+        except (OutOfMemoryError, RedisFull):  # once a second while full: no traceback
             log.warning("could not flush metrics: Redis is full")
         except Exception:  # metrics must never fail a drain
             log.warning("could not flush metrics", exc_info=True)
