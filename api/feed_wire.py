@@ -15,6 +15,7 @@ from typing import Final
 import msgspec
 
 from threadfold.api.fragments import JsonFragments
+from threadfold.core.render import Format
 from threadfold.workers.feed.bodies import Bodies
 from threadfold.workers.feed.subscriber import Beat, Ended, Item, Published, Start
 
@@ -27,7 +28,7 @@ HEARTBEAT: Final = b": heartbeat\n\n"
 class Renderer:
     """Frames for one thread and format, with the process's JSON cache (or None)."""
 
-    def __init__(self, thread_id: str, fmt: str, fragments: JsonFragments | None) -> None:
+    def __init__(self, thread_id: str, fmt: Format, fragments: JsonFragments | None) -> None:
         self.format = fmt
         self.bodies = Bodies(thread_id, fmt, fragments)
 

@@ -13,7 +13,7 @@ import msgspec
 
 from threadfold.api.schemas import BulkAccepted, BulkIn, DeltaIn, ErrorOut, PipelineOut
 from threadfold.core.keys import NAME_RULE
-from threadfold.workers.feed.bodies import ChangeBody, SnapshotBody
+from threadfold.workers.feed.events import Change, Snapshot
 from threadfold.workers.threads.results import Appended, State, Status, ThreadList
 
 _STR_OR_NULL: Final = {"anyOf": [{"type": "string"}, {"type": "null"}]}
@@ -266,8 +266,8 @@ def _events_path() -> dict[str, Any]:
             ],
             "responses": {
                 "200": {
-                    "description": "text/event-stream: event snapshot (data: SnapshotBody), "
-                    "event change (data: ChangeBody), event error ({error: {code, message}}: "
+                    "description": "text/event-stream: event snapshot (data: Snapshot), "
+                    "event change (data: Change), event error ({error: {code, message}}: "
                     "too_slow, shutting_down)",
                     "content": {"text/event-stream": {"schema": {"type": "string"}}},
                 },
@@ -347,8 +347,8 @@ _BODIES: Final = (
     ThreadList,
     PipelineOut,
     ErrorOut,
-    SnapshotBody,
-    ChangeBody,
+    Snapshot,
+    Change,
 )
 
 

@@ -15,60 +15,15 @@ snapshot repeats its position for each, and its upsert's ``message`` is the firs
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import msgspec
 
 from threadfold.core.codec import decode_stored
-from threadfold.core.render import CODE, Flaw, Unservable, serve
+from threadfold.core.render import CODE, Flaw, Format, Unservable, serve
+from threadfold.workers.feed.events import Change, Reason, Removed, Snapshot, Upsert
 from threadfold.workers.storage.feed_record import FeedEvent
 from threadfold.workers.storage.read_state import WholeThread
-
-#: Why a snapshot was sent: the stream's start; a resume the feed could not serve (it
-#: no longer reaches back, or the version is not the thread's); a break of the chain
-#: while following (a rebuild, a delete, a skipped entry, a lost message).
-Reason = Literal["start", "resume_gap", "resync"]
-
-
-class SnapshotBody(msgspec.Struct, frozen=True):
-    """The whole thread at ``version`` (``0-0`` and no messages when it does not
-    exist), each served message's stored ``position`` beside it."""
-
-    thread_id: str
-    version: str
-    total: int
-    format: str
-    messages: list[Any]
-    positions: list[int]
-    unservable: list[Unservable]
-    reason: Reason
-    exists: bool
-
-
-class RemovedBody(msgspec.Struct, frozen=True):
-    id: str
-    position: int
-
-
-class UpsertBody(msgspec.Struct, frozen=True, omit_defaults=True):
-    position: int
-    id: str
-    message: Any
-    messages: list[Any] | None = None  # the OpenAI form's split of one stored message
-
-
-class ChangeBody(msgspec.Struct, frozen=True):
-    """The step from ``prev`` to ``version``: if ``reset``, drop every message; drop the
-    ``removed`` positions; set each upsert's position (a held one is replaced in place,
-    a new one lies past all). The messages in position order are then the thread's."""
-
-    thread_id: str
-    version: str
-    prev: str
-    reset: bool
-    removed: list[RemovedBody]
-    upserts: list[UpsertBody]
-    unservable: list[Unservable]
 
 
 class Fragments(Protocol):
@@ -83,32 +38,32 @@ class Bodies:
     """The bodies of one thread's follower in one format (``fragments``: the process's
     JSON cache for LangChain's form, if it has one; messages are then pre-encoded)."""
 
-    def __init__(self, thread_id: str, fmt: str, fragments: Fragments | None = None) -> None:
+    def __init__(self, thread_id: str, fmt: Format, fragments: Fragments | None = None) -> None:
         self.thread_id = thread_id
-        self.format = fmt
+        self.format: Format = fmt
         self.fragments = fragments if fmt == "langchain" else None
 
     def snapshot(
         self, version: str, snapshot: WholeThread | None, reason: Reason, exists: bool
-    ) -> SnapshotBody:
+    ) -> Snapshot:
         ids = snapshot.ids if snapshot is not None else []
         bodies = snapshot.bodies if snapshot is not None else []
         messages, counts, flaws = self._messages(ids, bodies)
         held = snapshot.positions if snapshot is not None else []
         positions = [p for p, n in zip(held, counts, strict=True) for _ in range(n)]
         markers = [_marker(f, f.field, f.pointer, f.message) for f in flaws]
-        return SnapshotBody(
-            self.thread_id, version, len(ids), self.format, messages, positions, markers,
-            reason, exists,
+        return Snapshot(
+            self.thread_id, version, len(ids), self.format, messages, positions, reason,
+            exists, tuple(markers),
         )  # fmt: skip
 
-    def change(self, event: FeedEvent) -> ChangeBody:
+    def change(self, event: FeedEvent) -> Change:
         ids = [i.encode() for _, i, _ in event.upserts]
         messages, counts, flaws = self._messages(ids, [b for _, _, b in event.upserts])
         upserts, at = [], 0
         for (position, ident, _), n in zip(event.upserts, counts, strict=True):
             served = messages[at : at + n]
-            upserts.append(UpsertBody(position, ident, served[0], served if n > 1 else None))
+            upserts.append(Upsert(position, ident, served[0], tuple(served) if n > 1 else None))
             at += n
         markers = []
         for f in flaws:  # located in the upserts, not in a page
@@ -116,9 +71,15 @@ class Bodies:
             field, pointer = f"upserts[{where}].message", f"/upserts/{where}/message"
             what = f"cannot be served with format={f.format}: {f.reason}"
             markers.append(_marker(f, field, pointer, f"{field} (id {f.id!r}) {what}", where))
-        removed = [RemovedBody(i, p) for i, p in event.removed]
-        return ChangeBody(
-            self.thread_id, event.version, event.prev, event.reset, removed, upserts, markers
+        removed = tuple(Removed(i, p) for i, p in event.removed)
+        return Change(
+            self.thread_id,
+            event.version,
+            event.prev,
+            event.reset,
+            removed,
+            tuple(upserts),
+            tuple(markers),
         )
 
     def _messages(

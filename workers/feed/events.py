@@ -6,8 +6,11 @@ thread reaches. Each change applies on the version before it (``prev``): the cli
 check that chain, and when it breaks (a resume the server's feed no longer reaches, a
 rebuild, a delete) they are sent a fresh snapshot instead, so a follower's messages are
 always some version's exact state. The bodies are the SSE endpoint's ``data:`` (see
-docs/feed.md), field for field: the HTTP clients decode them into these types, the
-direct clients' subscriptions build them (:mod:`threadfold.workers.feed.subscription`).
+docs/feed.md), field for field: :mod:`.bodies` builds them for every follower (the
+API's SSE endpoint encodes them, a direct client's subscription yields them), and the
+HTTP clients decode the endpoint's ``data:`` straight back into them. Messages are
+dicts, except in the API's own encoding, where its JSON cache gives each one as its
+JSON pre-encoded (``msgspec.Raw``, which the encoder writes as it is).
 """
 
 from __future__ import annotations
@@ -17,6 +20,11 @@ from typing import Any, Literal, TypeAlias
 import msgspec
 
 from threadfold.core.render import Format, Unservable
+
+#: Why a snapshot was sent: the stream's start; a resume the feed could not serve (it
+#: no longer reaches back, or the version is not the thread's); a break of the chain
+#: while following (a rebuild, a delete, a skipped entry, a lost message).
+Reason: TypeAlias = Literal["start", "resume_gap", "resync"]
 
 
 class Snapshot(msgspec.Struct, frozen=True):
@@ -32,7 +40,7 @@ class Snapshot(msgspec.Struct, frozen=True):
     format: Format
     messages: list[dict[str, Any]]
     positions: list[int]
-    reason: Literal["start", "resume_gap", "resync"]
+    reason: Reason
     exists: bool
     unservable: tuple[Unservable, ...] = ()
 
@@ -48,7 +56,7 @@ class Removed(msgspec.Struct, frozen=True):
     position: int
 
 
-class Upsert(msgspec.Struct, frozen=True):
+class Upsert(msgspec.Struct, frozen=True, omit_defaults=True):
     """A message written at ``position``: one the thread holds there is replaced in
     place; a new position lies past all the thread holds (the message is appended).
     In the OpenAI form a message with ``tool_result`` blocks is served as several

@@ -15,7 +15,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from threadfold.workers.feed.bodies import Reason
+from threadfold.workers.feed.events import Reason
 from threadfold.workers.feed.follow import Follower, Step
 from threadfold.workers.storage.feed_record import ORIGIN, FeedEvent
 from threadfold.workers.storage.read_state import WholeThread

@@ -24,11 +24,11 @@ import time
 from collections.abc import AsyncGenerator, Iterator
 from typing import Any, Final
 
-import msgspec
 import redis
 
-from threadfold.workers.feed.bodies import Bodies, Reason
-from threadfold.workers.feed.events import Change, Event, Snapshot
+from threadfold.core.render import Format
+from threadfold.workers.feed.bodies import Bodies
+from threadfold.workers.feed.events import Change, Event, Reason, Snapshot
 from threadfold.workers.feed.follow import Follower, Step
 from threadfold.workers.feed.hub import Hub, HubClosed
 from threadfold.workers.feed.subscriber import TOO_SLOW, Ended, Published, Start
@@ -49,20 +49,19 @@ QUEUE_EVENTS: Final = 10_000
 def snapshot_event(bodies: Bodies, found: WholeThread | None, reason: Reason) -> Snapshot:
     """A whole stored state (None: never written) as the client's :class:`Snapshot`."""
     version = found.version if found is not None else ORIGIN
-    body = bodies.snapshot(version, found, reason, exists=found is not None)
-    return msgspec.convert(body, Snapshot, from_attributes=True)
+    return bodies.snapshot(version, found, reason, exists=found is not None)
 
 
 def change_event(bodies: Bodies, event: FeedEvent) -> Change:
     """A feed event as the client's :class:`Change`."""
-    return msgspec.convert(bodies.change(event), Change, from_attributes=True)
+    return bodies.change(event)
 
 
 class Steps:
     """One subscription's state: the version it holds, and the events Redis's answers
     make of it."""
 
-    def __init__(self, thread_id: str, ref: str, channel: str, fmt: str) -> None:
+    def __init__(self, thread_id: str, ref: str, channel: str, fmt: Format) -> None:
         self.ref, self.channel = ref, channel
         self.bodies = Bodies(thread_id, fmt)
         self.follower = Follower(ORIGIN)
