@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from threadfold.workers.feed.apply import apply_in_place, in_order
 from threadfold.workers.feed.events import Change, Event, Removed, Snapshot, Upsert
 
 __all__ = ["Change", "Event", "Removed", "Snapshot", "Transcript", "Upsert"]
@@ -38,18 +39,18 @@ class Transcript:
                 raise ValueError(
                     f"change to {event.version} applies on {event.prev}, not {self.version}"
                 )
-            if event.reset:
-                self._by_position.clear()
-            for gone in event.removed:
-                self._by_position.pop(gone.position, None)
-            for upsert in event.upserts:
-                self._by_position[upsert.position] = upsert.served
+            apply_in_place(  # the feed's one rule (each position: what it serves)
+                self._by_position,
+                reset=event.reset,
+                removed=(gone.position for gone in event.removed),
+                upserts=((upsert.position, upsert.served) for upsert in event.upserts),
+            )
         self.version = event.version
 
     @property
     def messages(self) -> list[dict[str, Any]]:
         """The thread's messages at :attr:`version`, in order (as ``state()`` reads them)."""
-        return [m for p in sorted(self._by_position) for m in self._by_position[p]]
+        return [m for served in in_order(self._by_position) for m in served]
 
     @property
     def ids(self) -> list[str | None]:

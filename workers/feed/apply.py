@@ -3,7 +3,7 @@ state at its ``version`` (exactly ``GET state`` at that version)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -22,11 +22,25 @@ def apply(
     positions carry the rule. The messages in position order are the thread's messages.
     """
     out: dict[int, T] = {} if reset else dict(state)
-    for position in removed:
-        out.pop(position, None)
-    for position, message in upserts:
-        out[position] = message
+    apply_in_place(out, reset=False, removed=removed, upserts=upserts)
     return out
+
+
+def apply_in_place(
+    state: MutableMapping[int, T],
+    *,
+    reset: bool,
+    removed: Iterable[int],
+    upserts: Iterable[tuple[int, T]],
+) -> None:
+    """:func:`apply` on ``state`` itself: a follower of a long thread (a ``Transcript``,
+    the live benchmark's subscribers) would otherwise copy every message each event."""
+    if reset:
+        state.clear()
+    for position in removed:
+        state.pop(position, None)
+    for position, message in upserts:
+        state[position] = message
 
 
 def in_order(state: Mapping[int, T]) -> list[T]:
