@@ -11,7 +11,8 @@ from typing import Any, Final
 
 import msgspec
 
-from threadfold.api.schemas import BulkAccepted, BulkIn, DeltaIn, ErrorOut, PipelineOut
+from threadfold.api.schemas import BulkAccepted, BulkIn, DeltaIn, PipelineOut
+from threadfold.core import errors
 from threadfold.core.keys import NAME_RULE
 from threadfold.workers.feed.events import Change, Snapshot
 from threadfold.workers.threads.results import Appended, State, Status, ThreadList
@@ -115,24 +116,54 @@ _THREAD_ID: Final = {
     "schema": {"type": "string", "pattern": "^[A-Za-z0-9._:@-]{1,128}$"},
     "description": f"Thread id: {NAME_RULE}.",
 }
-_ERRORS: Final = {
-    str(code): {
-        "description": text,
-        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorOut"}}},
+#: Statuses a route names itself, with what they mean there (409 and 410: time travel
+#: and min_version on the state read), or that are not a refusal (405 is Starlette's
+#: routing; 500 is a bug, never answered on purpose). Every other status of the error
+#: tree can answer any route.
+_OWN_STATUSES: Final = frozenset({405, 409, 410, 500})
+
+
+def _first_line(cls: type[errors.RequestError]) -> str:
+    doc = (cls.__doc__ or cls.__name__).strip()
+    return " ".join(doc.split("\n\n")[0].split()).replace("``", "")
+
+
+def _common_errors() -> dict[str, Any]:
+    """The refusals any route may answer, each status described by its classes (their
+    codes and what their docstrings say), from the error tree itself."""
+    by_status: dict[int, list[type[errors.RequestError]]] = {}
+    for cls in errors.classes():
+        if cls.status_code is not None and cls.status_code not in _OWN_STATUSES:
+            by_status.setdefault(cls.status_code, []).append(cls)
+    return {
+        str(status): {
+            "description": "; ".join(f"{c.error_code}: {_first_line(c)}" for c in found),
+            **_json("ErrorOut"),
+        }
+        for status, found in sorted(by_status.items())
     }
-    for code, text in [
-        (400, "Malformed request"),
-        (401, "Missing or unknown API key"),
-        (404, "Thread never written"),
-        (408, "The request head or body did not arrive in time"),
-        (413, "Body too large"),
-        (415, "Body is not application/json"),
-        (422, "Invalid request"),
-        (431, "Too many headers, or a request head over the size limit"),
-        (503, "Redis or the broker is unreachable, or Redis is full (redis_full); retry "
-         "after Retry-After"),
-    ]
-}
+
+
+def _error_components() -> dict[str, Any]:
+    """``ErrorOut``: the API's one error body, every key the tree's classes may put in
+    it (their ``detail_keys``) beside the ones every error has."""
+    properties: dict[str, Any] = {
+        "status": {"type": "integer"},
+        "code": {"type": "string"},  # the tree's codes, and http_error for a routing one
+        "message": {"type": "string"},
+        "field": _STR_OR_NULL,
+        "pointer": _STR_OR_NULL,
+    }
+    for cls in errors.classes():
+        for key, text in cls.detail_keys.items():
+            properties.setdefault(key, {"description": text})
+    detail = {"type": "object", "required": ["status", "code", "message"],
+              "properties": properties}
+    return {
+        "ErrorDetail": detail,
+        "ErrorOut": {"type": "object", "required": ["error"],
+                     "properties": {"error": {"$ref": "#/components/schemas/ErrorDetail"}}},
+    }
 
 
 def _json(ref: str) -> dict[str, Any]:
@@ -177,14 +208,14 @@ def _paths() -> dict[str, Any]:
 
 
 def _write_paths() -> dict[str, Any]:
-    errors = _ERRORS
+    common = _common_errors()
     return {
         "/threads/{thread_id}/deltas": {
             "post": {
                 "summary": "Append one delta (a list of message-likes) to a thread",
                 "parameters": [_THREAD_ID],
                 "requestBody": {"required": True, **_json("DeltaIn")},
-                "responses": {"202": {"description": "Accepted", **_json("Appended")}, **errors},
+                "responses": {"202": {"description": "Accepted", **_json("Appended")}, **common},
             }
         },
         "/deltas": {
@@ -193,7 +224,7 @@ def _write_paths() -> dict[str, Any]:
                 "requestBody": {"required": True, **_json("BulkIn")},
                 "responses": {
                     "202": {"description": "Accepted", **_json("BulkAccepted")},
-                    **errors,
+                    **common,
                 },
             }
         },
@@ -201,7 +232,7 @@ def _write_paths() -> dict[str, Any]:
 
 
 def _thread_paths() -> dict[str, Any]:
-    errors = _ERRORS
+    common = _common_errors()
     return {
         "/threads/{thread_id}/state": {
             "get": {
@@ -220,7 +251,7 @@ def _thread_paths() -> dict[str, Any]:
                         "trimmed the log (gone; oldest_version is the oldest served)",
                         **_json("ErrorOut"),
                     },
-                    **errors,
+                    **common,
                 },
             }
         },
@@ -228,7 +259,7 @@ def _thread_paths() -> dict[str, Any]:
             "get": {
                 "summary": "Version, backlog, times and quarantine of a thread",
                 "parameters": [_THREAD_ID],
-                "responses": {"200": {"description": "Status", **_json("Status")}, **errors},
+                "responses": {"200": {"description": "Status", **_json("Status")}, **common},
             }
         },
         "/threads/{thread_id}/events": _events_path(),
@@ -236,7 +267,7 @@ def _thread_paths() -> dict[str, Any]:
             "delete": {
                 "summary": "Remove a thread and its log",
                 "parameters": [_THREAD_ID],
-                "responses": {"204": {"description": "Deleted"}, **errors},
+                "responses": {"204": {"description": "Deleted"}, **common},
             }
         },
     }
@@ -271,7 +302,7 @@ def _events_path() -> dict[str, Any]:
                     "too_slow, shutting_down)",
                     "content": {"text/event-stream": {"schema": {"type": "string"}}},
                 },
-                **_ERRORS,
+                **_common_errors(),
                 "503": {
                     "description": "Redis unreachable (unavailable), or this API process "
                     "serves its cap of subscribers (too_many_subscribers); retry after "
@@ -285,7 +316,7 @@ def _events_path() -> dict[str, Any]:
 
 def _watch_paths() -> dict[str, Any]:
     """What the page at /ui reads besides a thread's state: threads, the pipeline."""
-    errors = _ERRORS
+    common = _common_errors()
     return {
         "/threads": {
             "get": {
@@ -298,7 +329,7 @@ def _watch_paths() -> dict[str, Any]:
                         "Most threads listed (default 50).",
                     )
                 ],
-                "responses": {"200": {"description": "Threads", **_json("ThreadList")}, **errors},
+                "responses": {"200": {"description": "Threads", **_json("ThreadList")}, **common},
             }
         },
         "/pipeline": {
@@ -307,7 +338,7 @@ def _watch_paths() -> dict[str, Any]:
                 "histogram) as JSON; rates come from two samples",
                 "responses": {
                     "200": {"description": "Pipeline totals", **_json("PipelineOut")},
-                    **errors,
+                    **common,
                 },
             }
         },
@@ -315,7 +346,7 @@ def _watch_paths() -> dict[str, Any]:
 
 
 def _probe_paths() -> dict[str, Any]:
-    errors = _ERRORS
+    common = _common_errors()
     return {
         "/healthz": {
             "get": {"summary": "The process is up", "responses": {"200": {"description": "Up"}}}
@@ -323,7 +354,7 @@ def _probe_paths() -> dict[str, Any]:
         "/readyz": {
             "get": {
                 "summary": "Redis and the broker are reachable",
-                "responses": {"200": {"description": "Ready"}, **errors},
+                "responses": {"200": {"description": "Ready"}, **common},
             }
         },
         "/metrics": {
@@ -346,7 +377,6 @@ _BODIES: Final = (
     Status,
     ThreadList,
     PipelineOut,
-    ErrorOut,
     Snapshot,
     Change,
 )
@@ -355,7 +385,7 @@ _BODIES: Final = (
 def document(auth: bool) -> dict[str, Any]:
     """The whole OpenAPI document."""
     _, components = msgspec.json.schema_components(_BODIES, ref_template=_REF)
-    components |= _message_components()
+    components |= _message_components() | _error_components()
     components["State"]["properties"]["messages"]["items"] = {
         "anyOf": [{"$ref": "#/components/schemas/Message"}, {"type": "object"}]
     }

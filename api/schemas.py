@@ -64,22 +64,3 @@ class PipelineOut(msgspec.Struct):
     threads_quarantined: int
     processes: dict[str, int]
     visible_lag_ms: LagHistogram
-
-
-class ErrorDetail(msgspec.Struct):
-    status: int
-    code: str
-    message: str
-    field: str | None = None
-    pointer: str | None = None
-    version: str | None = None
-    #: 410 gone: the oldest version time travel serves (the live state's).
-    oldest_version: str | None = None
-    #: 404 for an at_version before it: the first version of the thread as it is now.
-    first_version: str | None = None
-    #: 409 poison_entry: the log entry that cannot be decoded or folded.
-    entry: str | None = None
-
-
-class ErrorOut(msgspec.Struct):
-    error: ErrorDetail

@@ -115,6 +115,7 @@ __all__ = [
     "Unavailable",
     "UnsupportedMediaType",
     "VersionNotReached",
+    "classes",
     "kind_of",
     "never_written",
 ]
@@ -142,6 +143,9 @@ class RequestError(ThreadfoldError):
     retry_seconds: ClassVar[float | None] = None
     #: Headers the API answers this error with, besides Retry-After.
     extra_headers: ClassVar[Mapping[str, str]] = {}
+    #: The further keys this error's body may carry (``details``), each with what it
+    #: says: the API's OpenAPI document is built from them.
+    detail_keys: ClassVar[Mapping[str, str]] = {}
 
     def __init__(  # noqa: PLR0913  # an error's fields, by name, as the API's JSON error has them
         self,
@@ -234,6 +238,9 @@ class NotFound(RequestError, LookupError):
     to before the thread's birth says where it begins (``first_version``)."""
 
     status_code, error_code = 404, "not_found"
+    detail_keys: ClassVar[Mapping[str, str]] = {
+        "first_version": "for an at_version before it: the thread's first version as it is"
+    }
 
     @property
     def first_version(self) -> str | None:
@@ -265,6 +272,7 @@ class VersionNotReached(Conflict, TimeoutError):
 
     error_code = "version_not_reached"
     retry_seconds = 1.0
+    detail_keys: ClassVar[Mapping[str, str]] = {"version": "the version the thread stands at"}
 
     @property
     def version(self) -> str | None:
@@ -276,6 +284,9 @@ class PoisonEntry(Conflict):
     it (the live thread is held before it too, until an operator skips it)."""
 
     error_code = "poison_entry"
+    detail_keys: ClassVar[Mapping[str, str]] = {
+        "entry": "the log entry that cannot be decoded or folded"
+    }
 
     @property
     def entry(self) -> str | None:
@@ -287,6 +298,9 @@ class Gone(RequestError, LookupError):
     oldest version still served."""
 
     status_code, error_code = 410, "gone"
+    detail_keys: ClassVar[Mapping[str, str]] = {
+        "oldest_version": "the oldest version time travel serves (the live state's)"
+    }
 
     @property
     def oldest(self) -> str | None:
@@ -299,6 +313,9 @@ class Unavailable(RequestError):
 
     status_code, error_code = 503, "unavailable"
     retry_seconds = 1.0
+    detail_keys: ClassVar[Mapping[str, str]] = {
+        "reasons": "GET /readyz: the codes of what is not ready"
+    }
 
 
 #: What a refused write says, to a client and in a log alike.
@@ -340,6 +357,11 @@ def never_written(thread_id: str) -> NotFound:
 
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def classes(root: type[RequestError] | None = None) -> list[type[RequestError]]:
+    """Every class of the tree under ``root`` (all of them by default), depth first."""
+    return _classes(root or RequestError)
 
 
 def _classes(root: type[RequestError]) -> list[type[RequestError]]:
