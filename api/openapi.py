@@ -14,6 +14,7 @@ import msgspec
 from threadfold.api.schemas import BulkAccepted, BulkIn, DeltaIn, PipelineOut
 from threadfold.core import errors
 from threadfold.core.keys import NAME_RULE
+from threadfold.core.render import FORMATS
 from threadfold.workers.feed.events import Change, Snapshot
 from threadfold.workers.threads.results import Appended, State, Status, ThreadList
 
@@ -179,7 +180,7 @@ _VERSION_PATTERN: Final = "^[0-9]{1,20}-[0-9]{1,20}$"
 _STATE_QUERY: Final = [
     _query(
         "format",
-        {"enum": ["langchain", "openai"]},
+        {"enum": list(FORMATS)},
         "langchain (flat model_dump form, default) "
         "or openai (what convert_to_openai_messages gives).",
     ),
@@ -284,7 +285,7 @@ def _events_path() -> dict[str, Any]:
                 _THREAD_ID,
                 _query(
                     "format",
-                    {"enum": ["langchain", "openai"]},
+                    {"enum": list(FORMATS)},
                     "The messages' form, as on GET state.",
                 ),
                 _query(

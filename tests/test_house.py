@@ -24,10 +24,10 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.sources import python_files
+from tests.sources import LINKED, python_files
 
 ROOT = Path(__file__).resolve().parent.parent
-TREES = ["core", "workers", "api", "loadtests"]
+TREES = list(LINKED)
 MAX_MODULE = 400
 MAX_FUNCTION = 40
 
@@ -35,6 +35,11 @@ MAX_FUNCTION = 40
 # The first three are in the storage move's files (issue 15 items 1-3), which the change
 # that set the limits did not edit: their owner may shorten them and drop the entry.
 EXCEPTIONS: dict[str, str] = {
+    "api/openapi.py": (
+        "the OpenAPI document: its paths written by hand (what each route takes and "
+        "answers), its components from the bodies' Structs and the error tree; one "
+        "module, so the document reads top to bottom as a client sees it"
+    ),
     "workers/threads/service.py": (
         "the thread service: every operation a thread has, in its sync and its asyncio "
         "class, side by side so that the two forms are read (and kept) as one; what they "

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ["core", "workers", "api", "threadfold", "loadtests", "bench"]
 
 
-INTERNAL = {"core", "workers", "api", "loadtests"}
+INTERNAL = set(LINKED)
 
 
 def _layer(module: str) -> str:

@@ -1,5 +1,5 @@
-"""The two trees of the feed A/B: a commit checked out in a temporary ``git worktree``
-with this tree's ``bench/`` copied in, run by the same venv.
+"""A base commit's tree for an A/B (:mod:`bench.ab`): the commit checked out in a
+temporary ``git worktree`` with this tree's ``bench/`` copied in, run by the same venv.
 
 Why a whole tree and not just ``PYTHONPATH``: the venv's threadfold is an editable
 install of the checkout (a meta-path finder appended after ``sys.path``'s), so a
@@ -7,8 +7,7 @@ install of the checkout (a meta-path finder appended after ``sys.path``'s), so a
 the pipeline starts its Celery workers from the checkout bench is imported from
 (``bench.common.services.ROOT``). With bench copied into the worktree and every process
 started there (working directory and ``PYTHONPATH``), the driver and the workers all
-import the worktree's threadfold. :func:`proof` says which code a process runs; the A/B
-also checks the workers' behaviour (feed keys and PUBLISH calls in Redis).
+import the worktree's threadfold (:mod:`bench.ab.proof` checks which code each ran).
 """
 
 from __future__ import annotations
@@ -16,12 +15,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 #: This checkout (bench/live/trees.py -> the repository).
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,14 +60,3 @@ def temporary() -> Iterator[Path]:
 def env_for(tree: Path) -> dict[str, str]:
     """The environment a process of ``tree`` runs with (its children inherit it)."""
     return {**os.environ, "PYTHONPATH": str(tree)}
-
-
-def proof() -> dict[str, Any]:
-    """Which threadfold this process imported: its files and whether it has the feed."""
-    import threadfold  # noqa: PLC0415  # imported here: the caller's sys.path decides
-    from threadfold.workers.storage import commit  # noqa: PLC0415
-
-    lua = Path(commit.__file__).with_suffix(".lua").read_text()
-    return {"threadfold": threadfold.__file__, "commit": commit.__file__,
-            "commit_publishes": "PUBLISH" in lua, "python": sys.executable,
-            "cwd": os.getcwd()}

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from tests.sources import LINKED
 from tests.workers.harness import ROOT
 
 PACKAGE = "threadfold"
@@ -61,9 +62,9 @@ def source_files(root: Path = ROOT) -> set[str]:
 
 
 def link_targets(root: Path = ROOT) -> list[str]:
-    """The top-level folders threadfold/ links to (core, workers, api, loadtests)."""
-    links = [p for p in sorted((root / PACKAGE).iterdir()) if p.is_symlink()]
-    return [os.path.relpath(link.resolve(), root) for link in links]
+    """The top-level folders threadfold/ links to (tests.sources.LINKED, which
+    tests/test_layout.py checks are links), as paths from ``root``."""
+    return [os.path.relpath((root / PACKAGE / name).resolve(), root) for name in LINKED]
 
 
 def copy_source(dest: Path, root: Path = ROOT) -> Path:

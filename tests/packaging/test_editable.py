@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from tests.packaging.builds import PACKAGE, clean_env, copy_source, fresh_venv, pip_install, run
+from tests.sources import LINKED
 from tests.workers.harness import ROOT
 
-INTERNALS = ("core", "workers", "api", "loadtests")
+INTERNALS = LINKED
 
 PROBE = """
 import importlib, json

@@ -38,9 +38,10 @@ from tests.packaging.builds import (
     run,
     source_files,
 )
+from tests.sources import LINKED
 from tests.workers.harness import ROOT
 
-INTERNALS = ("core", "workers", "api", "loadtests")
+INTERNALS = LINKED
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from tests.sources import python_files
 from threadfold.workers import entry
 from threadfold.workers.ingest.wakeup import Waker
 from threadfold.workers.ops.processes import RedisServer
@@ -32,8 +33,7 @@ class Recorded:
 
 
 def _sources() -> list[Path]:
-    found = [p for package in PRODUCT for p in (ROOT / package).rglob("*.py")]
-    return found + sorted((ROOT / "threadfold").glob("*.py"))
+    return [p for package in [*PRODUCT, "threadfold"] for p in python_files(package)]
 
 
 def test_nothing_but_the_entry_module_builds_a_client_store_producer_or_waker() -> None:
