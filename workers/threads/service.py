@@ -138,7 +138,7 @@ def status_of(thread_id: str, found: ThreadStatus | None) -> Status:
 
 def row_of(ref: str, found: ThreadStatus, activity: int) -> ThreadRow:
     return ThreadRow(
-        ref.partition("/")[2],
+        ref.partition("/")[2],  # as stored, unchecked: a list never fails on one row
         found.version,
         found.messages,
         found.backlog,
@@ -213,7 +213,8 @@ class Threads:
         with refusals:
             if q.min_version is not None:
                 self._wait(at, q.min_version, q.wait)
-            return reads.served(reads.checked(self._page(at, q), at.thread_id, q), at.thread_id, q)
+            found = reads.checked(self._page(at, q), at.thread_id, q)
+        return reads.served(found, at.thread_id, q)
 
     def _page(self, at: Target, q: Query) -> StatePage | None:
         if q.at_version is None:
