@@ -11,7 +11,7 @@ fails when one is set later.
 
 With ``noeviction`` a full Redis refuses writes instead (``OOM command not allowed``),
 which is safe: the write fails and is not acknowledged
-(:class:`threadfold.workers.redisio.client.RedisFull`).
+(:class:`threadfold.core.errors.RedisFull`).
 
 The policy comes from CONFIG GET. Managed services often rename or deny CONFIG, so
 INFO's memory section, which carries ``maxmemory_policy`` too, is the fallback. When
