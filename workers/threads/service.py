@@ -108,6 +108,16 @@ def target(tenant: str, thread_id: str) -> Target:
     return Target(name, make_ref(tenant, name))
 
 
+def followed(
+    tenant: str, thread_id: str, after: str | None, format: object
+) -> tuple[Target, str | None, Format]:
+    """A subscription's checked arguments: the thread, the version to resume after (a
+    version the follower holds), the format it is sent in."""
+    at = target(tenant, thread_id)  # the id first, as every operation checks it
+    resume = None if after is None else query.version(after, "after")
+    return at, resume, query.format_of(format)
+
+
 def deltas(tenant: str, given: Sequence[tuple[str, Sequence[Any], str | None]]) -> list[Delta]:
     """The deltas of an append, in the tenant (the producer checks every id and message)."""
     return [Delta(thread_id, messages, delta_id, tenant) for thread_id, messages, delta_id in given]
@@ -273,9 +283,7 @@ class Threads:
         """The thread's events while the caller iterates, on a listener connection of
         its own (:func:`threadfold.workers.feed.subscription.follow`). Its arguments are
         checked when iteration starts, as an asyncio subscription's are."""
-        at = target(tenant, thread_id)
-        resume = None if after is None else query.version(after, "after")
-        fmt: Format = query.format_of(format)
+        at, resume, fmt = followed(tenant, thread_id, after, format)
         listener = entry.listener(self.settings, name=self.name)
         feed = self.settings.keyspace.thread(at.ref).feed
         steps = subscription.Steps(at.thread_id, at.ref, feed, fmt)
@@ -409,15 +417,6 @@ class AsyncThreads:
             )
         return self._hub
 
-    def follow_target(
-        self, tenant: str, thread_id: str, *, after: str | None, format: object
-    ) -> tuple[Target, str | None, Bodies]:
-        """A subscription's checked arguments: the thread, the version to resume after,
-        and the bodies it is sent in."""
-        at = target(tenant, thread_id)
-        resume = None if after is None else query.version(after, "after")
-        return at, resume, Bodies(at.thread_id, query.format_of(format))
-
     def subscriber(self, at: Target, after: str | None) -> Subscriber:
         """A follower of ``at`` on this service's hub (the API's event streams), or the
         refusal: at the hub's cap, or while the process shuts down (503 both)."""
@@ -438,9 +437,9 @@ class AsyncThreads:
         """The thread's events while the caller iterates, through this service's hub
         (:func:`threadfold.workers.feed.subscription.ahub_follow`); ClientClosed once the
         service is closed."""
-        at, resume, bodies = self.follow_target(tenant, thread_id, after=after, format=format)
+        at, resume, fmt = followed(tenant, thread_id, after, format)
         hub = self.hub(max_subscribers=sys.maxsize)
-        events = subscription.ahub_follow(hub, at.ref, bodies, resume)
+        events = subscription.ahub_follow(hub, at.ref, Bodies(at.thread_id, fmt), resume)
         try:
             # aclosing: leaving the caller's loop ends the subscription now, not when the
             # collector finalizes the inner generator.
