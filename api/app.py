@@ -71,7 +71,6 @@ class Resources:
     auth: Authenticator
     metrics: Metrics
     fragments: JsonFragments | None
-    limits: query.Limits
     flush_outage: FlushOutage = field(default_factory=lambda: FlushOutage(log))
     #: The process's one reader of thread feeds (GET /threads/{id}/events).
     hub: Hub | None = None
@@ -79,6 +78,11 @@ class Resources:
     @property
     def threads(self) -> AsyncThreads:
         return self.engine.threads
+
+    @property
+    def limits(self) -> query.Limits:
+        """What one request may ask (the thread service holds them)."""
+        return self.engine.threads.limits
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -322,7 +326,6 @@ def build_resources(settings: ApiSettings, waker: AsyncWaker | None = None) -> R
         Authenticator(settings.key_map()),
         Metrics(settings.keyspace, "api", settings.metrics_flush_seconds),
         JsonFragments(cache) if cache > 0 else None,
-        limits,
         hub=make_hub(engine.threads, settings.sse_max_subscribers),
     )
 

@@ -21,6 +21,7 @@ from threadfold.workers.storage import (
 from threadfold.workers.storage.backlog import Listing
 from threadfold.workers.storage.commit import CommitPlan, Committed
 from threadfold.workers.storage.lookup import Found
+from threadfold.workers.storage.meta import VERSION_FIELDS, version_of
 from threadfold.workers.storage.read_state import StatePage, WholeThread
 from threadfold.workers.storage.retry import Retried
 from threadfold.workers.storage.status import ThreadStatus
@@ -74,6 +75,11 @@ class Store:
     ) -> StatePage | None:
         call = read_state.call(self.keyspace.thread(ref), mode, anchor, limit)
         return read_state.parse(run(self.client, call), mode, limit)
+
+    def version(self, ref: str) -> str | None:
+        """The thread's version (cursor), or None when it was never written."""
+        meta = self.keyspace.thread(ref).meta
+        return version_of(self.client.hmget(meta, [*VERSION_FIELDS]))
 
     def status(self, ref: str) -> ThreadStatus | None:
         return status.parse(run(self.client, status.call(self.keyspace.thread(ref))))

@@ -46,7 +46,6 @@ from threadfold.workers.replay.prefix import NotReplayable
 from threadfold.workers.replay.replay import atravel, travel
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.astore import AsyncStore
-from threadfold.workers.storage.meta import VERSION_FIELDS, version_of
 from threadfold.workers.storage.read_state import StateBodies, StatePage
 from threadfold.workers.storage.status import ThreadStatus
 from threadfold.workers.storage.store import Store
@@ -250,9 +249,7 @@ class Threads:
     def _wait(self, at: Target, wanted: str, seconds: float) -> str:
         waiting = reads.Waiting(at.thread_id, wanted, seconds)
         while True:
-            now = version_of(
-                self.store.client.hmget(self.store.keyspace.thread(at.ref).meta, [*VERSION_FIELDS])
-            )
+            now = self.store.version(at.ref)
             pause = waiting.pause(now)
             if pause is None:
                 assert now is not None  # pause() refused a missing thread
@@ -376,9 +373,8 @@ class AsyncThreads:
 
     async def _wait(self, at: Target, wanted: str, seconds: float) -> str:
         waiting = reads.Waiting(at.thread_id, wanted, seconds)
-        meta = self.store.keyspace.thread(at.ref).meta
         while True:
-            now = version_of(await self.store.client.hmget(meta, [*VERSION_FIELDS]))
+            now = await self.store.version(at.ref)
             pause = waiting.pause(now)
             if pause is None:
                 assert now is not None  # pause() refused a missing thread
