@@ -111,11 +111,40 @@ class ThreadKeys:
         return f"{self.tag}:{self.ref}:feed"
 
     @property
+    def metadata(self) -> str:
+        """HASH: metadata key -> its value's canonical JSON (:mod:`threadfold.core.metadata`);
+        absent while the thread has none."""
+        return f"{self.tag}:{self.ref}:md"
+
+    @property
+    def tenant(self) -> str:
+        return self.ref.partition("/")[0]
+
+    @property
+    def born(self) -> str:
+        """ZSET of the bucket, one per tenant: ref -> ms the thread was created (its
+        current incarnation's first append): a search sorted by creation."""
+        return f"{self.tag}:born:{self.tenant}"
+
+    @property
+    def terms(self) -> str:
+        """ZSET of the bucket, one per tenant, every score 0: ``<term><ref>`` for each
+        metadata key and value a thread holds (:func:`threadfold.core.metadata.term`), so
+        one lexicographic range lists a term's threads."""
+        return f"{self.tag}:mdx:{self.tenant}"
+
+    @property
+    def expiry(self) -> str:
+        """ZSET of the bucket: ref -> ms the thread expires, for each idle thread with a
+        TTL (the sweeper's work list; a thread with a backlog is out of it until its
+        commit)."""
+        return f"{self.tag}:expiry"
+
+    @property
     def active(self) -> str:
         """ZSET of the bucket, one per tenant: ref -> ms of the thread's last commit (the
         threads list's recent activity)."""
-        tenant = self.ref.partition("/")[0]
-        return f"{self.tag}:active:{tenant}"
+        return f"{self.tag}:active:{self.tenant}"
 
     @property
     def dirty(self) -> str:
@@ -159,6 +188,15 @@ class Keyspace:
     def bucket_keys(self, bucket: int) -> ThreadKeys:
         """Keys of a bucket's index sets (the ref part is unused)."""
         return ThreadKeys("", self.bucket_tag(bucket))
+
+    def bucket_of_tenant(self, bucket: int, tenant: str) -> ThreadKeys:
+        """Keys of a bucket's index sets, with a tenant's own among them."""
+        return ThreadKeys(f"{tenant}/", self.bucket_tag(bucket))
+
+    @property
+    def sweep_cursor(self) -> str:
+        """STRING: a counter, the next bucket the TTL sweep visits (modulo buckets)."""
+        return f"{{{self.prefix}:sweep}}:next"
 
     @property
     def metrics_procs(self) -> str:

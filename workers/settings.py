@@ -13,6 +13,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from threadfold.core.depth import DEFAULT_MAX_DEPTH, HIGHEST_MAX_DEPTH
 from threadfold.core.keys import Keyspace
+from threadfold.core.lifecycle import MAX_TTL_SECONDS
 from threadfold.workers.redact import url_secrets
 from threadfold.workers.storage.feed_record import FeedLimits
 
@@ -86,6 +87,31 @@ class Settings(BaseSettings):
         ge=0,
         description="Keep a change event in the feed only up to this size (a larger one, "
         "a bulk load's, is only published: a subscriber that missed it gets a snapshot).",
+    )
+    thread_ttl_seconds: float = Field(
+        0.0,
+        ge=0,
+        le=MAX_TTL_SECONDS,
+        description="Remove a thread idle this long (no append, no commit): every key and "
+        "index entry of it. 0 keeps threads forever; a thread's own TTL (PATCH "
+        "ttl_seconds) overrides it, and a pinned thread never expires.",
+    )
+    ttl_refresh_on_read: bool = Field(
+        False,
+        description="Reads of a thread's state (and its status) restart its TTL too, as "
+        "writes always do.",
+    )
+    expire_per_sweep: int = Field(
+        2000,
+        ge=1,
+        le=1_000_000,
+        description="Most threads one TTL sweep removes (the rest wait for the next).",
+    )
+    expire_buckets_per_sweep: int = Field(
+        64,
+        ge=1,
+        le=16384,
+        description="Buckets one TTL sweep visits, round robin (no full scan per period).",
     )
     merge_chunks: bool = Field(
         False,
@@ -174,6 +200,10 @@ class Settings(BaseSettings):
     @property
     def retention_ms(self) -> int:
         return int(self.retention_seconds * 1000)
+
+    @property
+    def thread_ttl_ms(self) -> int:
+        return int(self.thread_ttl_seconds * 1000)
 
     @property
     def feed_limits(self) -> FeedLimits:

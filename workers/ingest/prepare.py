@@ -6,7 +6,7 @@ written (the producer stages a whole bulk this way before it sends any of it).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 import msgspec
@@ -16,7 +16,9 @@ from threadfold.core.depth import DEFAULT_MAX_DEPTH, check_depth, containers_at_
 from threadfold.core.errors import InvalidMessage
 from threadfold.core.ids import IdSource, derived_ids, ensure_ids
 from threadfold.core.keys import DEFAULT_TENANT, InvalidName, make_ref
+from threadfold.core.metadata import changes, pairs
 from threadfold.core.servable import check_encoded
+from threadfold.workers.storage.ingest import options
 from threadfold.workers.storage.pages import fingerprints
 
 MAX_DELTA_ID = 200
@@ -32,6 +34,9 @@ class Delta(msgspec.Struct, frozen=True):  # tracked by the GC: it holds the cal
     messages: Sequence[Any]
     delta_id: str | None = None
     tenant: str = DEFAULT_TENANT
+    #: The metadata the thread is created with, if this delta creates it (an existing
+    #: thread's is changed by ``update``): see threadfold.core.metadata.
+    metadata: Mapping[str, Any] | None = None
 
 
 class Prepared(msgspec.Struct, gc=False):
@@ -42,6 +47,8 @@ class Prepared(msgspec.Struct, gc=False):
     payload: bytes
     ids: tuple[str, ...]
     mentioned: bytes
+    #: The ingest script's opts for the thread (threadfold.workers.storage.ingest.options).
+    opts: bytes = b""
 
 
 def prepare(
@@ -78,7 +85,10 @@ def prepare(
         if type(ident) is not str:
             raise InvalidMessage(at(f"messages[{i}].id"), f"expected a string, got {ident!r}")
     ids = cast("tuple[str, ...]", ids)
-    return Prepared(ref, delta.delta_id or "", payload, ids, fingerprints(ids))
+    opts = b""
+    if delta.metadata is not None:
+        opts = options(pairs(changes(delta.metadata, at("metadata"), deletes=False)))
+    return Prepared(ref, delta.delta_id or "", payload, ids, fingerprints(ids), opts)
 
 
 def _checked_ref(delta: Delta, at: Callable[[str], str]) -> str:

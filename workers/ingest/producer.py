@@ -64,6 +64,15 @@ def _group(prepared: Sequence[Prepared]) -> dict[str, list[int]]:
     return groups
 
 
+def _opts(prepared: Sequence[Prepared], indices: Sequence[int]) -> bytes:
+    """A thread's opts in a call: the first of its deltas' that has any (the metadata
+    of a delta that creates the thread; later deltas find it created)."""
+    for i in indices:
+        if prepared[i].opts:
+            return prepared[i].opts
+    return b""
+
+
 def _calls(
     settings: Settings, prepared: Sequence[Prepared], groups: dict[str, list[int]]
 ) -> tuple[list[Call], list[list[str]]]:
@@ -80,6 +89,7 @@ def _calls(
                         (prepared[i].delta_id, prepared[i].payload, prepared[i].mentioned)
                         for i in groups[ref]
                     ],
+                    _opts(prepared, groups[ref]),
                 )
                 for ref in share
             ],
@@ -109,6 +119,22 @@ def _outcomes(
                 ids = prepared[i].ids
                 results[i] = Enqueued(deltas[i].thread_id, version, len(ids), not new, ids)
     return [r for r in results if r is not None], woken
+
+
+def _create_call(settings: Settings, p: Prepared, metadata: Sequence[str | bytes]) -> Call:
+    """One delta appended only if its thread does not exist (a copy's first)."""
+    opts = ingest.options(metadata, only_new=True)
+    group = (p.ref, [(p.delta_id, p.payload, p.mentioned)], opts)
+    return ingest.call(settings.keyspace, [group], settings.dedupe_ms, settings.wake_ttl_ms)
+
+
+def _created(delta: Delta, p: Prepared, raw: Any) -> tuple[Enqueued | None, list[str]]:
+    """The created thread's delta (None when it existed), and the threads to wake."""
+    [answer] = ingest.parse(raw, [1])
+    if answer.exists:
+        return None, []
+    done = Enqueued(delta.thread_id, answer.versions[0], len(p.ids), False, p.ids)
+    return done, [p.ref] if answer.woke else []
 
 
 @dataclass(slots=True)
@@ -196,6 +222,19 @@ class Producer:
                 yield self._answer(stream, waiting)
         finally:
             self._close(stream, waiting)
+
+    def create(self, delta: Delta, metadata: Sequence[str | bytes]) -> Enqueued | None:
+        """Append ``delta`` as a new thread's first, born with ``metadata`` (key, value
+        JSON pairs); None, and nothing written, when the thread exists."""
+        [p] = prepare_all([delta], "", self.new_id, self.settings.max_json_depth)
+        [raw] = run_many(self.client, [_create_call(self.settings, p, metadata)])
+        created, woken = _created(delta, p, raw)
+        if woken:
+            try:
+                self.waker.wake(woken)
+            except Exception:  # noqa: BLE001  # the delta is stored: see _lost_wake_up
+                _lost_wake_up(woken)
+        return created
 
     def _close(self, stream: Stream, waiting: deque[_Staged]) -> None:
         """The stream's end, however it came: a caller that left the loop early or an
@@ -297,6 +336,18 @@ class AsyncProducer:
             loop.call_soon(self._start_flush)  # after the callers of this turn joined
         self._waiting.append(waiting)
         return await waiting.done
+
+    async def create(self, delta: Delta, metadata: Sequence[str | bytes]) -> Enqueued | None:
+        """:meth:`Producer.create` for asyncio callers (a call of its own, never shared)."""
+        [p] = prepare_all([delta], "", self.new_id, self.settings.max_json_depth)
+        [raw] = await arun_many(self.client, [_create_call(self.settings, p, metadata)])
+        created, woken = _created(delta, p, raw)
+        if woken:
+            try:
+                await self.waker.wake(woken)
+            except Exception:  # noqa: BLE001  # the delta is stored: see _lost_wake_up
+                _lost_wake_up(woken)
+        return created
 
     def _start_flush(self) -> None:
         batch, self._waiting = self._waiting, []

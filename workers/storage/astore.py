@@ -4,9 +4,11 @@ the thread service's (:func:`threadfold.workers.replay.replay.atravel`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from threadfold.core.keys import Keyspace
 from threadfold.workers.redisio.client import AsyncClient, arun
-from threadfold.workers.storage import delete, feed, read_state, status
+from threadfold.workers.storage import delete, feed, patch, read_state, status, touch
 from threadfold.workers.storage.meta import VERSION_FIELDS, version_of
 from threadfold.workers.storage.read_state import StateBodies, StatePage, WholeThread
 from threadfold.workers.storage.status import ThreadStatus
@@ -37,8 +39,9 @@ class AsyncStore:
         meta = self.keyspace.thread(ref).meta
         return version_of(await self.client.hmget(meta, [*VERSION_FIELDS]))
 
-    async def status(self, ref: str) -> ThreadStatus | None:
-        return status.parse(await arun(self.client, status.call(self.keyspace.thread(ref))))
+    async def status(self, ref: str, ttl_ms: int = 0) -> ThreadStatus | None:
+        call = status.call(self.keyspace.thread(ref), ttl_ms)
+        return status.parse(await arun(self.client, call))
 
     async def snapshot(self, ref: str) -> WholeThread | None:
         """The whole thread with its messages' positions (a follower's start)."""
@@ -52,6 +55,15 @@ class AsyncStore:
 
     async def delete(self, ref: str) -> bool:
         return delete.parse(await arun(self.client, delete.call(self.keyspace.thread(ref))))
+
+    async def patch(
+        self, ref: str, ttl: str, pinned: str, ttl_ms: int, changes: Sequence[str | bytes]
+    ) -> bool | patch.Refused:
+        call = patch.call(self.keyspace.thread(ref), ttl, pinned, ttl_ms, changes)
+        return patch.parse(await arun(self.client, call))
+
+    async def touch(self, ref: str, ttl_ms: int) -> None:
+        await arun(self.client, touch.call(self.keyspace.thread(ref), ttl_ms))
 
     async def ping(self) -> bool:
         return bool(await self.client.ping())

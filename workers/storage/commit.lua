@@ -1,9 +1,9 @@
 -- Compare-and-set commits of one or more threads (a drain round commits all of a
 -- task's threads with one call; each thread's commit stands or fails on its own).
--- KEYS per thread: meta pages index log sched dirty feed active
+-- KEYS per thread: meta pages index log sched dirty feed active expiry
 -- ARGV per thread: count, then its count arguments:
 --       fence new_cursor next_position cleared n_removed n_pages n_inserts
---       retention_ms sched_ms ref n_entries feed_max_events feed_max_age_ms event
+--       retention_ms sched_ms ref n_entries feed_max_events feed_max_age_ms event ttl_ms
 --       {fingerprint position}*n_removed {page_number page}*n_pages
 --       {fingerprint position record}*n_inserts (ascending, past every stored position)
 --       The pages are whole: the stored ones the batch read, rewritten by the worker
@@ -38,18 +38,19 @@ local function publish(feed, version, prev, event, max_events, max_age_ms, at_ms
 end
 
 local function commit(k, a)   -- KEYS[k + i] and ARGV[a + i] are the thread's i-th
-  local meta, pages, index, log, sched, dirty, feed, active = KEYS[k + 1], KEYS[k + 2],
-    KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6], KEYS[k + 7], KEYS[k + 8]
-  -- The fence, the state's shape and the applied count in one read (a redis.call
-  -- costs more than the fields it returns).
-  local state = redis.call('HMGET', meta, 'c', 'g', 'i', 'm', 'ib', 'pp', 'k')
+  local meta, pages, index, log, sched, dirty, feed, active, expiry = KEYS[k + 1],
+    KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6], KEYS[k + 7],
+    KEYS[k + 8], KEYS[k + 9]
+  -- The fence, the state's shape, the applied count and the TTL in one read (a
+  -- redis.call costs more than the fields it returns).
+  local state = redis.call('HMGET', meta, 'c', 'g', 'i', 'm', 'ib', 'pp', 'k', 'x', 'pn')
   if fence(state[1], state[2], state[3]) ~= ARGV[a + 1] then return {0} end
   local new_cursor = ARGV[a + 2]
   local n_removed, n_pages, n_inserts =
     tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7])
   local cleared = ARGV[a + 4] == '1'
   local gone, written, dropped = {}, {}, {}
-  local base = a + 15
+  local base = a + 16
   for i = base, base + 2 * n_removed - 1, 2 do
     gone[#gone + 1] = ARGV[i]
     gone[#gone + 1] = tonumber(ARGV[i + 1])
@@ -93,6 +94,10 @@ local function commit(k, a)   -- KEYS[k + i] and ARGV[a + i] are the thread's i-
   publish(feed, new_cursor, state[1] or '0-0', ARGV[a + 14],
           tonumber(ARGV[a + 12]), tonumber(ARGV[a + 13]), now)
   redis.call('ZADD', active, now, ARGV[a + 10])
+  -- A commit is the thread's activity: its TTL restarts (the sweep skips a thread
+  -- with a backlog, so an append not yet committed keeps it too).
+  local ttl = ttl_of(state[8], state[9], tonumber(ARGV[a + 15]))
+  if ttl > 0 then redis.call('ZADD', expiry, now + ttl, ARGV[a + 10]) end
   if has_backlog(log, new_cursor) then
     redis.call('PEXPIRE', sched, ARGV[a + 9])
     return {1, 1, now}
@@ -103,8 +108,8 @@ local function commit(k, a)   -- KEYS[k + i] and ARGV[a + i] are the thread's i-
 end
 
 local all, a = {}, 0
-for t = 0, #KEYS / 8 - 1 do
-  all[t + 1] = commit(8 * t, a + 1)
+for t = 0, #KEYS / 9 - 1 do
+  all[t + 1] = commit(9 * t, a + 1)
   a = a + 1 + tonumber(ARGV[a + 1])
 end
 return all

@@ -20,7 +20,7 @@ from threadfold.workers.storage.lookup import Found
 from threadfold.workers.storage.lua import script
 from threadfold.workers.storage.pages import edit_page, fingerprint, record
 
-SCRIPT: Final = script("commit", "common", "state")
+SCRIPT: Final = script("commit", "common", "state", "lifecycle")
 
 #: Calls of many threads merge into one (``run_merged``): per thread, its ARGV counted.
 PER_THREAD: Final = True
@@ -35,6 +35,7 @@ class Keys(NamedTuple):
     dirty: str
     feed: str
     active: str
+    expiry: str
 
 
 class Args(NamedTuple):
@@ -54,6 +55,7 @@ class Args(NamedTuple):
     feed_max_events: int
     feed_max_age_ms: int
     event: bytes
+    ttl_ms: int
 
 
 @lru_cache(maxsize=65_536)
@@ -85,6 +87,8 @@ class CommitPlan:
     wake_ms: int
     #: What the thread's change feed keeps of the event this commit writes.
     feed: FeedLimits
+    #: The deployment's TTL of an idle thread (0: none), restarted by this commit.
+    ttl_ms: int = 0
 
 
 def call(ks: Keyspace, plan: CommitPlan) -> Call:
@@ -144,6 +148,7 @@ def call(ks: Keyspace, plan: CommitPlan) -> Call:
         plan.feed.max_events if len(blob) <= plan.feed.max_event_bytes else 0,
         plan.feed.max_age_ms,
         blob,
+        plan.ttl_ms,
     )
     args: list[str | bytes | int] = [*head, *removed, *edited]
     for position, key, body in inserts:

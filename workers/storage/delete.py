@@ -1,38 +1,37 @@
-"""DELETE (``delete.lua``): every key of a thread, and its place in its bucket's sets."""
+"""DELETE (``delete.lua``): every key of a thread, and its place in its bucket's sets
+(the removal a delete, the TTL sweep and a prune share: ``forget`` in
+``lifecycle.lua``)."""
 
 from __future__ import annotations
 
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, Literal, NamedTuple
 
 from threadfold.core.keys import ThreadKeys
 from threadfold.workers.redisio.client import Call
 from threadfold.workers.storage.contract import keys_of
 from threadfold.workers.storage.lua import script
 
-SCRIPT: Final = script("delete")
+SCRIPT: Final = script("delete", "common", "lifecycle")
+
+#: Why a thread was removed, as its followers are told (``deleted:<reason>``).
+Removal = Literal["deleted", "expired", "pruned"]
 
 
 class Keys(NamedTuple):
-    log: str
-    meta: str
-    pages: str
-    index: str  # type: ignore[assignment]  # the key, as ThreadKeys names it (tuple.index unused)
-    sched: str
-    dedupe: str
-    dedupe_expiry: str
     dirty: str
     quarantine: str
     threads: str
-    feed: str
-    active: str
+    expiry: str
 
 
 class Args(NamedTuple):
+    tag: str
     ref: str
+    reason: str
 
 
-def call(k: ThreadKeys) -> Call:
-    return Call(SCRIPT, keys_of(Keys, k), Args(k.ref))
+def call(k: ThreadKeys, reason: Removal = "deleted") -> Call:
+    return Call(SCRIPT, keys_of(Keys, k), Args(k.tag, k.ref, reason))
 
 
 def parse(raw: Any) -> bool:

@@ -2,19 +2,35 @@
 -- bucket, or all of them on a standalone server): the fixed cost of a script call is
 -- paid once per group instead of once per thread.
 -- KEYS per thread: log meta sched dirty threads dedupe dedupe_expiry births
--- ARGV: dedupe_ms sched_ms n_threads, then per thread: ref n {delta_id payload fps}*n
+-- ARGV: dedupe_ms sched_ms n_threads, then per thread: ref n opts {delta_id payload fps}*n
 --       (delta_id '' = no dedupe; fps: the index fingerprints of the ids the delta
---       mentions, 4 bytes each, in order)
--- -> per thread, in order: woke(0|1), then {version, new(0|1)} per delta
+--       mentions, 4 bytes each, in order; opts '' or msgpack {only_new, key, value JSON,
+--       ...}: the metadata a thread this call creates is born with, and 1 to append
+--       only if the thread does not exist, a copy's)
+-- -> per thread, in order: woke(0|1, or -1: only_new and the thread exists, nothing
+--    written), then {version, new(0|1)} per delta
 -- Every redis.call costs about a microsecond on top of its command: the common path
 -- (no delta_id, flag already set) makes four per thread plus one per delta.
 local dedupe_ms, sched_ms, threads = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local now = false
 local out = {}
 
-local function ingest(k, ref, n, a)
+local function ingest(k, ref, n, opts, a)
   local log, meta, sched, dirty, all, dd, ddx, births = KEYS[k + 1], KEYS[k + 2],
     KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6], KEYS[k + 7], KEYS[k + 8]
+  local changes = false
+  if opts ~= '' then   -- rare: a new thread's metadata, a copy
+    changes = cmsgpack.unpack(opts)
+    if changes[1] == 1 and redis.call('EXISTS', meta) == 1 then
+      out[#out + 1] = -1
+      for i = 1, n do
+        out[#out + 1] = ''
+        out[#out + 1] = 0
+      end
+      return
+    end
+    table.remove(changes, 1)
+  end
   local deduping = false
   for i = 0, n - 1 do
     if ARGV[a + 3 * i] ~= '' then deduping = true end
@@ -65,6 +81,7 @@ local function ingest(k, ref, n, a)
     -- 'b': its first entry. A log that no longer starts there lost entries, and a
     -- version before it is no state of this incarnation (see PREFIX).
     redis.call('HSET', meta, 'i', redis.call('INCR', births), 'b', first)
+    born(meta, ref, first, changes)
   end
   if recorded and dedupe_ms > 0 then
     redis.call('PEXPIRE', dd, dedupe_ms)
@@ -84,7 +101,7 @@ end
 local a = 4
 for t = 0, threads - 1 do
   local ref, n = ARGV[a], tonumber(ARGV[a + 1])
-  ingest(8 * t, ref, n, a + 2)
-  a = a + 2 + 3 * n
+  ingest(8 * t, ref, n, ARGV[a + 2], a + 3)
+  a = a + 3 + 3 * n
 end
 return out

@@ -8,12 +8,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final, NamedTuple
 
+import msgspec
+
 from threadfold.core.keys import Keyspace
 from threadfold.workers.redisio.client import Call, text
 from threadfold.workers.storage.contract import keys_of
 from threadfold.workers.storage.lua import script
 
-SCRIPT: Final = script("ingest", "common")
+SCRIPT: Final = script("ingest", "common", "lifecycle")
 
 #: Per thread.
 PER_THREAD: Final = True
@@ -31,7 +33,7 @@ class Keys(NamedTuple):
 
 
 class Args(NamedTuple):
-    """The call's ARGV before its threads' (each: ref n {delta_id payload fps}*n)."""
+    """The call's ARGV before its threads' (each: ref n opts {delta_id payload fps}*n)."""
 
     dedupe_ms: int
     sched_ms: int
@@ -41,8 +43,17 @@ class Args(NamedTuple):
 #: Most threads in one ingest call (a few hundred microseconds of server time).
 MAX_THREADS_PER_INGEST: Final = 200
 
-#: One thread's part of a call: ``(ref, [(delta_id or '', payload, encoded ids or ''), ...])``.
-IngestGroup = tuple[str, Sequence[tuple[str, bytes, bytes]]]
+#: One thread's part of a call: ``(ref, [(delta_id or '', payload, encoded ids or ''),
+#: ...], opts)``, opts from :func:`options` ('' for none, the common case).
+IngestGroup = tuple[str, Sequence[tuple[str, bytes, bytes]], bytes]
+
+
+def options(metadata: Sequence[str | bytes], *, only_new: bool = False) -> bytes:
+    """A thread's opts: the metadata (:func:`threadfold.core.metadata.pairs`) it is
+    created with, and whether to append only if it does not exist."""
+    if not metadata and not only_new:
+        return b""
+    return msgspec.msgpack.encode([1 if only_new else 0, *metadata])
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +64,8 @@ class IngestAnswer:
     versions: list[str]
     new: list[bool]
     woke: bool
+    #: An ``only_new`` thread that exists: nothing was written.
+    exists: bool = False
 
 
 # Key names per thread, memoized: building eight f-strings per call was a visible share
@@ -67,9 +80,9 @@ def call(ks: Keyspace, groups: Sequence[IngestGroup], dedupe_ms: int, wake_ms: i
     bucket (:func:`groups_of`)."""
     keys: list[str] = []
     args: list[str | bytes | int] = [*Args(dedupe_ms, wake_ms, len(groups))]
-    for ref, deltas in groups:
+    for ref, deltas, opts in groups:
         keys += _keys(ks, ref)
-        args += [ref, len(deltas)]
+        args += [ref, len(deltas), opts]
         for delta_id, payload, mentioned in deltas:
             args += [delta_id, payload, mentioned]
     return Call(SCRIPT, keys, args)
@@ -101,6 +114,6 @@ def parse(raw: list[Any], counts: Sequence[int]) -> list[IngestAnswer]:
         end = at + 1 + 2 * n
         versions = [text(v) for v in raw[at + 1 : end : 2]]
         new = [flag == 1 for flag in raw[at + 2 : end : 2]]
-        answers.append(IngestAnswer(versions, new, raw[at] == 1))
+        answers.append(IngestAnswer(versions, new, raw[at] == 1, raw[at] == -1))
         at = end
     return answers

@@ -12,16 +12,71 @@ from functools import cache
 from importlib.resources import files
 from typing import Final, Literal
 
+from threadfold.core.keys import ThreadKeys
+from threadfold.core.metadata import TERM_DIGITS
 from threadfold.workers.redisio.client import Script
 from threadfold.workers.storage.pages import BUCKET_ENTRIES, MAX_PAGE_RECORDS, PAGE_BYTES
 
-Helper = Literal["common", "state"]
+Helper = Literal["common", "state", "lifecycle"]
+
+#: The thread keys the lifecycle helper names by a thread's tag and ref (what removing
+#: a thread deletes, and its metadata), and its bucket's keys of a tenant.
+THREAD_KINDS: Final = (
+    "log",
+    "meta",
+    "pages",
+    "index",
+    "sched",
+    "dedupe",
+    "dedupe_expiry",
+    "feed",
+    "metadata",
+)
+TENANT_KINDS: Final = ("active", "born", "terms")
 
 #: The state helpers' sizes, from the page format's Python half.
 _CONSTANTS: Final = (
     f"\nlocal PAGE_BYTES, MAX_PAGE_RECORDS, BUCKET_ENTRIES = "
     f"{PAGE_BYTES}, {MAX_PAGE_RECORDS}, {BUCKET_ENTRIES}\n"
 )
+
+
+def _lua_string(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _concat(name: str, parts: dict[str, str]) -> str:
+    """A key name as a Lua expression: its placeholders as the named variables."""
+    pieces, rest = [], name
+    while rest:
+        at = min((rest.find(p), p) for p in parts if p in rest) if any(
+            p in rest for p in parts
+        ) else (len(rest), "")
+        if at[0]:
+            pieces.append(_lua_string(rest[: at[0]]))
+        if at[1]:
+            pieces.append(parts[at[1]])
+        rest = rest[at[0] + len(at[1]) :]
+    return " .. ".join(pieces)
+
+
+@cache
+def key_functions() -> str:
+    """``KEY.<kind>(tag, ref)`` (and ``(tag, tenant)`` for a tenant's) in Lua, built from
+    :class:`ThreadKeys` itself: the scripts that find a thread's keys from its ref (the
+    sweep, a removal) name them as Python does, in one place."""
+    tag, ref, tenant = "\x02", "\x01", "\x03"
+    lines = ["\nlocal KEY = {}"]
+    of_thread = ThreadKeys(ref, tag)
+    for kind in THREAD_KINDS:
+        body = _concat(getattr(of_thread, kind), {tag: "tag", ref: "ref"})
+        lines.append(f"KEY.{kind} = function(tag, ref) return {body} end")
+    of_tenant = ThreadKeys(f"{tenant}/", tag)
+    for kind in TENANT_KINDS:
+        body = _concat(getattr(of_tenant, kind), {tag: "tag", tenant: "tenant"})
+        lines.append(f"KEY.{kind} = function(tag, tenant) return {body} end")
+    lines.append(f"local TERM_DIGITS = {TERM_DIGITS}\n")
+    return "\n".join(lines)
 
 
 @cache
@@ -36,6 +91,8 @@ def assemble(name: str, *helpers: Helper) -> str:
     for helper in helpers:
         if helper == "state":
             parts.append(_CONSTANTS)
+        if helper == "lifecycle":
+            parts.append(key_functions())
         parts.append("\n" + source(helper))
     parts.append("\n" + source(name))
     return "".join(parts)

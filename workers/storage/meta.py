@@ -56,6 +56,10 @@ letter  name              meaning                     written by      read by
                           rebuild: no follower's
                           state at or before it is
                           resumed from the feed
+``x``   TTL               the thread's own TTL (ms;   patch           commit, status, patch,
+                          absent: the deployment's)                   touch, expire
+``pn``  PINNED            set: the thread never       patch           commit, status, patch,
+                          expires                                     touch, expire, prune
 ======  ================  ==========================  ==============  ========================
 
 The *fence* a commit compares is ``c``, then ``@g`` once a rebuild happened, then
@@ -90,6 +94,8 @@ SKIPPED: Final = "sk"
 SKIP_COUNT: Final = "sc"
 RETAINED_BEFORE: Final = "rb"
 FEED_BASE: Final = "fb"
+TTL: Final = "x"
+PINNED: Final = "pn"
 
 #: Every meta field, by name (the table above; a test holds the scripts to it).
 FIELDS: Final = {
@@ -111,6 +117,8 @@ FIELDS: Final = {
     "SKIP_COUNT": SKIP_COUNT,
     "RETAINED_BEFORE": RETAINED_BEFORE,
     "FEED_BASE": FEED_BASE,
+    "TTL": TTL,
+    "PINNED": PINNED,
 }
 
 #: Skipped entries a thread's meta lists (``sk``, the latest; ``sc`` counts them all):

@@ -10,12 +10,15 @@ from threadfold.workers.storage import (
     backlog,
     commit,
     delete,
+    expire,
     fail,
     feed,
     lookup,
+    patch,
     read_state,
     retry,
     status,
+    touch,
     wake,
 )
 from threadfold.workers.storage.backlog import Listing
@@ -81,8 +84,9 @@ class Store:
         meta = self.keyspace.thread(ref).meta
         return version_of(self.client.hmget(meta, [*VERSION_FIELDS]))
 
-    def status(self, ref: str) -> ThreadStatus | None:
-        return status.parse(run(self.client, status.call(self.keyspace.thread(ref))))
+    def status(self, ref: str, ttl_ms: int = 0) -> ThreadStatus | None:
+        """``ttl_ms``: the deployment's TTL (what a thread without its own has)."""
+        return status.parse(run(self.client, status.call(self.keyspace.thread(ref), ttl_ms)))
 
     def snapshot(self, ref: str) -> WholeThread | None:
         """The whole thread with its messages' positions (a follower's start)."""
@@ -96,6 +100,24 @@ class Store:
 
     def delete(self, ref: str) -> bool:
         return delete.parse(run(self.client, delete.call(self.keyspace.thread(ref))))
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def patch(
+        self, ref: str, ttl: str, pinned: str, ttl_ms: int, changes: Sequence[str | bytes]
+    ) -> bool | patch.Refused:
+        """Change the thread's metadata, TTL and pin together (see ``patch.lua``)."""
+        call = patch.call(self.keyspace.thread(ref), ttl, pinned, ttl_ms, changes)
+        return patch.parse(run(self.client, call))
+
+    def touch(self, ref: str, ttl_ms: int) -> None:
+        """A read restarts the thread's TTL (when reads are to)."""
+        run(self.client, touch.call(self.keyspace.thread(ref), ttl_ms))
+
+    def expire(self, buckets: Sequence[int], limit: int, ttl_ms: int) -> list[expire.Expired]:
+        """One TTL sweep of ``buckets``, at most ``limit`` removals each (pipelined)."""
+        calls = [expire.call(self.keyspace, bucket, limit, ttl_ms) for bucket in buckets]
+        return [expire.parse(raw, limit) for raw in run_many(self.client, calls)]
 
     # -- indexes ---------------------------------------------------------------------------
 

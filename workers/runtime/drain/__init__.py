@@ -246,6 +246,7 @@ class Drainer:
             self.settings.retention_ms,
             self.settings.wake_ttl_ms,
             self.settings.feed_limits,
+            self.settings.thread_ttl_ms,
         )
 
     def _settle(self, report: DrainReport, decoded: Decoded, done: Committed) -> bool:

@@ -1,0 +1,106 @@
+-- A thread's lifecycle: its metadata and the index of it, its TTL, its removal. KEY
+-- (prepended, built from threadfold.core.keys) names a thread's keys from its bucket's
+-- tag and its ref, so a script that finds threads in a bucket's sets (the sweep, a
+-- prune) reaches every key of each: they all carry the bucket's tag, so they are in the
+-- slot of the keys the script declared (Redis Cluster).
+local function tag_of(key)        -- '{tf:b0001}' of '{tf:b0001}:...'
+  return string.match(key, '^%b{}')
+end
+local function tenant_of(ref)
+  return string.match(ref, '^([^/]*)/')
+end
+local function term_of(key, value)
+  return string.sub(redis.sha1hex(key .. '\n' .. value), 1, TERM_DIGITS)
+end
+-- The TTL (ms) a thread lives idle: none when pinned, its own ('x') if set, else the
+-- deployment's default (0: forever).
+local function ttl_of(own, pinned, default)
+  if pinned then return 0 end
+  if own then return tonumber(own) end
+  return default
+end
+-- When a thread was last active: its last commit or its last append, the later.
+local function last_active(committed, enqueued)
+  local t = tonumber(committed or '0')
+  if enqueued then t = math.max(t, ms_of(enqueued)) end
+  return t
+end
+
+-- Sets and deletes metadata keys (changes: key, value JSON, ... ; '' deletes), keeping
+-- the tenant's terms index exact. The limits that depend on what is stored are checked
+-- before anything is written: -> nil, or the limit a change would pass ('keys' or
+-- 'bytes', and the count it would reach).
+local function set_metadata(md, terms, ref, changes, max_keys, max_bytes)
+  local stored = redis.call('HGETALL', md)
+  local have, after = {}, {}
+  for i = 1, #stored, 2 do
+    have[stored[i]] = stored[i + 1]
+    after[stored[i]] = stored[i + 1]
+  end
+  for i = 1, #changes, 2 do
+    if changes[i + 1] == '' then after[changes[i]] = nil else after[changes[i]] = changes[i + 1] end
+  end
+  local n, bytes = 0, 0
+  for k, v in pairs(after) do
+    n = n + 1
+    bytes = bytes + #k + #v
+  end
+  if n > max_keys then return {'keys', n} end
+  if bytes > max_bytes then return {'bytes', bytes} end
+  for i = 1, #changes, 2 do
+    local k, v = changes[i], changes[i + 1]
+    local old = have[k]
+    if old ~= v then
+      if old then redis.call('ZREM', terms, term_of(k, old) .. ref) end
+      if v == '' then
+        if old then redis.call('HDEL', md, k) end
+      else
+        redis.call('HSET', md, k, v)
+        redis.call('ZADD', terms, 0, term_of(k, v) .. ref)
+      end
+      have[k] = v ~= '' and v or nil
+    end
+  end
+  return nil
+end
+
+-- A thread born (its first append, or its first since it was removed): it is found by
+-- creation and by activity from now on, and holds the metadata it was created with.
+local function born(meta, ref, first, changes)
+  local tag, tenant = tag_of(meta), tenant_of(ref)
+  local at = ms_of(first)
+  redis.call('ZADD', KEY.born(tag, tenant), at, ref)
+  redis.call('ZADD', KEY.active(tag, tenant), 'NX', at, ref)
+  if changes and #changes > 0 then
+    set_metadata(KEY.metadata(tag, ref), KEY.terms(tag, tenant), ref, changes, 1e9, 1e9)
+  end
+end
+
+-- Every key of the thread, and its place in every index of its bucket, gone in one
+-- step; its followers told why ('deleted:' .. reason, see feed_record.py). -> whether
+-- it existed. The bucket's sets (KEYS of the caller): dirty, quarantine, threads, expiry.
+local function forget(tag, ref, reason, dirty, quarantine, threads, expiry)
+  local tenant = tenant_of(ref)
+  local existed = redis.call('EXISTS', KEY.meta(tag, ref))
+  local md = KEY.metadata(tag, ref)
+  local stored = redis.call('HGETALL', md)
+  if #stored > 0 then
+    local terms = KEY.terms(tag, tenant)
+    for i = 1, #stored, 2 do
+      redis.call('ZREM', terms, term_of(stored[i], stored[i + 1]) .. ref)
+    end
+  end
+  local feed = KEY.feed(tag, ref)
+  redis.call('DEL', KEY.log(tag, ref), KEY.meta(tag, ref), KEY.pages(tag, ref),
+             KEY.index(tag, ref), KEY.sched(tag, ref), KEY.dedupe(tag, ref),
+             KEY.dedupe_expiry(tag, ref), feed, md)
+  redis.call('ZREM', dirty, ref)
+  redis.call('ZREM', quarantine, ref)
+  redis.call('ZREM', expiry, ref)
+  redis.call('SREM', threads, ref)
+  redis.call('ZREM', KEY.active(tag, tenant), ref)
+  redis.call('ZREM', KEY.born(tag, tenant), ref)
+  -- Live followers are told the thread is gone (until it is written again).
+  redis.call('PUBLISH', feed, 'deleted:' .. reason)
+  return existed
+end

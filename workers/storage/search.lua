@@ -1,0 +1,92 @@
+-- One bucket's part of a search of a tenant's threads: those holding every given
+-- metadata value and, if asked, in the given status, latest first by the order's time
+-- (last activity, or creation), strictly after the cursor. Read-only.
+-- KEYS: order terms dirty quarantine   (order: the tenant's active or born set)
+-- ARGV: tag limit budget after_score after_ref status n_terms {key value}*
+--       (after_score '' = from the start; status '' = any, else idle|busy|quarantined)
+-- Where the rarest given term is held by at most `budget` threads of the bucket, they
+-- are all checked: the answer is the bucket's whole. Else the order is walked from
+-- the cursor and at most `budget` threads are looked at; where that stops before
+-- `limit` matches is the frontier, past which the bucket is unknown.
+-- -> {frontier_score, frontier_ref, {score, ref}*}   ('' '' when the bucket is done)
+local tag, limit, budget = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local after_score, after_ref, status = ARGV[4], ARGV[5], ARGV[6]
+local want, fields = {}, {}
+for i = 0, tonumber(ARGV[7]) - 1 do
+  want[#want + 1] = {ARGV[8 + 2 * i], ARGV[9 + 2 * i]}
+  fields[#fields + 1] = ARGV[8 + 2 * i]
+end
+local cursor = after_score ~= '' and tonumber(after_score) or nil
+
+local function status_of(ref)
+  if redis.call('ZSCORE', KEYS[4], ref) then return 'quarantined' end
+  if redis.call('ZSCORE', KEYS[3], ref) then return 'busy' end
+  return 'idle'
+end
+local function matches(ref)
+  if #want > 0 then
+    local got = redis.call('HMGET', KEY.metadata(tag, ref), unpack(fields))
+    for i, w in ipairs(want) do
+      if got[i] ~= w[2] then return false end
+    end
+  end
+  return status == '' or status_of(ref) == status
+end
+local function past_cursor(score, ref)   -- later in the order (latest first)
+  return cursor == nil or score < cursor or (score == cursor and ref < after_ref)
+end
+local function answer(found, fs, fr)
+  table.sort(found, function(x, y)
+    if x[1] ~= y[1] then return x[1] > y[1] end
+    return x[2] > y[2]
+  end)
+  local out = {fs, fr}
+  for i = 1, math.min(limit, #found) do
+    out[#out + 1] = string.format('%d', found[i][1])
+    out[#out + 1] = found[i][2]
+  end
+  return out
+end
+
+local found = {}
+if #want > 0 then
+  local rarest, size = nil, nil
+  for _, w in ipairs(want) do
+    local t = term_of(w[1], w[2])
+    local n = redis.call('ZLEXCOUNT', KEYS[2], '[' .. t, '[' .. t .. '\255')
+    if size == nil or n < size then rarest, size = t, n end
+  end
+  if size == 0 then return {'', ''} end
+  if size <= budget then
+    local cut = #rarest + 1
+    for _, m in ipairs(redis.call('ZRANGE', KEYS[2], '[' .. rarest, '[' .. rarest .. '\255',
+                                  'BYLEX')) do
+      local ref = string.sub(m, cut)
+      local score = redis.call('ZSCORE', KEYS[1], ref)
+      if score then
+        score = tonumber(score)
+        if past_cursor(score, ref) and matches(ref) then found[#found + 1] = {score, ref} end
+      end
+    end
+    return answer(found, '', '')
+  end
+end
+local top = cursor and string.format('%d', cursor) or '+inf'
+local looked, offset = 0, 0
+while true do
+  local chunk = redis.call('ZRANGE', KEYS[1], top, '-inf', 'BYSCORE', 'REV', 'LIMIT',
+                           offset, 128, 'WITHSCORES')
+  if #chunk == 0 then return answer(found, '', '') end
+  for i = 1, #chunk, 2 do
+    local ref, score = chunk[i], tonumber(chunk[i + 1])
+    if past_cursor(score, ref) then
+      looked = looked + 1
+      if matches(ref) then
+        found[#found + 1] = {score, ref}
+        if #found >= limit then return answer(found, '', '') end
+      end
+      if looked >= budget then return answer(found, string.format('%d', score), ref) end
+    end
+  end
+  offset = offset + #chunk / 2
+end
