@@ -1,5 +1,9 @@
-"""A tenant's threads, most recently active first (``GET /threads``): two exchanges.
+"""A tenant's threads: most recently active first (``GET /threads``), found by a
+search, counted, pruned. Each is one call per bucket, pipelined in one round trip (or
+on a cluster each sent straight to its slot's node, :data:`CLUSTER_WAVE` at a time),
+then the found threads' status.
 
+The list is two exchanges.
 First every bucket's candidates (:mod:`threadfold.workers.storage.threads_recent`, one
 call per bucket: pipelined in one round trip, or on a cluster each sent straight to its
 slot's node, :data:`CLUSTER_WAVE` at a time), merged into the ``limit`` latest; then
@@ -10,15 +14,24 @@ newer row.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 
 from threadfold.core.keys import Keyspace
-from threadfold.workers.redisio.client import AsyncClient, Call, SyncClient, arun_many, run_many
-from threadfold.workers.storage import status, threads_recent
+from threadfold.workers.redisio.client import (
+    AsyncClient,
+    Call,
+    SyncClient,
+    arun_many,
+    run_many,
+    text,
+)
+from threadfold.workers.storage import prune, search, status, threads_recent
 from threadfold.workers.storage.status import ThreadStatus
+from threadfold.workers.threads import lifecycle
+from threadfold.workers.threads.lifecycle import Prune, Search
 
 #: Calls in flight at once on a cluster, where each is a request of its own: redis-py's
 #: cluster client holds at most 100 connections per node and refuses a request above
@@ -44,24 +57,30 @@ def _rows(latest: Sequence[tuple[str, int]], answers: Sequence[Any]) -> list[Row
     return found
 
 
-def threads_of(client: SyncClient, keyspace: Keyspace, tenant: str, limit: int) -> list[Row]:
+def _statuses(keyspace: Keyspace, refs: Sequence[str], ttl_ms: int) -> list[Call]:
+    return [status.call(keyspace.thread(ref), ttl_ms) for ref in refs]
+
+
+def threads_of(
+    client: SyncClient, keyspace: Keyspace, tenant: str, limit: int, ttl_ms: int = 0
+) -> list[Row]:
     """``tenant``'s ``limit`` most recently active threads, latest first: each ref with
     its status and its activity time (ms of its last commit or append, the later)."""
     if limit <= 0:
         return []
     latest = threads_recent.parse(run_many(client, _candidates(keyspace, tenant, limit)), limit)
-    calls = [status.call(keyspace.thread(ref)) for ref, _ in latest]
+    calls = _statuses(keyspace, [ref for ref, _ in latest], ttl_ms)
     return _rows(latest, run_many(client, calls))
 
 
 async def recent_threads(
-    client: AsyncClient, keyspace: Keyspace, tenant: str, limit: int
+    client: AsyncClient, keyspace: Keyspace, tenant: str, limit: int, ttl_ms: int = 0
 ) -> list[Row]:
     """:func:`threads_of` for asyncio callers."""
     if limit <= 0:
         return []
     latest = threads_recent.parse(await _run(client, _candidates(keyspace, tenant, limit)), limit)
-    rows = await _run(client, [status.call(keyspace.thread(ref)) for ref, _ in latest])
+    rows = await _run(client, _statuses(keyspace, [ref for ref, _ in latest], ttl_ms))
     return _rows(latest, rows)
 
 
@@ -72,3 +91,76 @@ async def _run(client: AsyncClient, calls: Sequence[Call]) -> list[Any]:
     for start in range(0, len(calls), CLUSTER_WAVE):
         answers += await arun_many(client, calls[start : start + CLUSTER_WAVE])
     return answers
+
+
+# -- search, count, prune ----------------------------------------------------------------
+
+def search_threads(
+    client: SyncClient, keyspace: Keyspace, tenant: str, s: Search, ttl_ms: int = 0
+) -> tuple[list[Row], tuple[int, str] | None]:
+    """A page of ``tenant``'s threads ``s`` finds, in its order, and the position the
+    next page starts after (None: no more)."""
+    page: list[tuple[int, str]] = []
+    after = s.after
+    for _ in range(lifecycle.ROUNDS):
+        parts = [search.parse(raw) for raw in run_many(client, lifecycle.search_calls(
+            keyspace, tenant, s, after))]
+        found, after = lifecycle.merge(parts, s.limit - len(page))
+        page += found
+        if len(page) >= s.limit or after is None:
+            break
+    refs = [ref for _, ref in page]
+    return _rows(_scored(page), run_many(client, _statuses(keyspace, refs, ttl_ms))), after
+
+
+async def asearch_threads(
+    client: AsyncClient, keyspace: Keyspace, tenant: str, s: Search, ttl_ms: int = 0
+) -> tuple[list[Row], tuple[int, str] | None]:
+    """:func:`search_threads` for asyncio callers."""
+    page: list[tuple[int, str]] = []
+    after = s.after
+    for _ in range(lifecycle.ROUNDS):
+        answers = await _run(client, lifecycle.search_calls(keyspace, tenant, s, after))
+        found, after = lifecycle.merge([search.parse(raw) for raw in answers], s.limit - len(page))
+        page += found
+        if len(page) >= s.limit or after is None:
+            break
+    refs = [ref for _, ref in page]
+    return _rows(_scored(page), await _run(client, _statuses(keyspace, refs, ttl_ms))), after
+
+
+def _scored(page: Sequence[tuple[int, str]]) -> list[tuple[str, int]]:
+    return [(ref, score) for score, ref in page]
+
+
+def count_threads(client: SyncClient, keyspace: Keyspace, tenant: str, s: Search) -> int:
+    return sum(int(n) for n in run_many(client, lifecycle.count_calls(keyspace, tenant, s)))
+
+
+async def acount_threads(client: AsyncClient, keyspace: Keyspace, tenant: str, s: Search) -> int:
+    return sum(int(n) for n in await _run(client, lifecycle.count_calls(keyspace, tenant, s)))
+
+
+def prune_threads(
+    client: SyncClient, keyspace: Keyspace, p: Prune, progress: Callable[[int], None] | None = None
+) -> int:
+    """Prune as ``p`` asks, bucket by bucket (``progress`` is told each bucket done):
+    the threads removed (or counted, on a dry run)."""
+    removed = 0
+    for bucket in range(keyspace.buckets):
+        refs = [text(r) for r in client.smembers(keyspace.bucket_keys(bucket).threads)]
+        calls = lifecycle.prune_calls(keyspace, bucket, refs, p)
+        removed += sum(prune.parse(raw) for raw in run_many(client, calls)) if calls else 0
+        if progress is not None:
+            progress(1)
+    return removed
+
+
+async def aprune_threads(client: AsyncClient, keyspace: Keyspace, p: Prune) -> int:
+    """:func:`prune_threads` for asyncio callers."""
+    removed = 0
+    for bucket in range(keyspace.buckets):
+        members = await client.smembers(keyspace.bucket_keys(bucket).threads)
+        calls = lifecycle.prune_calls(keyspace, bucket, [text(r) for r in members], p)
+        removed += sum(prune.parse(raw) for raw in await _run(client, calls)) if calls else 0
+    return removed

@@ -18,7 +18,11 @@ from threadfold.core.render import Format, Unservable
 
 __all__ = [
     "Appended",
+    "Copied",
     "Format",
+    "Pruned",
+    "Searched",
+    "ThreadCount",
     "Skipped",
     "State",
     "Status",
@@ -83,6 +87,14 @@ class Status(msgspec.Struct, frozen=True):
     quarantined_entry: str | None
     dirty_since_ms: int | None
     skipped: tuple[Skipped, ...] = ()
+    #: The thread's metadata, when it was created (ms), its own TTL (null: the
+    #: deployment's), whether it is pinned, and when it expires if it stays idle (ms;
+    #: null: never).
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+    created_ms: int | None = None
+    ttl_seconds: float | None = None
+    pinned: bool = False
+    expires_at_ms: int | None = None
 
 
 class ThreadRow(msgspec.Struct, frozen=True):
@@ -99,9 +111,46 @@ class ThreadRow(msgspec.Struct, frozen=True):
     last_commit_ms: int | None
     last_activity_ms: int
     last_enqueued: str
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+    created_ms: int | None = None
+    ttl_seconds: float | None = None
+    pinned: bool = False
+    expires_at_ms: int | None = None
 
 
 class ThreadList(msgspec.Struct, frozen=True):
     """A tenant's threads, most recently active first (``GET /threads``)."""
 
     threads: tuple[ThreadRow, ...]
+
+
+class Searched(msgspec.Struct, frozen=True):
+    """A page of a search (``POST /threads/search``), in its order; ``cursor`` asks for
+    the next page (null: there is none)."""
+
+    threads: tuple[ThreadRow, ...]
+    cursor: str | None
+
+
+class ThreadCount(msgspec.Struct, frozen=True):
+    """How many threads a search would find (``POST /threads/count``)."""
+
+    count: int
+
+
+class Copied(msgspec.Struct, frozen=True):
+    """A thread made from another's state at ``from_version``: its first delta's
+    ``version`` (the copy's state once it is applied) and its ``messages`` count."""
+
+    thread_id: str
+    from_thread_id: str
+    from_version: str
+    version: str
+    messages: int
+
+
+class Pruned(msgspec.Struct, frozen=True):
+    """A prune: the threads it removed (or, on a ``dry_run``, would remove)."""
+
+    removed: int
+    dry_run: bool

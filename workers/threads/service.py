@@ -18,14 +18,16 @@ import asyncio
 import contextlib
 import sys
 import time
-from collections.abc import AsyncGenerator, Iterator, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 import redis
 
+from threadfold.core import REMOVE_ALL_MESSAGES
 from threadfold.core.errors import (
     ClientClosed,
+    Conflict,
     InvalidInput,
     InvalidMessage,
     RedisFull,
@@ -34,6 +36,8 @@ from threadfold.core.errors import (
     never_written,
 )
 from threadfold.core.keys import make_ref
+from threadfold.core.metadata import decoded
+from threadfold.core.metadata import pairs as md_pairs
 from threadfold.workers import entry
 from threadfold.workers.feed import subscription
 from threadfold.workers.feed.bodies import Bodies
@@ -46,18 +50,34 @@ from threadfold.workers.replay.prefix import NotReplayable
 from threadfold.workers.replay.replay import atravel, travel
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.astore import AsyncStore
+from threadfold.workers.storage.patch import Refused
 from threadfold.workers.storage.read_state import StateBodies, StatePage
 from threadfold.workers.storage.status import ThreadStatus
 from threadfold.workers.storage.store import Store
-from threadfold.workers.threads import query, reads
-from threadfold.workers.threads.listing import recent_threads, threads_of
+from threadfold.workers.threads import lifecycle, query, reads
+from threadfold.workers.threads.lifecycle import Copy, Prune, Search, Update
+from threadfold.workers.threads.listing import (
+    Row,
+    acount_threads,
+    aprune_threads,
+    asearch_threads,
+    count_threads,
+    prune_threads,
+    recent_threads,
+    search_threads,
+    threads_of,
+)
 from threadfold.workers.threads.query import NO_LIMITS, Limits, Query
 from threadfold.workers.threads.results import (
     Appended,
+    Copied,
     Format,
+    Pruned,
+    Searched,
     Skipped,
     State,
     Status,
+    ThreadCount,
     ThreadList,
     ThreadRow,
 )
@@ -142,7 +162,19 @@ def status_of(thread_id: str, found: ThreadStatus | None) -> Status:
         found.quarantined_entry or None,
         found.dirty_since_ms,
         tuple(Skipped(s.entry, s.reason, s.at_ms) for s in found.skipped),
+        **_lifetime(found),
     )
+
+
+def _lifetime(found: ThreadStatus) -> dict[str, Any]:
+    """What a status and a row show of a thread's metadata and lifetime."""
+    return {
+        "metadata": decoded(found.metadata),
+        "created_ms": found.created_ms,
+        "ttl_seconds": None if found.ttl_ms is None else found.ttl_ms / 1000,
+        "pinned": found.pinned,
+        "expires_at_ms": found.expires_ms,
+    }
 
 
 def row_of(ref: str, found: ThreadStatus, activity: int) -> ThreadRow:
@@ -157,7 +189,38 @@ def row_of(ref: str, found: ThreadStatus, activity: int) -> ThreadRow:
         found.last_commit_ms,
         activity,
         found.last_enqueued,
+        **_lifetime(found),
     )
+
+
+def patched(found: bool | Refused, thread_id: str) -> None:
+    """An update's answer: done, or why not."""
+    if isinstance(found, Refused):
+        raise lifecycle.refused(found)
+    if not found:
+        raise never_written(thread_id)
+
+
+def searched(s: Search, rows: Sequence[Row], after: tuple[int, str] | None) -> Searched:
+    threads = tuple(row_of(ref, row, activity) for ref, row, activity in rows)
+    return Searched(threads, None if after is None else lifecycle.cursor_of(s, after))
+
+
+#: A copy of an empty state: a thread must start with a delta, and this one leaves it
+#: empty (RemoveMessage of every message, on nothing).
+_EMPTY: Final = ({"type": "remove", "id": REMOVE_ALL_MESSAGES},)
+
+
+def copy_delta(tenant: str, plan: Copy, page: StatePage) -> Delta:
+    """The copy's first delta: the source's messages, ids and all, in order (on an empty
+    thread, ``add_messages`` of them is exactly them)."""
+    return Delta(plan.to, list(page.messages) or list(_EMPTY), None, tenant)
+
+
+def copied(source: str, plan: Copy, page: StatePage, made: Enqueued | None) -> Copied:
+    if made is None:
+        raise Conflict(f"thread {plan.to!r} exists; a copy makes a new thread", field="to")
+    return Copied(plan.to, source, page.version, made.version, page.total)
 
 
 class _Checks:
@@ -199,10 +262,16 @@ class Threads:
         self.name = name  # what CLIENT LIST shows of a subscription's connection
 
     def append(
-        self, tenant: str, thread_id: str, messages: Sequence[Any], delta_id: str | None = None
+        self,
+        tenant: str,
+        thread_id: str,
+        messages: Sequence[Any],
+        delta_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> Appended:
+        """Append one delta; ``metadata`` is the thread's if this append creates it."""
         self.checks.append(messages, "messages")
-        [delta] = deltas(tenant, [(thread_id, messages, delta_id)])
+        delta = Delta(thread_id, messages, delta_id, tenant, metadata)
         with refusals:
             [result] = self.producer.enqueue_many([delta], path="")
         return appended(result)
@@ -223,6 +292,8 @@ class Threads:
             if q.min_version is not None:
                 self._wait(at, q.min_version, q.wait)
             found = reads.checked(self._page(at, q), at.thread_id, q)
+            if self.settings.ttl_refresh_on_read:
+                self.store.touch(at.ref, self.settings.thread_ttl_ms)
         return reads.served(found, at.thread_id, q)
 
     def _page(self, at: Target, q: Query) -> StatePage | None:
@@ -259,7 +330,7 @@ class Threads:
     def status(self, tenant: str, thread_id: str) -> Status:
         at = target(tenant, thread_id)
         with refusals:
-            return status_of(at.thread_id, self.store.status(at.ref))
+            return status_of(at.thread_id, self.store.status(at.ref, self.settings.thread_ttl_ms))
 
     def delete(self, tenant: str, thread_id: str) -> None:
         """Delete the thread and its log; NotFound when there is none."""
@@ -271,8 +342,58 @@ class Threads:
     def threads(self, tenant: str, limit: int) -> ThreadList:
         """The tenant's ``limit`` most recently active threads, latest first."""
         with refusals:
-            found = threads_of(self.store.client, self.store.keyspace, tenant, limit)
+            found = threads_of(
+                self.store.client, self.store.keyspace, tenant, limit, self.settings.thread_ttl_ms
+            )
         return ThreadList(tuple(row_of(ref, row, activity) for ref, row, activity in found))
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def update(self, tenant: str, thread_id: str, change: Update) -> Status:
+        """Change the thread's metadata, TTL and pin together (all or none); its status
+        after."""
+        at = target(tenant, thread_id)
+        ttl = self.settings.thread_ttl_ms
+        with refusals:
+            if not change.empty:
+                found = self.store.patch(
+                    at.ref, change.ttl, change.pinned, ttl, md_pairs(change.metadata)
+                )
+                patched(found, at.thread_id)
+            return status_of(at.thread_id, self.store.status(at.ref, ttl))
+
+    def search(self, tenant: str, s: Search) -> Searched:
+        """A page of the tenant's threads ``s`` finds, in its order."""
+        with refusals:
+            rows, after = search_threads(
+                self.store.client, self.store.keyspace, tenant, s, self.settings.thread_ttl_ms
+            )
+        return searched(s, rows, after)
+
+    def count(self, tenant: str, s: Search) -> ThreadCount:
+        with refusals:
+            return ThreadCount(count_threads(self.store.client, self.store.keyspace, tenant, s))
+
+    def copy(self, tenant: str, thread_id: str, plan: Copy) -> Copied:
+        """A new thread whose state is exactly this one's at ``plan.at_version`` (or its
+        current version), with its metadata; 409 on ``to`` when that thread exists."""
+        at = target(tenant, thread_id)
+        q = Query(at_version=plan.at_version)
+        with refusals:
+            page = reads.checked(self._page(at, q), at.thread_id, q)
+            source = self.store.status(at.ref)
+            stored = {} if source is None else source.metadata
+            made = self.producer.create(
+                copy_delta(tenant, plan, page), plan.metadata_of(stored)
+            )
+        return copied(at.thread_id, plan, page, made)
+
+    def prune(self, p: Prune, progress: Callable[[int], None] | None = None) -> Pruned:
+        """Remove the threads ``p`` names (never a pinned one); ``progress`` is told of
+        each bucket done."""
+        with refusals:
+            n = prune_threads(self.store.client, self.store.keyspace, p, progress)
+        return Pruned(n, p.dry_run)
 
     def subscribe(
         self, tenant: str, thread_id: str, *, after: str | None, format: object
@@ -316,10 +437,15 @@ class AsyncThreads:
         self._hub: Hub | None = None  # made by the first subscribe()
 
     async def append(
-        self, tenant: str, thread_id: str, messages: Sequence[Any], delta_id: str | None = None
+        self,
+        tenant: str,
+        thread_id: str,
+        messages: Sequence[Any],
+        delta_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> Appended:
         self.checks.append(messages, "messages")
-        [delta] = deltas(tenant, [(thread_id, messages, delta_id)])
+        delta = Delta(thread_id, messages, delta_id, tenant, metadata)
         with refusals:
             [result] = await self.producer.enqueue_many([delta], path="")
         return appended(result)
@@ -338,6 +464,8 @@ class AsyncThreads:
             if q.min_version is not None:
                 await self._wait(at, q.min_version, q.wait)
             found = reads.checked(await self._page(at, q), at.thread_id, q)
+            if self.settings.ttl_refresh_on_read:
+                await self.store.touch(at.ref, self.settings.thread_ttl_ms)
         return reads.served(found, at.thread_id, q)
 
     async def state_bodies(self, tenant: str, thread_id: str, q: Query) -> StateBodies:
@@ -349,7 +477,10 @@ class AsyncThreads:
             if q.min_version is not None:
                 await self._wait(at, q.min_version, q.wait)
             found = await self.store.read_state_bodies(at.ref, q.mode, q.anchor, q.limit)
-            return reads.checked(found, at.thread_id, q)
+            checked = reads.checked(found, at.thread_id, q)
+            if self.settings.ttl_refresh_on_read:
+                await self.store.touch(at.ref, self.settings.thread_ttl_ms)
+            return checked
 
     async def _page(self, at: Target, q: Query) -> StatePage | None:
         if q.at_version is None:
@@ -384,7 +515,8 @@ class AsyncThreads:
     async def status(self, tenant: str, thread_id: str) -> Status:
         at = target(tenant, thread_id)
         with refusals:
-            return status_of(at.thread_id, await self.store.status(at.ref))
+            found = await self.store.status(at.ref, self.settings.thread_ttl_ms)
+            return status_of(at.thread_id, found)
 
     async def delete(self, tenant: str, thread_id: str) -> None:
         at = target(tenant, thread_id)
@@ -395,8 +527,52 @@ class AsyncThreads:
     async def threads(self, tenant: str, limit: int) -> ThreadList:
         """The tenant's ``limit`` most recently active threads, latest first."""
         with refusals:
-            found = await recent_threads(self.store.client, self.store.keyspace, tenant, limit)
+            found = await recent_threads(
+                self.store.client, self.store.keyspace, tenant, limit, self.settings.thread_ttl_ms
+            )
         return ThreadList(tuple(row_of(ref, row, activity) for ref, row, activity in found))
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def update(self, tenant: str, thread_id: str, change: Update) -> Status:
+        at = target(tenant, thread_id)
+        ttl = self.settings.thread_ttl_ms
+        with refusals:
+            if not change.empty:
+                found = await self.store.patch(
+                    at.ref, change.ttl, change.pinned, ttl, md_pairs(change.metadata)
+                )
+                patched(found, at.thread_id)
+            return status_of(at.thread_id, await self.store.status(at.ref, ttl))
+
+    async def search(self, tenant: str, s: Search) -> Searched:
+        with refusals:
+            rows, after = await asearch_threads(
+                self.store.client, self.store.keyspace, tenant, s, self.settings.thread_ttl_ms
+            )
+        return searched(s, rows, after)
+
+    async def count(self, tenant: str, s: Search) -> ThreadCount:
+        with refusals:
+            n = await acount_threads(self.store.client, self.store.keyspace, tenant, s)
+        return ThreadCount(n)
+
+    async def copy(self, tenant: str, thread_id: str, plan: Copy) -> Copied:
+        at = target(tenant, thread_id)
+        q = Query(at_version=plan.at_version)
+        with refusals:
+            page = reads.checked(await self._page(at, q), at.thread_id, q)
+            source = await self.store.status(at.ref)
+            stored = {} if source is None else source.metadata
+            made = await self.producer.create(
+                copy_delta(tenant, plan, page), plan.metadata_of(stored)
+            )
+        return copied(at.thread_id, plan, page, made)
+
+    async def prune(self, p: Prune) -> Pruned:
+        with refusals:
+            n = await aprune_threads(self.store.client, self.store.keyspace, p)
+        return Pruned(n, p.dry_run)
 
     def hub(self, *, max_subscribers: int) -> Hub:
         """The one follower of thread feeds that all of this service's subscriptions
