@@ -2,8 +2,9 @@
 
 The request is checked like ``GET state`` (auth, tenant, thread id, query), then the
 answer streams from the process's one feed reader (:class:`threadfold.workers.feed.hub.Hub`):
-a snapshot (unless resuming), a change per committed version, heartbeats between, an
-error event when the follower read too slowly. The wire form is :mod:`threadfold.api.feed_wire`'s.
+a snapshot (unless resuming), a change per committed version, a deleted event when the
+thread is removed, heartbeats between, an error event when the follower read too
+slowly. The wire form is :mod:`threadfold.api.feed_wire`'s.
 
 :class:`EventStream` is a Response whose body it writes itself: it watches the client's
 disconnect while it waits for events, so a client that leaves frees its follower at

@@ -2,10 +2,14 @@
 
 An item (:mod:`threadfold.workers.feed.subscriber`) is rendered once per format and
 kept in its ``cache``: every local follower of the thread gets the same bytes. The
-``data:`` of a snapshot or a change is :mod:`threadfold.workers.feed.bodies`' (one
-definition for this endpoint and the direct clients): messages in ``GET state``'s form
-for the format, by the same code (the process's JSON cache, :mod:`threadfold.api.fragments`,
-for LangChain's form), a message that cannot be served as its marker.
+``data:`` of a snapshot, a change or a deleted event is
+:mod:`threadfold.workers.feed.bodies`' (one definition for this endpoint and the direct
+clients): messages in ``GET state``'s form for the format, by the same code (the
+process's JSON cache, :mod:`threadfold.api.fragments`, for LangChain's form), a message
+that cannot be served as its marker. Each has its version as its ``id``: a deleted
+event's is 0-0, the empty thread it leaves, so a stream resumed from it gets the
+changes of the thread written again (they chain on 0-0), nothing while the thread
+stays absent, and a snapshot when the feed no longer reaches back to 0-0.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import msgspec
 from threadfold.api.fragments import JsonFragments
 from threadfold.core.render import Format
 from threadfold.workers.feed.bodies import Bodies
-from threadfold.workers.feed.subscriber import Beat, Ended, Item, Published, Start
+from threadfold.workers.feed.subscriber import Beat, Ended, Gone, Item, Published, Start
 
 _ENCODER: Final = msgspec.json.Encoder()
 #: The first bytes of every stream: how long a browser's EventSource waits to reconnect.
@@ -45,12 +49,15 @@ class Renderer:
             cached = item.cache[self.format] = self._render(item)
         return cached
 
-    def _render(self, item: Start | Published) -> bytes:
+    def _render(self, item: Start | Published | Gone) -> bytes:
         if isinstance(item, Start):
             kind, version = b"snapshot", item.version
             data = _ENCODER.encode(
                 self.bodies.snapshot(version, item.snapshot, item.reason, item.exists)
             )
+        elif isinstance(item, Gone):
+            kind, version = b"deleted", item.version
+            data = _ENCODER.encode(self.bodies.deleted(item.reason))
         else:
             kind, version = b"change", item.event.version
             data = _ENCODER.encode(self.bodies.change(item.event))

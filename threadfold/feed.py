@@ -1,17 +1,18 @@
 """What ``subscribe()`` yields, and :class:`Transcript`, which keeps a thread's messages
 up to date from it: a snapshot, then one change per version, each applying on the one
-before (the event types are the feed's, :mod:`threadfold.workers.feed.events`, named
-here for the clients' users; docs/feed.md).
+before, and a deleted event when the thread is removed (the empty thread at 0-0, on
+which its next change applies). The event types are the feed's
+(:mod:`threadfold.workers.feed.events`), named here for the clients' users; docs/feed.md.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from threadfold.workers.feed.apply import apply_in_place, in_order
-from threadfold.workers.feed.events import Change, Event, Removed, Snapshot, Upsert
+from threadfold.workers.feed.apply import apply_in_place, deleted, in_order
+from threadfold.workers.feed.events import Change, Deleted, Event, Removed, Snapshot, Upsert
 
-__all__ = ["Change", "Event", "Removed", "Snapshot", "Transcript", "Upsert"]
+__all__ = ["Change", "Deleted", "Event", "Removed", "Snapshot", "Transcript", "Upsert"]
 
 
 class Transcript:
@@ -28,12 +29,16 @@ class Transcript:
         self._by_position: dict[int, list[dict[str, Any]]] = {}
 
     def apply(self, event: Event) -> None:
-        """Take ``event``: a snapshot replaces everything; a change must apply on this
-        transcript's version (the clients only send those), else ValueError."""
+        """Take ``event``: a snapshot replaces everything; a deleted event empties it (at
+        version 0-0); a change must apply on this transcript's version (the clients only
+        send those), else ValueError."""
         if isinstance(event, Snapshot):
             self._by_position = {}
             for position, message in zip(event.positions, event.messages, strict=True):
                 self._by_position.setdefault(position, []).append(message)
+        elif isinstance(event, Deleted):
+            self.version = deleted(self._by_position)
+            return
         else:
             if event.prev != self.version:
                 raise ValueError(

@@ -178,17 +178,49 @@ def test_resume_with_last_event_id_gets_exactly_the_missing_changes(stack: Stack
     assert event.id == stack.state("r", min_version=version)["version"]
 
 
-def test_a_delete_sends_a_resync_snapshot(stack: Stack) -> None:
+def _from_0_0() -> Follower:
+    """A follower that took a deleted event: the empty thread at 0-0."""
+    follower = Follower()
+    follower.version = "0-0"
+    return follower
+
+
+def test_a_delete_sends_deleted_then_changes_on_0_0(stack: Stack) -> None:
     stack.state("d", min_version=stack.post("d", [["user", "hi"]]))
     stream = open_stream(stack.client, "/threads/d/events")
     snap = stream.next()
     assert snap is not None and snap.data["exists"] is True and len(snap.data["messages"]) == 1
+    assert snap.id is not None
     assert stack.client.delete("/threads/d").status_code == 204
-    resync = stream.next()
-    close(stream)
-    assert resync is not None and resync.kind == "snapshot"
-    assert resync.data["reason"] == "resync" and resync.data["exists"] is False
-    assert resync.data["messages"] == [] and resync.id == "0-0"
+    gone = stream.next()
+    assert gone is not None and gone.kind == "deleted", gone
+    assert gone.data == {"thread_id": "d", "version": "0-0", "reason": "deleted"}
+    assert gone.id == "0-0" and '"reason":"deleted"' in gone.text
+    # Resumed from the deleted event's id while the thread is absent: nothing to send
+    # (the follower holds the empty thread); from an id before it: a snapshot of nothing.
+    resumed = open_stream(stack.client, "/threads/d/events", headers={"Last-Event-ID": "0-0"})
+    before = open_stream(stack.client, "/threads/d/events", headers={"Last-Event-ID": snap.id})
+    gap = before.next()
+    assert gap is not None and gap.kind == "snapshot" and gap.id == "0-0", gap
+    assert (gap.data["reason"], gap.data["exists"], gap.data["messages"]) == (
+        "resume_gap", False, []
+    )
+    version = stack.state("d", min_version=stack.post("d", [["user", "again"]]))["version"]
+    for s in (stream, resumed, before):
+        follower = _from_0_0()
+        change = s.next()
+        close(s)
+        assert change is not None and change.kind == "change", change
+        assert change.data["prev"] == "0-0" and change.id == version
+        follower.take(change)
+        assert follower.seen[-1][1] == stack.state("d")["messages"]
+        assert [m["content"] for m in follower.seen[-1][1]] == ["again"]
+    # Resumed from 0-0 once the thread was written again: the chain from 0-0, no snapshot.
+    later = open_stream(stack.client, "/threads/d/events", headers={"Last-Event-ID": "0-0"})
+    first = later.next()
+    close(later)
+    assert first is not None and first.kind == "change" and first.id == version, first
+    assert first.data["prev"] == "0-0"
 
 
 def test_heartbeats_are_sent_while_nothing_happens(stack: Stack) -> None:

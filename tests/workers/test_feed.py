@@ -3,8 +3,9 @@
 The feed's promise: applying a version's event to the state at the version before
 gives exactly the state at that version. It is checked at every version a random
 history commits, against time travel (the log replayed) and the one-delta-at-a-time
-oracle; and every way the chain can break (a trim, a rebuild, a delete, a skipped
-entry) must show as a gap, never as a wrong event.
+oracle; and every way the chain can break (a trim, a rebuild, a skipped entry) must
+show as a gap, never as a wrong event. A delete is no break: it publishes its notice,
+and the thread written again chains on 0-0, the empty thread the notice leaves.
 """
 
 from __future__ import annotations
@@ -20,15 +21,23 @@ from tests.workers.produce import random_messages
 from tests.workers.test_concurrency import NoWake
 from threadfold.core import dump_messages
 from threadfold.core.codec import decode_stored
+from threadfold.workers.feed import subscription
 from threadfold.workers.feed.apply import apply, in_order
-from threadfold.workers.feed.follow import Follower, Step
+from threadfold.workers.feed.events import Change, Deleted, Snapshot
+from threadfold.workers.feed.follow import Follower, Step, heard
 from threadfold.workers.ingest.producer import Producer
 from threadfold.workers.redisio.client import run, text
 from threadfold.workers.replay.replay import travel
 from threadfold.workers.runtime.drain import Drainer
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage import rebuild
-from threadfold.workers.storage.feed_record import FeedEvent, decode
+from threadfold.workers.storage.feed_record import (
+    ORIGIN,
+    FeedEvent,
+    decode,
+    removal_notice,
+    removal_of,
+)
 from threadfold.workers.storage.store import Store
 
 State = dict[int, tuple[str, bytes]]
@@ -159,6 +168,8 @@ def test_no_feed_kept_still_publishes(redis_url: str) -> None:
 
 
 def test_a_rebuild_and_a_delete_break_every_chain(redis_url: str) -> None:
+    """No resume from a version before either. A rebuild publishes a resync; a delete its
+    notice, and the thread written again starts a chain on 0-0."""
     settings = make_settings(redis_url, key_prefix="feed5", batch_size=4)
     store, sent = _run_history(settings, 5, threads=1, deltas=60)
     [ref] = list(sent.deltas)
@@ -175,11 +186,30 @@ def test_a_rebuild_and_a_delete_break_every_chain(redis_url: str) -> None:
     assert decode(b"") is None and Follower(version).offer(None) is Step.GAP
     for after in (version, middle):
         assert store.feed_after(ref, after).kind == "gap"
+    # A delete publishes its notice, not a resync: a follower at any version takes it
+    # and holds the empty thread at 0-0, with no read.
     assert store.delete(ref)
-    assert listener.get_message(timeout=5)["data"] == b""
+    notice = listener.get_message(timeout=5)["data"]
+    assert notice == removal_notice("deleted") == b"deleted:deleted"
+    assert removal_of(notice) == "deleted" and heard(notice) == "deleted"
+    follower = Follower(version)
+    assert follower.offer(heard(notice)) is Step.DELIVER
+    follower.delivered("deleted")
+    assert follower.version == ORIGIN
     assert store.feed_after(ref, version).kind == "absent"
+    assert store.feed_after(ref, ORIGIN).kind == "absent"  # a resume from 0-0: nothing
     assert not store.client.exists(k.feed)
     assert not store.client.zscore(k.active, ref)
+    # The thread written again: its first event applies on 0-0, live and from the feed.
+    producer = Producer(store.client, settings, NoWake())
+    producer.enqueue(ref.partition("/")[2], [{"role": "user", "content": "again", "id": "n"}])
+    Drainer(store, settings).drain(ref)
+    first = decode(listener.get_message(timeout=5)["data"])
+    assert first is not None and first.prev == ORIGIN
+    assert follower.offer(first) is Step.DELIVER
+    state = _step({}, first)
+    assert _messages(state) == dump_messages(store.read_state(ref).messages)  # type: ignore[union-attr]
+    assert [e.version for e in store.feed_after(ref, ORIGIN).events] == [first.version]
 
 
 def test_a_version_that_is_not_the_threads_is_a_gap(redis_url: str) -> None:
@@ -246,3 +276,48 @@ def test_an_event_over_the_size_limit_is_published_not_kept(redis_url: str) -> N
     Drainer(store, settings).drain("_/big")
     assert store.feed_after("_/big", big.version).kind == "events"
     assert store.feed_after("_/big", small[0][0]).kind == "gap"
+
+
+def test_a_direct_subscription_yields_deleted_then_the_thread_written_again(
+    redis_url: str,
+) -> None:
+    """The sync subscription (``Client.subscribe``'s loop) across a DELETE: a deleted
+    event, no snapshot, then changes on 0-0; a resume from its 0-0 reads them from the
+    feed, and from the version before the delete it gets a snapshot."""
+    settings = make_settings(redis_url, key_prefix="feed8")
+    store = store_for(settings)
+    producer = Producer(store.client, settings, NoWake())
+    ref, drainer = "_/gone", Drainer(store, settings)
+    producer.enqueue("gone", [{"role": "user", "content": "old", "id": "o"}])
+    drainer.drain(ref)
+    listener = redis.Redis.from_url(redis_url)
+    feed = settings.keyspace.thread(ref).feed
+    events = subscription.follow(
+        store, listener, subscription.Steps("gone", ref, feed, "langchain"), None
+    )
+    start = next(events)
+    assert isinstance(start, Snapshot) and start.exists and len(start.messages) == 1
+    assert store.delete(ref)
+    deleted = next(events)
+    assert deleted == Deleted("gone", "0-0", "deleted") and deleted.kind == "deleted"
+    producer.enqueue("gone", [{"role": "user", "content": "new", "id": "n"}])
+    drainer.drain(ref)
+    change = next(events)
+    assert isinstance(change, Change) and change.prev == "0-0"
+    read = store.read_state(ref)
+    assert read is not None and change.version == read.version
+    assert [u.message["content"] for u in change.upserts] == ["new"]
+    events.close()  # type: ignore[attr-defined]
+    # Resumed after the deleted event (its version, 0-0): the feed's chain from there.
+    steps = subscription.Steps("gone", ref, feed, "langchain")
+    steps.follower.version = ORIGIN
+    changes, gap = steps.caught_up(store.feed_after(ref, ORIGIN))
+    assert not gap and [c.version for c in changes] == [change.version]
+    resumed = subscription.follow(
+        store, listener, subscription.Steps("gone", ref, feed, "langchain"), start.version
+    )
+    snap = next(resumed)
+    assert isinstance(snap, Snapshot) and snap.reason == "resume_gap"
+    assert [m["content"] for m in snap.messages] == ["new"]
+    resumed.close()  # type: ignore[attr-defined]
+    listener.close()

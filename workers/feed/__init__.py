@@ -5,8 +5,9 @@ and kept, bounded, for followers that resume (:mod:`threadfold.workers.storage.f
 
 Here, what follows it: :mod:`.apply` the rule that turns the state at one version into
 the next, :mod:`.follow` the chain rule a follower applies to what it receives,
-:mod:`.events` what a subscription yields (a snapshot, then changes), :mod:`.bodies`
-their wire bodies, :mod:`.hub` one Pub/Sub reader for many followers (its
-:mod:`.subscriber`), :mod:`.subscription` a direct client's follow loop. "Feed" is the
-one name for all of it; ``subscribe()`` is the operation that reads it.
+:mod:`.events` what a subscription yields (a snapshot, then changes, and a deleted
+event when the thread is removed), :mod:`.bodies` their wire bodies, :mod:`.hub` one
+Pub/Sub reader for many followers (its :mod:`.subscriber`), :mod:`.subscription` a
+direct client's follow loop. "Feed" is the one name for all of it; ``subscribe()`` is
+the operation that reads it.
 """

@@ -1,10 +1,18 @@
 """The rule a follower applies: the state at an event's ``prev`` and the event give the
-state at its ``version`` (exactly ``GET state`` at that version)."""
+state at its ``version`` (exactly ``GET state`` at that version).
+
+A snapshot is a whole state; a change is :func:`apply` (or :func:`apply_in_place`); a
+deleted event empties the state and sets the version held to 0-0 whatever was held
+before it (:func:`deleted`): the first change of the thread written again applies on
+0-0.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, MutableMapping
 from typing import TypeVar
+
+from threadfold.workers.storage.feed_record import ORIGIN
 
 T = TypeVar("T")
 
@@ -46,3 +54,9 @@ def apply_in_place(
 def in_order(state: Mapping[int, T]) -> list[T]:
     """The messages of ``state`` in position order."""
     return [state[p] for p in sorted(state)]
+
+
+def deleted(state: MutableMapping[int, T]) -> str:
+    """``state`` emptied in place by a deleted event; the version it is then at (0-0)."""
+    state.clear()
+    return ORIGIN

@@ -1,9 +1,9 @@
 """What a follower is sent: a snapshot or a change, with messages in the form a state read
 serves (LangChain's or OpenAI's, markers in place of what cannot be served).
 
-One definition for the SSE endpoint (``data:`` of ``event: snapshot`` / ``event: change``,
-framed by :mod:`threadfold.api.feed_wire`) and the direct clients' ``subscribe()``, so that a
-subscriber sees the same bodies whichever door it came through.
+One definition for the SSE endpoint (``data:`` of ``event: snapshot`` / ``change`` /
+``deleted``, framed by :mod:`threadfold.api.feed_wire`) and the direct clients'
+``subscribe()``, so that a subscriber sees the same bodies whichever door it came through.
 
 ``positions`` (a snapshot's) and an upsert's ``position`` carry the apply rule
 (:mod:`threadfold.workers.feed.apply`). In the OpenAI form a stored message with
@@ -21,8 +21,8 @@ import msgspec
 
 from threadfold.core.codec import decode_stored
 from threadfold.core.render import CODE, Flaw, Format, Unservable, serve
-from threadfold.workers.feed.events import Change, Reason, Removed, Snapshot, Upsert
-from threadfold.workers.storage.feed_record import FeedEvent
+from threadfold.workers.feed.events import Change, Deleted, Reason, Removed, Snapshot, Upsert
+from threadfold.workers.storage.feed_record import ORIGIN, FeedEvent, Removal
 from threadfold.workers.storage.read_state import WholeThread
 
 
@@ -81,6 +81,10 @@ class Bodies:
             tuple(upserts),
             tuple(markers),
         )
+
+    def deleted(self, reason: Removal) -> Deleted:
+        """The thread removed (``reason``): the empty thread at version 0-0 follows."""
+        return Deleted(self.thread_id, ORIGIN, reason)
 
     def _messages(
         self, ids: Sequence[bytes], bodies: Sequence[bytes]

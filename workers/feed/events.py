@@ -2,15 +2,17 @@
 
 A subscription starts with a :class:`Snapshot` (the whole thread, each message's
 position beside it) unless it resumes, then sends one :class:`Change` per version the
-thread reaches. Each change applies on the version before it (``prev``): the clients
-check that chain, and when it breaks (a resume the server's feed no longer reaches, a
-rebuild, a delete) they are sent a fresh snapshot instead, so a follower's messages are
-always some version's exact state. The bodies are the SSE endpoint's ``data:`` (see
-docs/feed.md), field for field: :mod:`.bodies` builds them for every follower (the
-API's SSE endpoint encodes them, a direct client's subscription yields them), and the
-HTTP clients decode the endpoint's ``data:`` straight back into them. Messages are
-dicts, except in the API's own encoding, where its JSON cache gives each one as its
-JSON pre-encoded (``msgspec.Raw``, which the encoder writes as it is).
+thread reaches, and a :class:`Deleted` when the thread is removed (after which the
+follower holds the empty thread at version 0-0, on which the first change of the
+thread written again applies). Each change applies on the version before it
+(``prev``): the clients check that chain, and when it breaks (a resume the server's
+feed no longer reaches, a rebuild) they are sent a fresh snapshot instead, so a
+follower's messages are always some version's exact state. The bodies are the SSE
+endpoint's ``data:`` (see docs/feed.md), field for field: :mod:`.bodies` builds them
+for every follower (the API's SSE endpoint encodes them, a direct client's subscription
+yields them), and the HTTP clients decode the endpoint's ``data:`` straight back into
+them. Messages are dicts, except in the API's own encoding, where its JSON cache gives
+each one as its JSON pre-encoded (``msgspec.Raw``, which the encoder writes as it is).
 """
 
 from __future__ import annotations
@@ -20,10 +22,13 @@ from typing import Any, Literal, TypeAlias
 import msgspec
 
 from threadfold.core.render import Format, Unservable
+from threadfold.workers.storage.feed_record import Removal
+
+__all__ = ["Change", "Deleted", "Event", "Reason", "Removal", "Removed", "Snapshot", "Upsert"]
 
 #: Why a snapshot was sent: the stream's start; a resume the feed could not serve (it
 #: no longer reaches back, or the version is not the thread's); a break of the chain
-#: while following (a rebuild, a delete, a skipped entry, a lost message).
+#: while following (a rebuild, a skipped entry, a lost message).
 Reason: TypeAlias = Literal["start", "resume_gap", "resync"]
 
 
@@ -91,4 +96,19 @@ class Change(msgspec.Struct, frozen=True):
         return "change"
 
 
-Event: TypeAlias = Snapshot | Change
+class Deleted(msgspec.Struct, frozen=True):
+    """The thread was removed: ``reason`` ``"deleted"`` (a DELETE), ``"expired"`` (its
+    TTL ran out) or ``"pruned"`` (an operator's prune). It applies on any version: the
+    follower then holds the empty thread at ``version`` 0-0, and the thread's next
+    change, once it is written again, applies on that (its ``prev`` is 0-0)."""
+
+    thread_id: str
+    version: str
+    reason: Removal
+
+    @property
+    def kind(self) -> Literal["deleted"]:
+        return "deleted"
+
+
+Event: TypeAlias = Snapshot | Change | Deleted

@@ -7,16 +7,17 @@ last one leaves; one read loop hands each published event to that thread's follo
 A thousand followers cost one connection, one decode per event, and a queue slot each.
 
 On a Redis Cluster the connection goes to one node (the URL's), not through the cluster
-client: a classic PUBLISH, which COMMIT, REBUILD and DELETE issue from their scripts, is
-broadcast to every node of the cluster, so any node hears every thread's channel.
+client: a classic PUBLISH, which COMMIT, REBUILD and a removal issue from their scripts,
+is broadcast to every node of the cluster, so any node hears every thread's channel.
 
 Joining without loss: a follower is registered (so live events are buffered for it)
 before its start is read, and the read is issued only once the SUBSCRIBE is confirmed;
-what the buffer holds at or before the version read is dropped (``Step.STALE``).
-Gaps (an event that does not chain, a resync, the Pub/Sub connection lost and made
-again: then every follower is checked) are filled with one FEED read per thread and
-version held, shared by the followers at that version, else one fresh snapshot.
-The loop never waits for a follower: a full queue ends that follower (too slow).
+what the buffer holds at or before the version read is dropped (``Step.STALE``); a
+removal's notice is delivered as it comes (it applies on any version). Gaps (an event
+that does not chain, a resync, the Pub/Sub connection lost and made again: then every
+follower is checked) are filled with one FEED read per thread and version held, shared
+by the followers at that version, else one fresh snapshot. The loop never waits for a
+follower: a full queue ends that follower (too slow).
 """
 
 from __future__ import annotations
@@ -36,9 +37,16 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from threadfold.core.errors import ThreadfoldError
-from threadfold.workers.feed.subscriber import SHUTTING_DOWN, Published, Reason, Start, Subscriber
+from threadfold.workers.feed.subscriber import (
+    SHUTTING_DOWN,
+    Published,
+    Reason,
+    Start,
+    Subscriber,
+    item_of,
+)
 from threadfold.workers.storage.feed import FeedRead
-from threadfold.workers.storage.feed_record import ORIGIN, decode
+from threadfold.workers.storage.feed_record import ORIGIN
 from threadfold.workers.storage.read_state import WholeThread
 
 log = logging.getLogger("threadfold.feed")
@@ -275,11 +283,10 @@ class Hub:
         if message["type"] != "message" or topic is None:
             return
         try:
-            event = decode(message["data"])
+            change = item_of(message["data"])  # one item for all: rendered once per format
         except (msgspec.DecodeError, msgspec.ValidationError):
             log.warning("feed hub: an undecodable event on %s; resyncing its followers", channel)
-            event = None
-        change = Published(event) if event is not None else None
+            change = None
         gap = False
         for sub in list(topic.subs):
             gap |= sub.offer(change)

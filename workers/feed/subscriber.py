@@ -3,8 +3,9 @@
 
 A follower gets :class:`Start` (a whole state), then :class:`Published` after change, each
 exactly on top of the version it holds (:class:`~threadfold.workers.feed.follow.Follower`),
-until an :class:`Ended`. Items are shared: one :class:`Published` object goes to every
-local follower of its thread, and ``cache`` holds its renderings (by whatever key the
+and :class:`Gone` when the thread is removed (it applies on any version), until an
+:class:`Ended`. Items are shared: one :class:`Published` or :class:`Gone` object goes to
+every local follower of its thread, and ``cache`` holds its renderings (by whatever key the
 renderer picks, e.g. the format), made once by the first follower that needs one.
 Nothing here renders or decodes a stored body, and nothing does I/O.
 """
@@ -16,11 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from threadfold.workers.feed.events import Reason
-from threadfold.workers.feed.follow import Follower, Step
-from threadfold.workers.storage.feed_record import ORIGIN, FeedEvent
+from threadfold.workers.feed.follow import Follower, Notice, Step, heard
+from threadfold.workers.storage.feed_record import ORIGIN, FeedEvent, Removal
 from threadfold.workers.storage.read_state import WholeThread
 
-__all__ = ["Published", "Ended", "Item", "Reason", "Start", "Subscriber"]
+__all__ = ["Ended", "Gone", "Item", "Published", "Reason", "Start", "Subscriber", "item_of"]
 
 
 @dataclass(eq=False, slots=True)
@@ -30,6 +31,34 @@ class Published:
 
     event: FeedEvent
     cache: dict[Any, bytes] = field(default_factory=dict)
+
+
+@dataclass(eq=False, slots=True)
+class Gone:
+    """The thread was removed (``reason``, its notice's): a follower holds the empty
+    thread at version 0-0 after it."""
+
+    reason: Removal
+    cache: dict[Any, bytes] = field(default_factory=dict)
+
+    @property
+    def version(self) -> str:
+        return ORIGIN
+
+
+def item_of(payload: bytes) -> Published | Gone | None:
+    """A channel message as the item every local follower is offered (None: a resync;
+    msgspec's errors for an event that does not decode)."""
+    notice = heard(payload)
+    if notice is None:
+        return None
+    return Gone(notice) if isinstance(notice, str) else Published(notice)
+
+
+def _notice(item: Published | Gone | None) -> Notice:
+    if item is None:
+        return None
+    return item.reason if isinstance(item, Gone) else item.event
 
 
 @dataclass(eq=False, slots=True)
@@ -73,7 +102,7 @@ class Beat:
 
 BEAT: Final = Beat()
 
-Item = Start | Published | Ended | Beat
+Item = Start | Published | Gone | Ended | Beat
 
 
 class Subscriber:
@@ -91,7 +120,7 @@ class Subscriber:
         self.reason: Reason = "start" if after is None else "resume_gap"
         self.limit = limit
         self.queue: asyncio.Queue[Item] = asyncio.Queue()  # bounded by _put, not maxsize
-        self.pending: list[Published | None] = []
+        self.pending: list[Published | Gone | None] = []
         self.gapped = True  # a new follower needs its start (or its resume) first
         self.dropped = False
         self.ended: Ended | None = None  # why it was ended, once it was
@@ -102,7 +131,7 @@ class Subscriber:
     def next_nowait(self) -> Item | None:
         return None if self.queue.empty() else self.queue.get_nowait()
 
-    def offer(self, change: Published | None) -> bool:
+    def offer(self, change: Published | Gone | None) -> bool:
         """A live message (None: a resync); True when it opened a gap to fill."""
         if self.dropped:
             return False
@@ -144,9 +173,9 @@ class Subscriber:
             self.queue.get_nowait()
         self.queue.put_nowait(item)
 
-    def _step(self, change: Published | None) -> bool:
+    def _step(self, change: Published | Gone | None) -> bool:
         assert self.follower is not None  # a follower past its fill holds a version
-        event = change.event if change is not None else None
+        event = _notice(change)
         step = self.follower.offer(event)
         if step is Step.STALE:
             return False

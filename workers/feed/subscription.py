@@ -6,7 +6,9 @@ arrives at or before that point is stale and dropped (the :class:`Follower`'s ru
 Pub/Sub loses messages only by dropping the connection (a restart, an output buffer
 overflow), which the listener, having no silent reconnects, sees: it reconnects and
 reads what it missed from the thread's feed, or a fresh snapshot when the feed no longer
-reaches back. A resync published by a rebuild or a delete is answered with a snapshot.
+reaches back. A resync published by a rebuild is answered with a snapshot; a removal's
+notice with a :class:`Deleted` (the empty thread at 0-0, which the next incarnation's
+first change applies on, so no read follows it).
 The feed is never polled on a timer: after a rebuild at the follower's version the feed
 cannot tell that version's old state from its new one, and would answer every poll
 with a gap (a snapshot each time).
@@ -28,12 +30,12 @@ import redis
 
 from threadfold.core.render import Format
 from threadfold.workers.feed.bodies import Bodies
-from threadfold.workers.feed.events import Change, Event, Reason, Snapshot
-from threadfold.workers.feed.follow import Follower, Step
+from threadfold.workers.feed.events import Change, Deleted, Event, Reason, Snapshot
+from threadfold.workers.feed.follow import Follower, Notice, Step, heard
 from threadfold.workers.feed.hub import Hub, HubClosed
-from threadfold.workers.feed.subscriber import TOO_SLOW, Ended, Published, Start
+from threadfold.workers.feed.subscriber import TOO_SLOW, Ended, Gone, Published, Start
 from threadfold.workers.storage.feed import FeedRead
-from threadfold.workers.storage.feed_record import ORIGIN, FeedEvent, decode
+from threadfold.workers.storage.feed_record import ORIGIN, FeedEvent, Removal
 from threadfold.workers.storage.read_state import WholeThread
 from threadfold.workers.storage.store import Store
 
@@ -75,9 +77,16 @@ class Steps:
         self.follower.delivered(event)
         return change_event(self.bodies, event)
 
-    def offered(self, blob: bytes) -> tuple[Step, FeedEvent | None]:
-        event = decode(blob)
-        return self.follower.offer(event), event
+    def deliver(self, notice: FeedEvent | Removal) -> Change | Deleted:
+        """The event a notice the follower took is (it holds the version after it)."""
+        if not isinstance(notice, str):
+            return self.change(notice)
+        self.follower.delivered(notice)
+        return self.bodies.deleted(notice)
+
+    def offered(self, blob: bytes) -> tuple[Step, Notice]:
+        notice = heard(blob)
+        return self.follower.offer(notice), notice
 
     def caught_up(self, read: FeedRead) -> tuple[list[Change], bool]:
         """The changes a feed read gives, and whether a snapshot must follow (the feed
@@ -121,11 +130,11 @@ def follow(
                 blob = _message(pubsub.get_message(timeout=TICK))
                 if blob is None:
                     continue
-                step, event = steps.offered(blob)
-                if step is Step.DELIVER and event is not None:
-                    yield steps.change(event)
+                step, notice = steps.offered(blob)
+                if step is Step.DELIVER and notice is not None:
+                    yield steps.deliver(notice)
                 elif step is Step.GAP:
-                    yield from _catch_up(store, steps, resync=event is None)
+                    yield from _catch_up(store, steps, resync=notice is None)
         except (redis.ConnectionError, redis.TimeoutError):
             time.sleep(wait)
             wait = min(wait * 2, BACKOFF[1])
@@ -146,7 +155,7 @@ def _start(store: Store, steps: Steps, after: str | None) -> Iterator[Event]:
 
 
 def _catch_up(store: Store, steps: Steps, *, resync: bool) -> Iterator[Event]:
-    if resync:  # a rebuild or a delete: no event describes it
+    if resync:  # a rebuild (or a removal of a reason unknown here): no event describes it
         yield steps.snapshot(store.snapshot(steps.ref), "resync")
         return
     changes, gap = steps.caught_up(store.feed_after(steps.ref, steps.follower.version))
@@ -172,6 +181,8 @@ async def ahub_follow(
                     event: Event = snapshot_event(bodies, item.snapshot, item.reason)
                 elif isinstance(item, Published):
                     event = change_event(bodies, item.event)
+                elif isinstance(item, Gone):
+                    event = bodies.deleted(item.reason)
                 else:
                     continue  # a heartbeat: nobody asks for them here
                 held = event.version
