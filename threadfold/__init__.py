@@ -30,7 +30,7 @@ if TYPE_CHECKING:
         Unavailable,
         VersionNotReached,
     )
-    from threadfold.feed import Change, Event, Removed, Snapshot, Transcript, Upsert
+    from threadfold.feed import Change, Deleted, Event, Removed, Snapshot, Transcript, Upsert
     from threadfold.http import AsyncHttpClient, HttpClient
     from threadfold.types import (
         Appended,
@@ -64,7 +64,8 @@ _WHERE = {
         "threadfold.types",
     ),
     **dict.fromkeys(
-        ["Change", "Event", "Removed", "Snapshot", "Transcript", "Upsert"], "threadfold.feed"
+        ["Change", "Deleted", "Event", "Removed", "Snapshot", "Transcript", "Upsert"],
+        "threadfold.feed",
     ),
     **dict.fromkeys(
         [
@@ -95,6 +96,7 @@ __all__ = [
     "ClientClosed",
     "ClientProtocol",
     "Conflict",
+    "Deleted",
     "DeltaLike",
     "Event",
     "Format",

@@ -28,7 +28,7 @@ from httpx_sse import EventSource, ServerSentEvent
 from threadfold import wire
 from threadfold.core.errors import ThreadfoldError
 from threadfold.errors import RequestError, Unavailable
-from threadfold.feed import Change, Event, Snapshot
+from threadfold.feed import Change, Deleted, Event, Snapshot
 from threadfold.retry import RetryPolicy, retried, unreachable
 from threadfold.workers.threads import query
 
@@ -37,6 +37,7 @@ SILENCE: Final = 30.0
 
 _SNAPSHOT: Final = msgspec.json.Decoder(Snapshot)
 _CHANGE: Final = msgspec.json.Decoder(Change)
+_DELETED: Final = msgspec.json.Decoder(Deleted)
 
 
 class StreamEnded(ThreadfoldError):
@@ -67,6 +68,8 @@ class Reader:
             found = _CHANGE.decode(sse.data)
             if found.prev != self.version:
                 raise StreamEnded(f"change {found.version} applies on {found.prev}")
+        elif sse.event == "deleted":  # applies on any version; its id, 0-0, resumes
+            found = _DELETED.decode(sse.data)
         elif sse.event == "error":
             raise StreamEnded(sse.data)
         else:

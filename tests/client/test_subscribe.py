@@ -15,6 +15,7 @@ from tests.client.kinds import new_thread
 from threadfold import (
     Change,
     ClientProtocol,
+    Deleted,
     Event,
     InvalidInput,
     NotFound,
@@ -124,7 +125,9 @@ def test_a_version_the_feed_cannot_resume_from_gets_a_snapshot(client: ClientPro
         events.close()  # type: ignore[attr-defined]
 
 
-def test_a_delete_is_a_resync_to_nothing_then_the_new_thread(client: ClientProtocol) -> None:
+def test_a_delete_is_deleted_then_changes_of_the_new_thread_on_0_0(
+    client: ClientProtocol,
+) -> None:
     thread = new_thread()
     transcript = Transcript()
     with deadline():
@@ -133,12 +136,22 @@ def test_a_delete_is_a_resync_to_nothing_then_the_new_thread(client: ClientProto
         transcript.apply(next(events))
         client.delete(thread)
         gone = next(events)
-        assert isinstance(gone, Snapshot)
-        assert (gone.reason, gone.exists, gone.messages) == ("resync", False, [])
+        assert gone == Deleted(thread, "0-0", "deleted") and gone.kind == "deleted"
         transcript.apply(gone)
-        _until(events, transcript, _write(client, thread, 2, "n"))
+        assert (transcript.version, transcript.messages) == ("0-0", [])
+        taken = _until(events, transcript, _write(client, thread, 2, "n"))
+        assert all(isinstance(e, Change) for e in taken)  # no snapshot: they chain on 0-0
+        assert isinstance(taken[0], Change) and taken[0].prev == "0-0"
         assert transcript.messages == client.state(thread).messages
         events.close()  # type: ignore[attr-defined]
+        # Resumed from the deleted event's version: the new thread's changes, from 0-0.
+        resumed = client.subscribe(thread, after=gone.version)
+        again = Transcript()
+        again.apply(gone)
+        taken = _until(resumed, again, transcript.version or "")
+        assert all(isinstance(e, Change) for e in taken)
+        assert again.messages == transcript.messages
+        resumed.close()  # type: ignore[attr-defined]
         with pytest.raises(NotFound):
             client.delete(new_thread())
 

@@ -1,14 +1,27 @@
-"""The removal notice a thread's feed channel carries (``deleted:<reason>``), unit-level:
-told apart from a change event and a resync, and only for the reasons it names."""
+"""The removal notice a thread's feed channel carries (``deleted:<reason>``) and the
+``deleted`` event followers make of it, unit-level: the notice told apart from a change
+event and a resync, for the reasons it names only; taken at any version by every
+follower (the chain rule, the hub's follower, a Transcript, the wire, the HTTP reader),
+each then at 0-0, on which the thread written again chains. Against real processes:
+tests/workers/test_feed.py, tests/api/test_events.py, tests/client/test_subscribe.py.
+"""
 
 from __future__ import annotations
 
 from typing import get_args
 
 import pytest
+from httpx_sse import ServerSentEvent
 
+from threadfold import Change, Deleted, Snapshot, Transcript, Upsert
+from threadfold.api.feed_wire import Renderer
+from threadfold.feed_reader import Reader
+from threadfold.workers.feed.apply import deleted
+from threadfold.workers.feed.follow import Follower, Step, heard
+from threadfold.workers.feed.subscriber import Gone, Published, Start, Subscriber, item_of
 from threadfold.workers.storage.feed_record import (
     DELETED_PREFIX,
+    ORIGIN,
     REMOVALS,
     RESYNC,
     FeedEvent,
@@ -45,3 +58,64 @@ def test_an_event_is_never_read_as_a_notice() -> None:
         assert not blob.startswith(DELETED_PREFIX) and removal_of(blob) is None
         assert decode(blob) == event
     assert decode(b"deleted:moved") is None  # an unknown reason: a resync, not an error
+
+
+def test_a_follower_takes_a_removal_at_any_version_and_chains_on_0_0() -> None:
+    for held in ("0-0", "5-1", "1764467000000-3"):
+        follower = Follower(held)
+        assert follower.offer(heard(b"deleted:pruned")) is Step.DELIVER
+        follower.delivered("pruned")
+        assert follower.version == ORIGIN
+        assert follower.offer(FeedEvent("9-0", ORIGIN)) is Step.DELIVER
+    assert heard(RESYNC) is None and heard(b"deleted:moved") is None  # both a resync
+    assert Follower("5-1").offer(heard(b"deleted:moved")) is Step.GAP
+
+
+def test_a_hub_follower_is_sent_gone_live_and_after_a_fill() -> None:
+    gone = item_of(removal_notice("expired"))
+    assert isinstance(gone, Gone) and gone.reason == "expired" and gone.version == ORIGIN
+    assert item_of(RESYNC) is None
+    again = item_of(encode(FeedEvent("9-0", ORIGIN)))
+    assert isinstance(again, Published)
+    live = Subscriber("_/t", "c", "5-0", limit=10)
+    live.filled([], None)  # resumed at its version
+    assert not live.offer(gone) and not live.offer(again)  # no gap: neither needs a read
+    assert [live.next_nowait(), live.next_nowait()] == [gone, again]
+    assert live.follower is not None and live.follower.version == "9-0"
+    # Heard while a fill reads: taken after it, on whatever the fill gave.
+    filling = Subscriber("_/t", "c", None, limit=10)
+    assert not filling.offer(gone) and not filling.offer(again)
+    start = Start(None, "start")
+    assert not filling.filled([], start)
+    assert [filling.next_nowait() for _ in range(3)] == [start, gone, again]
+
+
+def test_a_transcript_is_emptied_at_0_0_and_takes_the_next_incarnation() -> None:
+    transcript = Transcript()
+    m = {"type": "human", "content": "old", "id": "o"}
+    transcript.apply(Snapshot("t", "5-0", 1, "langchain", [m], [0], "start", True))
+    transcript.apply(Deleted("t", "0-0", "deleted"))
+    assert (transcript.version, transcript.messages) == ("0-0", [])
+    n = {"type": "human", "content": "new", "id": "n"}
+    transcript.apply(Change("t", "9-0", "0-0", False, (), (Upsert(0, "n", n),)))
+    assert (transcript.version, transcript.messages) == ("9-0", [n])
+    state = {0: "a", 3: "b"}
+    assert deleted(state) == ORIGIN and state == {}
+
+
+def _sse(event: str, data: str, ident: str | None) -> ServerSentEvent:
+    return ServerSentEvent(event=event, data=data, id=ident or "")
+
+
+def test_the_wire_frame_and_the_http_readers_decoding() -> None:
+    frame = Renderer("t", "openai", None).frame(Gone("pruned"))
+    body = b'{"thread_id":"t","version":"0-0","reason":"pruned"}'
+    assert frame == b"event: deleted\nid: 0-0\ndata: " + body + b"\n\n"
+    reader = Reader("t", "5-0", "langchain", "http://x")
+    got = reader.event(_sse("deleted", body.decode(), "0-0"))
+    assert got == Deleted("t", "0-0", "pruned") and reader.version == "0-0"
+    assert reader.headers()["last-event-id"] == "0-0"  # a reconnection resumes from 0-0
+    change = '{"thread_id":"t","version":"9-0","prev":"0-0","reset":false,"removed":[],' \
+        '"upserts":[]}'
+    assert isinstance(reader.event(_sse("change", change, "9-0")), Change)
+    assert reader.version == "9-0"
