@@ -33,7 +33,16 @@ from threadfold.api.feed import HUB_CLIENT_NAME, get_events, make_hub
 from threadfold.api.fragments import JsonFragments
 from threadfold.api.openapi import document
 from threadfold.api.pipeline import summary
-from threadfold.api.schemas import BulkAccepted, BulkIn, DeltaIn
+from threadfold.api.schemas import (
+    BulkAccepted,
+    BulkIn,
+    CopyIn,
+    CountIn,
+    DeltaIn,
+    PruneIn,
+    SearchIn,
+    ThreadPatchIn,
+)
 from threadfold.api.settings import ApiSettings
 from threadfold.core.depth import path_text, too_deep_json
 from threadfold.core.errors import (
@@ -49,7 +58,7 @@ from threadfold.core.errors import (
 )
 from threadfold.workers.feed.hub import Hub
 from threadfold.workers.metrics import LATENCY_BUCKETS_MS, FlushOutage, Metrics
-from threadfold.workers.threads import query
+from threadfold.workers.threads import lifecycle, query
 from threadfold.workers.threads.service import AsyncThreads, refusals
 from threadfold.workers.threads.wiring import AsyncEngine, AsyncWaker, open_athreads
 
@@ -174,7 +183,7 @@ async def post_delta(request: Request) -> Response:
     body = await read_body(request, res.settings, DeltaIn, outer=2)  # {"messages": [...]}
     # the service checks the id, after the body (as the path and the body came)
     result = await res.threads.append(
-        tenant, request.path_params["thread_id"], body.messages, body.delta_id
+        tenant, request.path_params["thread_id"], body.messages, body.delta_id, body.metadata
     )
     res.metrics.add("deltas_ingested")
     return json_response(result, 202)
@@ -220,6 +229,59 @@ async def delete_thread(request: Request) -> Response:
     tenant = res.auth.tenant(request.headers.get("authorization"))
     await res.threads.delete(tenant, request.path_params["thread_id"])
     return Response(status_code=204)
+
+
+async def patch_thread(request: Request) -> Response:
+    res = _resources(request)
+    tenant = res.auth.tenant(request.headers.get("authorization"))
+    body = await read_body(request, res.settings, ThreadPatchIn, outer=3)
+    change = lifecycle.update(**body.given())
+    return json_response(await res.threads.update(tenant, request.path_params["thread_id"], change))
+
+
+async def post_search(request: Request) -> Response:
+    res = _resources(request)
+    tenant = res.auth.tenant(request.headers.get("authorization"))
+    body = await read_body(request, res.settings, SearchIn, outer=3)
+    asked = lifecycle.searched(
+        metadata=body.metadata,
+        status=body.status,
+        sort=body.sort,
+        limit=body.limit,
+        cursor=body.cursor,
+    )
+    return json_response(await res.threads.search(tenant, asked))
+
+
+async def post_count(request: Request) -> Response:
+    res = _resources(request)
+    tenant = res.auth.tenant(request.headers.get("authorization"))
+    body = await read_body(request, res.settings, CountIn, outer=3)
+    asked = lifecycle.searched(metadata=body.metadata, status=body.status)
+    return json_response(await res.threads.count(tenant, asked))
+
+
+async def post_copy(request: Request) -> Response:
+    res = _resources(request)
+    tenant = res.auth.tenant(request.headers.get("authorization"))
+    body = await read_body(request, res.settings, CopyIn, outer=3)
+    source = query.thread_id(request.path_params["thread_id"])
+    plan = lifecycle.copy_of(tenant, source, body.to, body.at_version, body.metadata)
+    return json_response(await res.threads.copy(tenant, source, plan), 201)
+
+
+async def post_prune(request: Request) -> Response:
+    res = _resources(request)
+    tenant = res.auth.tenant(request.headers.get("authorization"))
+    body = await read_body(request, res.settings, PruneIn, outer=3)
+    asked = lifecycle.pruned(
+        tenant=tenant,
+        prefix=body.prefix,
+        metadata=body.metadata,
+        idle_seconds=body.idle_seconds,
+        dry_run=body.dry_run,
+    )
+    return json_response(await res.threads.prune(asked))
 
 
 async def healthz(request: Request) -> Response:
@@ -275,7 +337,12 @@ ROUTES = [
     ("/threads/{thread_id}/state", "get_state", get_state, ["GET"]),
     ("/threads/{thread_id}/status", "get_status", get_status, ["GET"]),
     ("/threads/{thread_id}/events", "get_events", get_events, ["GET"]),
+    ("/threads/{thread_id}/copy", "post_copy", post_copy, ["POST"]),
+    ("/threads/search", "post_search", post_search, ["POST"]),
+    ("/threads/count", "post_count", post_count, ["POST"]),
+    ("/threads/prune", "post_prune", post_prune, ["POST"]),
     ("/threads/{thread_id}", "delete_thread", delete_thread, ["DELETE"]),
+    ("/threads/{thread_id}", "patch_thread", patch_thread, ["PATCH"]),
     ("/threads", "get_threads", get_threads, ["GET"]),
     ("/healthz", "healthz", healthz, ["GET"]),
     ("/readyz", "readyz", readyz, ["GET"]),

@@ -41,6 +41,7 @@ HELP: Final = {
     "drain_failures": ("counter", "Drains that failed on a poison entry."),
     "quarantines": ("counter", "Threads put in quarantine."),
     "handoffs": ("counter", "Threads handed to a fresh task when a drain's time ran out."),
+    "threads_expired": ("counter", "Idle threads the TTL sweep removed."),
     "deltas_ingested": ("counter", "Deltas appended through the API."),
     "http_requests": ("counter", "HTTP requests answered, by route and status."),
     "batch_entries": ("histogram", "Entries per committed batch."),

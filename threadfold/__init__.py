@@ -33,11 +33,15 @@ if TYPE_CHECKING:
     from threadfold.feed import Change, Deleted, Event, Removed, Snapshot, Transcript, Upsert
     from threadfold.http import AsyncHttpClient, HttpClient
     from threadfold.types import (
+        UNSET,
         Appended,
         AsyncClientProtocol,
         ClientProtocol,
+        Copied,
         DeltaLike,
         Format,
+        Pruned,
+        Searched,
         Skipped,
         State,
         Status,
@@ -51,11 +55,15 @@ _WHERE = {
     "AsyncHttpClient": "threadfold.http",
     **dict.fromkeys(
         [
+            "UNSET",
             "Appended",
             "AsyncClientProtocol",
             "ClientProtocol",
+            "Copied",
             "DeltaLike",
             "Format",
+            "Pruned",
+            "Searched",
             "Skipped",
             "State",
             "Status",
@@ -87,6 +95,7 @@ _WHERE = {
 }
 
 __all__ = [
+    "UNSET",
     "Appended",
     "AsyncClient",
     "AsyncClientProtocol",
@@ -96,6 +105,7 @@ __all__ = [
     "ClientClosed",
     "ClientProtocol",
     "Conflict",
+    "Copied",
     "Deleted",
     "DeltaLike",
     "Event",
@@ -105,8 +115,10 @@ __all__ = [
     "InvalidInput",
     "NotFound",
     "PoisonEntry",
+    "Pruned",
     "Removed",
     "RequestError",
+    "Searched",
     "ServerError",
     "Skipped",
     "Snapshot",

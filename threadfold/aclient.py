@@ -11,17 +11,28 @@ Every method is the thread service's
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
 from threadfold import args
 from threadfold.core.errors import ClientClosed
 from threadfold.core.keys import DEFAULT_TENANT
-from threadfold.types import Appended, DeltaLike, Format, State, Status
+from threadfold.types import (
+    UNSET,
+    Appended,
+    Copied,
+    DeltaLike,
+    Format,
+    Pruned,
+    Searched,
+    State,
+    Status,
+    Unset,
+)
 from threadfold.workers.feed.events import Event
 from threadfold.workers.settings import Settings
-from threadfold.workers.threads import query
+from threadfold.workers.threads import lifecycle, query
 from threadfold.workers.threads.wiring import Waker, open_athreads, settings_for
 
 
@@ -49,10 +60,17 @@ class AsyncClient:
         self._closed = False
 
     async def append(
-        self, thread_id: str, messages: Sequence[Any], *, delta_id: str | None = None
+        self,
+        thread_id: str,
+        messages: Sequence[Any],
+        *,
+        delta_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> Appended:
         self._check_open()
-        return await self._threads.append(self.tenant, thread_id, messages, delta_id)
+        return await self._threads.append(
+            self.tenant, thread_id, messages, delta_id, metadata
+        )
 
     async def append_many(self, deltas: Iterable[DeltaLike]) -> list[Appended]:
         self._check_open()
@@ -95,6 +113,80 @@ class AsyncClient:
         self._check_open()
         return await self._threads.wait_for(self.tenant, thread_id, version, timeout)
 
+    async def update(
+        self,
+        thread_id: str,
+        *,
+        metadata: Mapping[str, Any] | Unset = UNSET,
+        ttl_seconds: float | Unset | None = UNSET,
+        pinned: bool | Unset = UNSET,
+    ) -> Status:
+        """Change the thread's metadata (merged; a None value deletes its key), its own
+        TTL (None: the deployment's) and its pin, together or not at all; its status."""
+        self._check_open()
+        change = lifecycle.update(**_given(metadata, ttl_seconds, pinned))
+        return await self._threads.update(self.tenant, thread_id, change)
+
+    async def search(
+        self,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        status: str | None = None,
+        sort: str = "activity",
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> Searched:
+        """A page of this tenant's threads holding every ``metadata`` value (and in
+        ``status``), latest first by ``sort``; pass its ``cursor`` for the next."""
+        self._check_open()
+        asked = lifecycle.searched(
+            metadata=metadata, status=status, sort=sort, limit=limit, cursor=cursor
+        )
+        return await self._threads.search(self.tenant, asked)
+
+    async def count(
+        self, *, metadata: Mapping[str, Any] | None = None, status: str | None = None
+    ) -> int:
+        """How many threads :meth:`search` would find."""
+        self._check_open()
+        asked = lifecycle.searched(metadata=metadata, status=status)
+        return (await self._threads.count(self.tenant, asked)).count
+
+    async def copy(
+        self,
+        thread_id: str,
+        to: str,
+        *,
+        at_version: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Copied:
+        """A new thread ``to`` whose state is this one's at ``at_version`` (default: now),
+        with its metadata and ``metadata``'s changes; Conflict when ``to`` exists."""
+        self._check_open()
+        source = query.thread_id(thread_id)
+        plan = lifecycle.copy_of(self.tenant, source, to, at_version, metadata)
+        return await self._threads.copy(self.tenant, source, plan)
+
+    async def prune(
+        self,
+        *,
+        prefix: str = "",
+        metadata: Mapping[str, Any] | None = None,
+        idle_seconds: float | None = None,
+        dry_run: bool = False,
+    ) -> Pruned:
+        """Remove this tenant's threads whose id starts with ``prefix``, holding every
+        ``metadata`` value, idle ``idle_seconds`` or more; never a pinned one."""
+        self._check_open()
+        asked = lifecycle.pruned(
+            tenant=self.tenant,
+            prefix=prefix,
+            metadata=metadata,
+            idle_seconds=idle_seconds,
+            dry_run=dry_run,
+        )
+        return await self._threads.prune(asked)
+
     async def subscribe(
         self, thread_id: str, *, after: str | None = None, format: Format = "langchain"
     ) -> AsyncIterator[Event]:
@@ -134,3 +226,9 @@ class AsyncClient:
 
     def __repr__(self) -> str:  # no URL: they may carry passwords
         return f"<threadfold.AsyncClient tenant={self.tenant!r} queue={self.settings.queue!r}>"
+
+
+def _given(metadata: object, ttl_seconds: object, pinned: object) -> dict[str, Any]:
+    """An update's arguments that were given (UNSET: left as they are)."""
+    given = {"metadata": metadata, "ttl_seconds": ttl_seconds, "pinned": pinned}
+    return {k: v for k, v in given.items() if v is not UNSET}

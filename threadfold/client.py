@@ -12,17 +12,28 @@ in this client's tenant: what the HTTP API answers for the same call, result and
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
 from threadfold import args
 from threadfold.core.errors import ClientClosed
 from threadfold.core.keys import DEFAULT_TENANT
-from threadfold.types import Appended, DeltaLike, Format, State, Status
+from threadfold.types import (
+    UNSET,
+    Appended,
+    Copied,
+    DeltaLike,
+    Format,
+    Pruned,
+    Searched,
+    State,
+    Status,
+    Unset,
+)
 from threadfold.workers.feed.events import Event
 from threadfold.workers.settings import Settings
-from threadfold.workers.threads import query
+from threadfold.workers.threads import lifecycle, query
 from threadfold.workers.threads.wiring import Waker, open_threads, settings_for
 
 
@@ -56,11 +67,16 @@ class Client:
         self._closed = False
 
     def append(
-        self, thread_id: str, messages: Sequence[Any], *, delta_id: str | None = None
+        self,
+        thread_id: str,
+        messages: Sequence[Any],
+        *,
+        delta_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> Appended:
         """Append one delta (message-likes, or LangChain messages) to a thread."""
         self._check_open()
-        return self._threads.append(self.tenant, thread_id, messages, delta_id)
+        return self._threads.append(self.tenant, thread_id, messages, delta_id, metadata)
 
     def append_many(self, deltas: Iterable[DeltaLike]) -> list[Appended]:
         """Append many deltas, of many threads, in one round trip; all are checked
@@ -109,6 +125,80 @@ class Client:
         self._check_open()
         return self._threads.wait_for(self.tenant, thread_id, version, timeout)
 
+    def update(
+        self,
+        thread_id: str,
+        *,
+        metadata: Mapping[str, Any] | Unset = UNSET,
+        ttl_seconds: float | Unset | None = UNSET,
+        pinned: bool | Unset = UNSET,
+    ) -> Status:
+        """Change the thread's metadata (merged; a None value deletes its key), its own
+        TTL (None: the deployment's) and its pin, together or not at all; its status."""
+        self._check_open()
+        change = lifecycle.update(**_given(metadata, ttl_seconds, pinned))
+        return self._threads.update(self.tenant, thread_id, change)
+
+    def search(
+        self,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        status: str | None = None,
+        sort: str = "activity",
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> Searched:
+        """A page of this tenant's threads holding every ``metadata`` value (and in
+        ``status``), latest first by ``sort``; pass its ``cursor`` for the next."""
+        self._check_open()
+        asked = lifecycle.searched(
+            metadata=metadata, status=status, sort=sort, limit=limit, cursor=cursor
+        )
+        return self._threads.search(self.tenant, asked)
+
+    def count(
+        self, *, metadata: Mapping[str, Any] | None = None, status: str | None = None
+    ) -> int:
+        """How many threads :meth:`search` would find."""
+        self._check_open()
+        asked = lifecycle.searched(metadata=metadata, status=status)
+        return (self._threads.count(self.tenant, asked)).count
+
+    def copy(
+        self,
+        thread_id: str,
+        to: str,
+        *,
+        at_version: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Copied:
+        """A new thread ``to`` whose state is this one's at ``at_version`` (default: now),
+        with its metadata and ``metadata``'s changes; Conflict when ``to`` exists."""
+        self._check_open()
+        source = query.thread_id(thread_id)
+        plan = lifecycle.copy_of(self.tenant, source, to, at_version, metadata)
+        return self._threads.copy(self.tenant, source, plan)
+
+    def prune(
+        self,
+        *,
+        prefix: str = "",
+        metadata: Mapping[str, Any] | None = None,
+        idle_seconds: float | None = None,
+        dry_run: bool = False,
+    ) -> Pruned:
+        """Remove this tenant's threads whose id starts with ``prefix``, holding every
+        ``metadata`` value, idle ``idle_seconds`` or more; never a pinned one."""
+        self._check_open()
+        asked = lifecycle.pruned(
+            tenant=self.tenant,
+            prefix=prefix,
+            metadata=metadata,
+            idle_seconds=idle_seconds,
+            dry_run=dry_run,
+        )
+        return self._threads.prune(asked)
+
     def subscribe(
         self, thread_id: str, *, after: str | None = None, format: Format = "langchain"
     ) -> Iterator[Event]:
@@ -143,3 +233,9 @@ class Client:
 
     def __repr__(self) -> str:  # no URL: they may carry passwords
         return f"<threadfold.Client tenant={self.tenant!r} queue={self.settings.queue!r}>"
+
+
+def _given(metadata: object, ttl_seconds: object, pinned: object) -> dict[str, Any]:
+    """An update's arguments that were given (UNSET: left as they are)."""
+    given = {"metadata": metadata, "ttl_seconds": ttl_seconds, "pinned": pinned}
+    return {k: v for k, v in given.items() if v is not UNSET}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -21,7 +21,18 @@ from threadfold import feed_reader, wire
 from threadfold.errors import ClientClosed, RequestError
 from threadfold.feed import Event
 from threadfold.retry import RetryPolicy, retried, unreachable
-from threadfold.types import Appended, DeltaLike, Format, State, Status
+from threadfold.types import (
+    UNSET,
+    Appended,
+    Copied,
+    DeltaLike,
+    Format,
+    Pruned,
+    Searched,
+    State,
+    Status,
+    Unset,
+)
 
 T = TypeVar("T")
 
@@ -139,9 +150,14 @@ class HttpClient(_Base):
             attempt += 1
 
     def append(
-        self, thread_id: str, messages: Sequence[Any], *, delta_id: str | None = None
+        self,
+        thread_id: str,
+        messages: Sequence[Any],
+        *,
+        delta_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> Appended:
-        return self._call(wire.append(thread_id, messages, delta_id))
+        return self._call(wire.append(thread_id, messages, delta_id, metadata))
 
     def append_many(self, deltas: Iterable[DeltaLike]) -> list[Appended]:
         return self._call(wire.append_many(deltas))
@@ -179,6 +195,63 @@ class HttpClient(_Base):
 
     def wait_for(self, thread_id: str, version: str, timeout: float) -> str:
         return self._call(wire.wait_for(thread_id, version, timeout))
+
+    def update(
+        self,
+        thread_id: str,
+        *,
+        metadata: Mapping[str, Any] | Unset = UNSET,
+        ttl_seconds: float | Unset | None = UNSET,
+        pinned: bool | Unset = UNSET,
+    ) -> Status:
+        """Change the thread's metadata (merged; a None value deletes its key), its own
+        TTL (None: the deployment's) and its pin, together or not at all; its status."""
+        return self._call(wire.update(thread_id, _given(metadata, ttl_seconds, pinned)))
+
+    def search(
+        self,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        status: str | None = None,
+        sort: str = "activity",
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> Searched:
+        """A page of this tenant's threads holding every ``metadata`` value (and in
+        ``status``), latest first by ``sort``; pass its ``cursor`` for the next."""
+        body = {"metadata": metadata, "status": status, "sort": sort, "limit": limit}
+        return self._call(wire.search({**body, "cursor": cursor}))
+
+    def count(
+        self, *, metadata: Mapping[str, Any] | None = None, status: str | None = None
+    ) -> int:
+        """How many threads :meth:`search` would find."""
+        return self._call(wire.count({"metadata": metadata, "status": status}))
+
+    def copy(
+        self,
+        thread_id: str,
+        to: str,
+        *,
+        at_version: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Copied:
+        """A new thread ``to`` whose state is this one's at ``at_version`` (default: now),
+        with its metadata and ``metadata``'s changes; Conflict when ``to`` exists."""
+        return self._call(wire.copy(thread_id, to, at_version, metadata))
+
+    def prune(
+        self,
+        *,
+        prefix: str = "",
+        metadata: Mapping[str, Any] | None = None,
+        idle_seconds: float | None = None,
+        dry_run: bool = False,
+    ) -> Pruned:
+        """Remove this tenant's threads whose id starts with ``prefix``, holding every
+        ``metadata`` value, idle ``idle_seconds`` or more; never a pinned one."""
+        body = {"prefix": prefix, "metadata": metadata, "idle_seconds": idle_seconds}
+        return self._call(wire.prune({**body, "dry_run": dry_run}))
 
     def subscribe(
         self, thread_id: str, *, after: str | None = None, format: Format = "langchain"
@@ -252,9 +325,14 @@ class AsyncHttpClient(_Base):
             attempt += 1
 
     async def append(
-        self, thread_id: str, messages: Sequence[Any], *, delta_id: str | None = None
+        self,
+        thread_id: str,
+        messages: Sequence[Any],
+        *,
+        delta_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> Appended:
-        return await self._call(wire.append(thread_id, messages, delta_id))
+        return await self._call(wire.append(thread_id, messages, delta_id, metadata))
 
     async def append_many(self, deltas: Iterable[DeltaLike]) -> list[Appended]:
         return await self._call(wire.append_many(deltas))
@@ -293,6 +371,63 @@ class AsyncHttpClient(_Base):
     async def wait_for(self, thread_id: str, version: str, timeout: float) -> str:
         return await self._call(wire.wait_for(thread_id, version, timeout))
 
+    async def update(
+        self,
+        thread_id: str,
+        *,
+        metadata: Mapping[str, Any] | Unset = UNSET,
+        ttl_seconds: float | Unset | None = UNSET,
+        pinned: bool | Unset = UNSET,
+    ) -> Status:
+        """Change the thread's metadata (merged; a None value deletes its key), its own
+        TTL (None: the deployment's) and its pin, together or not at all; its status."""
+        return await self._call(wire.update(thread_id, _given(metadata, ttl_seconds, pinned)))
+
+    async def search(
+        self,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        status: str | None = None,
+        sort: str = "activity",
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> Searched:
+        """A page of this tenant's threads holding every ``metadata`` value (and in
+        ``status``), latest first by ``sort``; pass its ``cursor`` for the next."""
+        body = {"metadata": metadata, "status": status, "sort": sort, "limit": limit}
+        return await self._call(wire.search({**body, "cursor": cursor}))
+
+    async def count(
+        self, *, metadata: Mapping[str, Any] | None = None, status: str | None = None
+    ) -> int:
+        """How many threads :meth:`search` would find."""
+        return await self._call(wire.count({"metadata": metadata, "status": status}))
+
+    async def copy(
+        self,
+        thread_id: str,
+        to: str,
+        *,
+        at_version: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Copied:
+        """A new thread ``to`` whose state is this one's at ``at_version`` (default: now),
+        with its metadata and ``metadata``'s changes; Conflict when ``to`` exists."""
+        return await self._call(wire.copy(thread_id, to, at_version, metadata))
+
+    async def prune(
+        self,
+        *,
+        prefix: str = "",
+        metadata: Mapping[str, Any] | None = None,
+        idle_seconds: float | None = None,
+        dry_run: bool = False,
+    ) -> Pruned:
+        """Remove this tenant's threads whose id starts with ``prefix``, holding every
+        ``metadata`` value, idle ``idle_seconds`` or more; never a pinned one."""
+        body = {"prefix": prefix, "metadata": metadata, "idle_seconds": idle_seconds}
+        return await self._call(wire.prune({**body, "dry_run": dry_run}))
+
     def subscribe(
         self, thread_id: str, *, after: str | None = None, format: Format = "langchain"
     ) -> AsyncIterator[Event]:
@@ -315,3 +450,9 @@ class AsyncHttpClient(_Base):
         tb: TracebackType | None,
     ) -> None:
         await self.close()
+
+
+def _given(metadata: object, ttl_seconds: object, pinned: object) -> dict[str, Any]:
+    """An update's arguments that were given (UNSET: left as they are)."""
+    given = {"metadata": metadata, "ttl_seconds": ttl_seconds, "pinned": pinned}
+    return {k: v for k, v in given.items() if v is not UNSET}

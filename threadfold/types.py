@@ -11,9 +11,14 @@ from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, Self, TypeAlias
 
+import msgspec
+
 from threadfold.workers.threads.results import (
     Appended,
+    Copied,
     Format,
+    Pruned,
+    Searched,
     Skipped,
     State,
     Status,
@@ -26,7 +31,11 @@ if TYPE_CHECKING:
     from threadfold.feed import Event
 
 __all__ = [
+    "UNSET",
     "Appended",
+    "Copied",
+    "Pruned",
+    "Searched",
     "AsyncClientProtocol",
     "ClientProtocol",
     "DeltaLike",
@@ -39,6 +48,11 @@ __all__ = [
     "ThreadRow",
     "Unservable",
 ]
+
+#: What an ``update`` argument left out is: unchanged (``None`` means "the default").
+UNSET = msgspec.UNSET
+Unset: TypeAlias = msgspec.UnsetType
+
 
 class HasDelta(Protocol):
     """A delta given as an object (``threadfold.workers.ingest.producer.Delta``, a dataclass of
@@ -63,7 +77,12 @@ class ClientProtocol(Protocol):
     """What :class:`threadfold.Client` and :class:`threadfold.HttpClient` both offer."""
 
     def append(
-        self, thread_id: str, messages: Sequence[Any], *, delta_id: str | None = None
+        self,
+        thread_id: str,
+        messages: Sequence[Any],
+        *,
+        delta_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> Appended: ...
 
     def append_many(self, deltas: Iterable[DeltaLike]) -> list[Appended]: ...
@@ -87,6 +106,47 @@ class ClientProtocol(Protocol):
 
     def wait_for(self, thread_id: str, version: str, timeout: float) -> str: ...
 
+    def update(
+        self,
+        thread_id: str,
+        *,
+        metadata: Mapping[str, Any] | Unset = UNSET,
+        ttl_seconds: float | Unset | None = UNSET,
+        pinned: bool | Unset = UNSET,
+    ) -> Status: ...
+
+    def search(
+        self,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        status: str | None = None,
+        sort: str = "activity",
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> Searched: ...
+
+    def count(
+        self, *, metadata: Mapping[str, Any] | None = None, status: str | None = None
+    ) -> int: ...
+
+    def copy(
+        self,
+        thread_id: str,
+        to: str,
+        *,
+        at_version: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Copied: ...
+
+    def prune(
+        self,
+        *,
+        prefix: str = "",
+        metadata: Mapping[str, Any] | None = None,
+        idle_seconds: float | None = None,
+        dry_run: bool = False,
+    ) -> Pruned: ...
+
     def subscribe(
         self, thread_id: str, *, after: str | None = None, format: Format = "langchain"
     ) -> Iterator[Event]: ...
@@ -107,7 +167,12 @@ class AsyncClientProtocol(Protocol):
     """What :class:`threadfold.AsyncClient` and :class:`threadfold.AsyncHttpClient` offer."""
 
     async def append(
-        self, thread_id: str, messages: Sequence[Any], *, delta_id: str | None = None
+        self,
+        thread_id: str,
+        messages: Sequence[Any],
+        *,
+        delta_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> Appended: ...
 
     async def append_many(self, deltas: Iterable[DeltaLike]) -> list[Appended]: ...
@@ -130,6 +195,47 @@ class AsyncClientProtocol(Protocol):
     async def delete(self, thread_id: str) -> None: ...
 
     async def wait_for(self, thread_id: str, version: str, timeout: float) -> str: ...
+
+    async def update(
+        self,
+        thread_id: str,
+        *,
+        metadata: Mapping[str, Any] | Unset = UNSET,
+        ttl_seconds: float | Unset | None = UNSET,
+        pinned: bool | Unset = UNSET,
+    ) -> Status: ...
+
+    async def search(
+        self,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        status: str | None = None,
+        sort: str = "activity",
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> Searched: ...
+
+    async def count(
+        self, *, metadata: Mapping[str, Any] | None = None, status: str | None = None
+    ) -> int: ...
+
+    async def copy(
+        self,
+        thread_id: str,
+        to: str,
+        *,
+        at_version: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Copied: ...
+
+    async def prune(
+        self,
+        *,
+        prefix: str = "",
+        metadata: Mapping[str, Any] | None = None,
+        idle_seconds: float | None = None,
+        dry_run: bool = False,
+    ) -> Pruned: ...
 
     def subscribe(
         self, thread_id: str, *, after: str | None = None, format: Format = "langchain"

@@ -9,7 +9,7 @@ sending it again after a lost answer is applied once: the API answers a retried
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
 from urllib.parse import quote
@@ -21,8 +21,9 @@ from threadfold.core.dump import dump_message
 from threadfold.core.ids import uuid4_str
 from threadfold.core.messages import BaseMessage
 from threadfold.errors import InvalidInput, RequestError, ServerError, from_answer
-from threadfold.types import Appended, DeltaLike, State, Status
+from threadfold.types import Appended, Copied, DeltaLike, Pruned, Searched, State, Status
 from threadfold.workers.threads import query
+from threadfold.workers.threads.results import ThreadCount
 
 T = TypeVar("T")
 
@@ -50,6 +51,10 @@ _APPENDED = msgspec.json.Decoder(Appended)
 _BULK = msgspec.json.Decoder(_Bulk)
 _STATE = msgspec.json.Decoder(State)
 _STATUS = msgspec.json.Decoder(Status)
+_SEARCHED = msgspec.json.Decoder(Searched)
+_COUNT = msgspec.json.Decoder(ThreadCount)
+_COPIED = msgspec.json.Decoder(Copied)
+_PRUNED = msgspec.json.Decoder(Pruned)
 
 
 def thread_path(thread_id: str, tail: str = "") -> str:
@@ -102,9 +107,16 @@ def _as_own(result: Appended, own: bool) -> Appended:
     return msgspec.structs.replace(result, duplicate=False) if own else result
 
 
-def append(thread_id: str, messages: Sequence[Any], delta_id: str | None) -> Exchange[Appended]:
+def append(
+    thread_id: str,
+    messages: Sequence[Any],
+    delta_id: str | None,
+    metadata: Mapping[str, Any] | None = None,
+) -> Exchange[Appended]:
     own = delta_id is None
     body = {"messages": _messages(messages), "delta_id": uuid4_str() if own else delta_id}
+    if metadata is not None:
+        body["metadata"] = metadata
     return Exchange(
         "POST",
         thread_path(thread_id, "/deltas"),
@@ -188,6 +200,62 @@ def wait_for(thread_id: str, version: str, timeout: float) -> Exchange[str]:
         params=params,
         wait=seconds,
     )
+
+
+def update(thread_id: str, given: Mapping[str, Any]) -> Exchange[Status]:
+    """PATCH: only the fields given (a null is given: it means the default)."""
+    return Exchange(
+        "PATCH",
+        thread_path(thread_id),
+        lambda raw: _decode(_STATUS, raw),
+        body=_encode(dict(given), "metadata"),
+    )
+
+
+def search(body: Mapping[str, Any]) -> Exchange[Searched]:
+    return Exchange(
+        "POST",
+        "/threads/search",
+        lambda raw: _decode(_SEARCHED, raw),
+        body=_encode(_present(body), "metadata"),
+    )
+
+
+def count(body: Mapping[str, Any]) -> Exchange[int]:
+    return Exchange(
+        "POST",
+        "/threads/count",
+        lambda raw: _decode(_COUNT, raw).count,
+        body=_encode(_present(body), "metadata"),
+    )
+
+
+def copy(
+    thread_id: str, to: str, at_version: str | None, metadata: Mapping[str, Any] | None
+) -> Exchange[Copied]:
+    """A copy carries a ``delta_id`` of its own, as an append does: its retry after a
+    lost answer is answered with the copy it made, not a 409."""
+    body = _present({"to": to, "at_version": at_version, "metadata": metadata})
+    body["delta_id"] = uuid4_str()
+    return Exchange(
+        "POST",
+        thread_path(thread_id, "/copy"),
+        lambda raw: _decode(_COPIED, raw),
+        body=_encode(body, "metadata"),
+    )
+
+
+def prune(body: Mapping[str, Any]) -> Exchange[Pruned]:
+    return Exchange(
+        "POST",
+        "/threads/prune",
+        lambda raw: _decode(_PRUNED, raw),
+        body=_encode(_present(body), "metadata"),
+    )
+
+
+def _present(body: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in body.items() if v is not None}
 
 
 def _decode(decoder: msgspec.json.Decoder[T], raw: bytes) -> T:

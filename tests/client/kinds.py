@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
@@ -23,6 +23,7 @@ from threadfold import (
     State,
     Status,
 )
+from threadfold.types import UNSET, Copied, Pruned, Searched, Unset
 from threadfold.workers.settings import Settings
 
 KINDS = ["Client", "AsyncClient", "HttpClient", "AsyncHttpClient"]
@@ -48,9 +49,16 @@ class Synced:
         self.inner = inner
 
     def append(
-        self, thread_id: str, messages: Sequence[Any], *, delta_id: str | None = None
+        self,
+        thread_id: str,
+        messages: Sequence[Any],
+        *,
+        delta_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> Appended:
-        return self.runner.run(self.inner.append(thread_id, messages, delta_id=delta_id))
+        return self.runner.run(
+            self.inner.append(thread_id, messages, delta_id=delta_id, metadata=metadata)
+        )
 
     def append_many(self, deltas: Iterable[DeltaLike]) -> list[Appended]:
         return self.runner.run(self.inner.append_many(deltas))
@@ -88,6 +96,62 @@ class Synced:
 
     def wait_for(self, thread_id: str, version: str, timeout: float) -> str:
         return self.runner.run(self.inner.wait_for(thread_id, version, timeout))
+
+    def update(
+        self,
+        thread_id: str,
+        *,
+        metadata: Mapping[str, Any] | Unset = UNSET,
+        ttl_seconds: float | Unset | None = UNSET,
+        pinned: bool | Unset = UNSET,
+    ) -> Status:
+        return self.runner.run(
+            self.inner.update(thread_id, metadata=metadata, ttl_seconds=ttl_seconds, pinned=pinned)
+        )
+
+    def search(
+        self,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        status: str | None = None,
+        sort: str = "activity",
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> Searched:
+        return self.runner.run(
+            self.inner.search(
+                metadata=metadata, status=status, sort=sort, limit=limit, cursor=cursor
+            )
+        )
+
+    def count(self, *, metadata: Mapping[str, Any] | None = None, status: str | None = None) -> int:
+        return self.runner.run(self.inner.count(metadata=metadata, status=status))
+
+    def copy(
+        self,
+        thread_id: str,
+        to: str,
+        *,
+        at_version: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Copied:
+        return self.runner.run(
+            self.inner.copy(thread_id, to, at_version=at_version, metadata=metadata)
+        )
+
+    def prune(
+        self,
+        *,
+        prefix: str = "",
+        metadata: Mapping[str, Any] | None = None,
+        idle_seconds: float | None = None,
+        dry_run: bool = False,
+    ) -> Pruned:
+        return self.runner.run(
+            self.inner.prune(
+                prefix=prefix, metadata=metadata, idle_seconds=idle_seconds, dry_run=dry_run
+            )
+        )
 
     def subscribe(
         self, thread_id: str, *, after: str | None = None, format: Format = "langchain"

@@ -9,7 +9,7 @@ noted apart: it was not appended again.
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
@@ -25,6 +25,7 @@ from threadfold import (
     Status,
 )
 from threadfold.core import dump_messages
+from threadfold.types import UNSET, Copied, Pruned, Searched, Unset
 
 
 class Recorder:
@@ -62,9 +63,14 @@ class Recording:
         self.recorder = recorder
 
     def append(
-        self, thread_id: str, messages: Sequence[Any], *, delta_id: str | None = None
+        self,
+        thread_id: str,
+        messages: Sequence[Any],
+        *,
+        delta_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> Appended:
-        done = self.inner.append(thread_id, messages, delta_id=delta_id)
+        done = self.inner.append(thread_id, messages, delta_id=delta_id, metadata=metadata)
         self.recorder.note(messages, delta_id, done)
         return done
 
@@ -103,6 +109,56 @@ class Recording:
     def wait_for(self, thread_id: str, version: str, timeout: float) -> str:
         return self.inner.wait_for(thread_id, version, timeout)
 
+    def update(
+        self,
+        thread_id: str,
+        *,
+        metadata: Mapping[str, Any] | Unset = UNSET,
+        ttl_seconds: float | Unset | None = UNSET,
+        pinned: bool | Unset = UNSET,
+    ) -> Status:
+        return self.inner.update(
+            thread_id, metadata=metadata, ttl_seconds=ttl_seconds, pinned=pinned
+        )
+
+    def search(
+        self,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        status: str | None = None,
+        sort: str = "activity",
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> Searched:
+        return self.inner.search(
+            metadata=metadata, status=status, sort=sort, limit=limit, cursor=cursor
+        )
+
+    def count(self, *, metadata: Mapping[str, Any] | None = None, status: str | None = None) -> int:
+        return self.inner.count(metadata=metadata, status=status)
+
+    def copy(
+        self,
+        thread_id: str,
+        to: str,
+        *,
+        at_version: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Copied:
+        return self.inner.copy(thread_id, to, at_version=at_version, metadata=metadata)
+
+    def prune(
+        self,
+        *,
+        prefix: str = "",
+        metadata: Mapping[str, Any] | None = None,
+        idle_seconds: float | None = None,
+        dry_run: bool = False,
+    ) -> Pruned:
+        return self.inner.prune(
+            prefix=prefix, metadata=metadata, idle_seconds=idle_seconds, dry_run=dry_run
+        )
+
     def subscribe(
         self, thread_id: str, *, after: str | None = None, format: Format = "langchain"
     ) -> Iterator[Event]:
@@ -134,9 +190,14 @@ class AsyncRecording:
         self.recorder = recorder
 
     async def append(
-        self, thread_id: str, messages: Sequence[Any], *, delta_id: str | None = None
+        self,
+        thread_id: str,
+        messages: Sequence[Any],
+        *,
+        delta_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> Appended:
-        done = await self.inner.append(thread_id, messages, delta_id=delta_id)
+        done = await self.inner.append(thread_id, messages, delta_id=delta_id, metadata=metadata)
         self.recorder.note(messages, delta_id, done)
         return done
 
@@ -174,6 +235,58 @@ class AsyncRecording:
 
     async def wait_for(self, thread_id: str, version: str, timeout: float) -> str:
         return await self.inner.wait_for(thread_id, version, timeout)
+
+    async def update(
+        self,
+        thread_id: str,
+        *,
+        metadata: Mapping[str, Any] | Unset = UNSET,
+        ttl_seconds: float | Unset | None = UNSET,
+        pinned: bool | Unset = UNSET,
+    ) -> Status:
+        return await self.inner.update(
+            thread_id, metadata=metadata, ttl_seconds=ttl_seconds, pinned=pinned
+        )
+
+    async def search(
+        self,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        status: str | None = None,
+        sort: str = "activity",
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> Searched:
+        return await self.inner.search(
+            metadata=metadata, status=status, sort=sort, limit=limit, cursor=cursor
+        )
+
+    async def count(
+        self, *, metadata: Mapping[str, Any] | None = None, status: str | None = None
+    ) -> int:
+        return await self.inner.count(metadata=metadata, status=status)
+
+    async def copy(
+        self,
+        thread_id: str,
+        to: str,
+        *,
+        at_version: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Copied:
+        return await self.inner.copy(thread_id, to, at_version=at_version, metadata=metadata)
+
+    async def prune(
+        self,
+        *,
+        prefix: str = "",
+        metadata: Mapping[str, Any] | None = None,
+        idle_seconds: float | None = None,
+        dry_run: bool = False,
+    ) -> Pruned:
+        return await self.inner.prune(
+            prefix=prefix, metadata=metadata, idle_seconds=idle_seconds, dry_run=dry_run
+        )
 
     def subscribe(
         self, thread_id: str, *, after: str | None = None, format: Format = "langchain"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -253,7 +253,12 @@ class Failing(Recording):
         self.ok = ok
 
     def append(
-        self, thread_id: str, messages: Sequence[Any], *, delta_id: str | None = None
+        self,
+        thread_id: str,
+        messages: Sequence[Any],
+        *,
+        delta_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> Appended:
         if self.ok == 0:
             raise Unavailable("injected: thread state is unreachable")

@@ -1,4 +1,4 @@
-"""The Celery tasks: drain one thread, sweep for stalled threads."""
+"""The Celery tasks: drain one thread, sweep for stalled threads and expired ones."""
 
 from __future__ import annotations
 
@@ -116,6 +116,31 @@ def sweep_once(runtime: Runtime) -> list[str]:
     return woken
 
 
+def expire_once(runtime: Runtime) -> list[str]:
+    """One TTL sweep: the next ``expire_buckets_per_sweep`` buckets, round robin (a shared
+    counter, so sweeps of several beats or a restarted one go on where the last
+    stopped), each removing at most its share of ``expire_per_sweep`` threads. Returns
+    the refs removed."""
+    settings = runtime.settings
+    ks = settings.keyspace
+    width = min(settings.expire_buckets_per_sweep, ks.buckets)
+    try:
+        end = int(runtime.store.client.incrby(ks.sweep_cursor, width))
+        buckets = [(end - width + i) % ks.buckets for i in range(width)]
+        share = max(1, settings.expire_per_sweep // width)
+        swept = runtime.store.expire(buckets, share, settings.thread_ttl_ms)
+    except RedisFull:
+        # The sweep's writes are removals, but INCRBY is refused first: the next sweep
+        # tries again (and an evicting Redis is refused at start, docs/operations.md).
+        log.warning("Redis is full: the TTL sweep could not run")
+        return []
+    removed = [ref for bucket in swept for ref in bucket.removed]
+    if removed:
+        runtime.drainer.metrics.add("threads_expired", len(removed))
+        log.info("TTL sweep removed %d idle thread(s)", len(removed))
+    return removed
+
+
 def register(app: Celery, settings: Settings) -> Runtime:
     """Register the tasks on ``app``; returns the runtime the tasks use (the checks of
     a worker's or beat's start are threadfold.workers.runtime.worker's)."""
@@ -126,6 +151,7 @@ def register(app: Celery, settings: Settings) -> Runtime:
 
     def sweep() -> None:
         sweep_once(runtime)
+        expire_once(runtime)
 
     def recompute(job_id: str, slice_id: str, refs: list[str], mode: Mode) -> None:
         part = Slice(job_id, slice_id, refs, mode)

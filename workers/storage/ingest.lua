@@ -4,9 +4,9 @@
 -- KEYS per thread: log meta sched dirty threads dedupe dedupe_expiry births
 -- ARGV: dedupe_ms sched_ms n_threads, then per thread: ref n opts {delta_id payload fps}*n
 --       (delta_id '' = no dedupe; fps: the index fingerprints of the ids the delta
---       mentions, 4 bytes each, in order; opts '' or msgpack {only_new, key, value JSON,
---       ...}: the metadata a thread this call creates is born with, and 1 to append
---       only if the thread does not exist, a copy's)
+--       mentions, 4 bytes each, in order; opts '' or lines only_new(0|1), key, value
+--       JSON, ...: the metadata a thread this call creates is born with, and 1 to
+--       append only if the thread does not exist, a copy's)
 -- -> per thread, in order: woke(0|1, or -1: only_new and the thread exists, nothing
 --    written), then {version, new(0|1)} per delta
 -- Every redis.call costs about a microsecond on top of its command: the common path
@@ -20,8 +20,18 @@ local function ingest(k, ref, n, opts, a)
     KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6], KEYS[k + 7], KEYS[k + 8]
   local changes = false
   if opts ~= '' then   -- rare: a new thread's metadata, a copy
-    changes = cmsgpack.unpack(opts)
-    if changes[1] == 1 and redis.call('EXISTS', meta) == 1 then
+    changes = {}
+    local at = 1
+    while true do
+      local nl = string.find(opts, '\n', at, true)
+      changes[#changes + 1] = string.sub(opts, at, (nl or 0) - 1)
+      if not nl then break end
+      at = nl + 1
+    end
+    -- A copy retried after its answer was lost finds its own delta_id: answered as
+    -- the duplicate it is, below.
+    if changes[1] == '1' and redis.call('EXISTS', meta) == 1 and
+        not (ARGV[a] ~= '' and redis.call('HEXISTS', dd, ARGV[a]) == 1) then
       out[#out + 1] = -1
       for i = 1, n do
         out[#out + 1] = ''

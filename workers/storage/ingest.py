@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final, NamedTuple
 
-import msgspec
 
 from threadfold.core.keys import Keyspace
 from threadfold.workers.redisio.client import Call, text
@@ -50,10 +49,13 @@ IngestGroup = tuple[str, Sequence[tuple[str, bytes, bytes]], bytes]
 
 def options(metadata: Sequence[str | bytes], *, only_new: bool = False) -> bytes:
     """A thread's opts: the metadata (:func:`threadfold.core.metadata.pairs`) it is
-    created with, and whether to append only if it does not exist."""
+    created with, and whether to append only if it does not exist. One line each: no
+    key and no value's JSON holds a newline (JSON escapes it in a string)."""
     if not metadata and not only_new:
         return b""
-    return msgspec.msgpack.encode([1 if only_new else 0, *metadata])
+    lines = [b"1" if only_new else b"0"]
+    lines += [x.encode() if isinstance(x, str) else x for x in metadata]
+    return b"\n".join(lines)
 
 
 @dataclass(frozen=True, slots=True)
