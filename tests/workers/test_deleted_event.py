@@ -2,23 +2,36 @@
 ``deleted`` event followers make of it, unit-level: the notice told apart from a change
 event and a resync, for the reasons it names only; taken at any version by every
 follower (the chain rule, the hub's follower, a Transcript, the wire, the HTTP reader),
-each then at 0-0, on which the thread written again chains. Against real processes:
-tests/workers/test_feed.py, tests/api/test_events.py, tests/client/test_subscribe.py.
+each then at 0-0, on which the thread written again chains; and the storage's removal
+for each reason, against a real redis-server, reaching a direct and a hub follower.
+Across the API and the clients' processes: tests/api/test_events.py,
+tests/client/test_subscribe.py.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import get_args
 
 import pytest
+import redis
 from httpx_sse import ServerSentEvent
 
+from tests.workers.harness import make_settings, store_for
+from tests.workers.test_concurrency import NoWake
 from threadfold import Change, Deleted, Snapshot, Transcript, Upsert
 from threadfold.api.feed_wire import Renderer
 from threadfold.feed_reader import Reader
+from threadfold.workers import entry
+from threadfold.workers.feed import subscription
 from threadfold.workers.feed.apply import deleted
 from threadfold.workers.feed.follow import Follower, Step, heard
+from threadfold.workers.feed.hub import Hub
 from threadfold.workers.feed.subscriber import Gone, Published, Start, Subscriber, item_of
+from threadfold.workers.ingest.producer import Producer
+from threadfold.workers.redisio.client import run
+from threadfold.workers.runtime.drain import Drainer
+from threadfold.workers.storage import delete
 from threadfold.workers.storage.feed_record import (
     DELETED_PREFIX,
     ORIGIN,
@@ -119,3 +132,51 @@ def test_the_wire_frame_and_the_http_readers_decoding() -> None:
         '"upserts":[]}'
     assert isinstance(reader.event(_sse("change", change, "9-0")), Change)
     assert reader.version == "9-0"
+
+
+@pytest.mark.parametrize("reason", REMOVALS)
+def test_each_removal_reaches_a_direct_and_a_hub_follower(redis_url: str, reason: Removal) -> None:
+    """The storage's one removal (``forget``, which DELETE, the TTL sweep and a prune
+    share) for each reason, against a real redis-server: the sync subscription and the
+    hub's follower each take it with its reason, then the thread written again on 0-0."""
+    settings = make_settings(redis_url, key_prefix=f"del-{reason}")
+    store = store_for(settings)
+    producer, drainer = Producer(store.client, settings, NoWake()), Drainer(store, settings)
+    ref = "_/r"
+    k = settings.keyspace.thread(ref)
+    producer.enqueue("r", [{"role": "user", "content": "old", "id": "o"}])
+    drainer.drain(ref)
+    listener = redis.Redis.from_url(redis_url)
+    events = subscription.follow(
+        store, listener, subscription.Steps("r", ref, k.feed, "openai"), None
+    )
+
+    async def scenario() -> None:
+        astore = entry.astore(settings, entry.aredis(settings))
+        hub = Hub(entry.alistener(settings, name="test-hub"), astore, lambda r: k.feed)
+        try:
+            sub = hub.subscribe(ref)
+            start = await asyncio.wait_for(sub.next(), 10)
+            assert isinstance(start, Start) and start.exists
+            assert isinstance(next(events), Snapshot)
+            assert run(store.client, delete.call(k, reason)) == 1
+            gone = await asyncio.wait_for(sub.next(), 10)
+            assert isinstance(gone, Gone) and gone.reason == reason
+            assert next(events) == Deleted("r", "0-0", reason)
+            producer.enqueue("r", [{"role": "user", "content": "new", "id": "n"}])
+            drainer.drain(ref)
+            change = next(events)
+            assert isinstance(change, Change) and change.prev == "0-0"
+            assert [u.message for u in change.upserts] == [{"role": "user", "content": "new"}]
+            published = await asyncio.wait_for(sub.next(), 10)
+            assert isinstance(published, Published)
+            assert (published.event.prev, published.event.version) == ("0-0", change.version)
+        finally:
+            await hub.close()
+            await astore.client.aclose()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        events.close()  # type: ignore[attr-defined]
+        listener.close()
