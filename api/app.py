@@ -266,7 +266,14 @@ async def post_copy(request: Request) -> Response:
     tenant = res.auth.tenant(request.headers.get("authorization"))
     body = await read_body(request, res.settings, CopyIn, outer=3)
     source = query.thread_id(request.path_params["thread_id"])
-    plan = lifecycle.copy_of(tenant, source, body.to, body.at_version, body.metadata)
+    plan = lifecycle.copy_of(
+        tenant,
+        source,
+        body.to,
+        at_version=body.at_version,
+        metadata=body.metadata,
+        delta_id=body.delta_id,
+    )
     return json_response(await res.threads.copy(tenant, source, plan), 201)
 
 

@@ -11,12 +11,31 @@ from typing import Any, Final
 
 import msgspec
 
-from threadfold.api.schemas import BulkAccepted, BulkIn, DeltaIn, PipelineOut
+from threadfold.api.schemas import (
+    BulkAccepted,
+    BulkIn,
+    CopyIn,
+    CountIn,
+    DeltaIn,
+    PipelineOut,
+    PruneIn,
+    SearchIn,
+    ThreadPatchIn,
+)
 from threadfold.core import errors
 from threadfold.core.keys import NAME_RULE
 from threadfold.core.render import FORMATS
 from threadfold.workers.feed.events import Change, Snapshot
-from threadfold.workers.threads.results import Appended, State, Status, ThreadList
+from threadfold.workers.threads.results import (
+    Appended,
+    Copied,
+    Pruned,
+    Searched,
+    State,
+    Status,
+    ThreadCount,
+    ThreadList,
+)
 
 _STR_OR_NULL: Final = {"anyOf": [{"type": "string"}, {"type": "null"}]}
 _COMMON: Final[dict[str, Any]] = {
@@ -205,7 +224,13 @@ _STATE_QUERY: Final = [
 
 def _paths() -> dict[str, Any]:
     # In parts only to keep each function short; the document's order is theirs.
-    return {**_write_paths(), **_thread_paths(), **_watch_paths(), **_probe_paths()}
+    return {
+        **_write_paths(),
+        **_thread_paths(),
+        **_lifecycle_paths(),
+        **_watch_paths(),
+        **_probe_paths(),
+    }
 
 
 def _write_paths() -> dict[str, Any]:
@@ -266,11 +291,72 @@ def _thread_paths() -> dict[str, Any]:
         "/threads/{thread_id}/events": _events_path(),
         "/threads/{thread_id}": {
             "delete": {
-                "summary": "Remove a thread and its log",
+                "summary": "Remove a thread: every key of it and its place in every index",
                 "parameters": [_THREAD_ID],
                 "responses": {"204": {"description": "Deleted"}, **common},
-            }
+            },
+            "patch": {
+                "summary": "Change a thread's metadata (merged; null deletes a key), its own "
+                "TTL (null: the deployment's) and its pin, together or not at all",
+                "parameters": [_THREAD_ID],
+                "requestBody": {"required": True, **_json("ThreadPatchIn")},
+                "responses": {"200": {"description": "Its status after", **_json("Status")},
+                              **common},
+            },
         },
+    }
+
+
+def _lifecycle_paths() -> dict[str, Any]:
+    """Search, count, copy and prune (docs/lifecycle.md)."""
+    common = _common_errors()
+
+    def post(summary: str, body: str, status: str, answer: str, **more: Any) -> dict[str, Any]:
+        return {
+            "post": {
+                "summary": summary,
+                "requestBody": {"required": True, **_json(body)},
+                "responses": {status: {"description": answer, **_json(answer)}, **common},
+                **more,
+            }
+        }
+
+    copy = post(
+        "A new thread whose state is exactly this one's at at_version (default: now), with "
+        "its metadata (changes laid over it); 409 when `to` exists, 410/409 as time travel",
+        "CopyIn",
+        "201",
+        "Copied",
+        parameters=[_THREAD_ID],
+    )
+    copy["post"]["responses"]["409"] = {
+        "description": "`to` exists (conflict), or at_version reaches an entry that cannot "
+        "be folded (poison_entry)",
+        **_json("ErrorOut"),
+    }
+    copy["post"]["responses"]["410"] = {
+        "description": "at_version precedes what retention kept (gone)",
+        **_json("ErrorOut"),
+    }
+    return {
+        "/threads/search": post(
+            "The tenant's threads holding every given metadata value (and in status), latest "
+            "first by sort; a page of limit with a cursor for the next",
+            "SearchIn",
+            "200",
+            "Searched",
+        ),
+        "/threads/count": post(
+            "How many threads a search would find", "CountIn", "200", "ThreadCount"
+        ),
+        "/threads/{thread_id}/copy": copy,
+        "/threads/prune": post(
+            "Remove the tenant's threads by id prefix, metadata and idle age (never a pinned "
+            "one); dry_run counts them",
+            "PruneIn",
+            "200",
+            "Pruned",
+        ),
     }
 
 
@@ -380,6 +466,15 @@ _BODIES: Final = (
     PipelineOut,
     Snapshot,
     Change,
+    ThreadPatchIn,
+    SearchIn,
+    CountIn,
+    CopyIn,
+    PruneIn,
+    Searched,
+    ThreadCount,
+    Copied,
+    Pruned,
 )
 
 

@@ -71,6 +71,8 @@ class CopyIn(msgspec.Struct, forbid_unknown_fields=True):
     to: str
     at_version: str | None = None
     metadata: Metadata | None = None
+    #: As an append's: a retry of the copy with it is answered with the copy made.
+    delta_id: str | None = None
 
 
 class PruneIn(msgspec.Struct, forbid_unknown_fields=True):

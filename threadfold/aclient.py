@@ -164,7 +164,9 @@ class AsyncClient:
         with its metadata and ``metadata``'s changes; Conflict when ``to`` exists."""
         self._check_open()
         source = query.thread_id(thread_id)
-        plan = lifecycle.copy_of(self.tenant, source, to, at_version, metadata)
+        plan = lifecycle.copy_of(
+            self.tenant, source, to, at_version=at_version, metadata=metadata
+        )
         return await self._threads.copy(self.tenant, source, plan)
 
     async def prune(

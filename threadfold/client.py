@@ -176,7 +176,9 @@ class Client:
         with its metadata and ``metadata``'s changes; Conflict when ``to`` exists."""
         self._check_open()
         source = query.thread_id(thread_id)
-        plan = lifecycle.copy_of(self.tenant, source, to, at_version, metadata)
+        plan = lifecycle.copy_of(
+            self.tenant, source, to, at_version=at_version, metadata=metadata
+        )
         return self._threads.copy(self.tenant, source, plan)
 
     def prune(

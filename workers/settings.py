@@ -13,7 +13,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from threadfold.core.depth import DEFAULT_MAX_DEPTH, HIGHEST_MAX_DEPTH
 from threadfold.core.keys import Keyspace
-from threadfold.core.lifecycle import MAX_TTL_SECONDS
+from threadfold.core.lifecycle import MAX_TTL_SECONDS, MIN_TTL_SECONDS
 from threadfold.workers.redact import url_secrets
 from threadfold.workers.storage.feed_record import FeedLimits
 
@@ -98,8 +98,8 @@ class Settings(BaseSettings):
     )
     ttl_refresh_on_read: bool = Field(
         False,
-        description="Reads of a thread's state (and its status) restart its TTL too, as "
-        "writes always do.",
+        description="Reads of a thread's state restart its TTL too, as writes always do "
+        "(one more script call per read).",
     )
     expire_per_sweep: int = Field(
         2000,
@@ -154,6 +154,13 @@ class Settings(BaseSettings):
         # A live process must flush again before it is taken for gone.
         if self.metrics_liveness_seconds <= self.metrics_flush_seconds:
             raise ValueError("need metrics_flush_seconds < metrics_liveness_seconds")
+        return self
+
+    @model_validator(mode="after")
+    def _ttl_is_none_or_kept(self) -> Settings:
+        # The sweep runs every few seconds: a TTL under a second could not be kept.
+        if 0 < self.thread_ttl_seconds < MIN_TTL_SECONDS:
+            raise ValueError(f"thread_ttl_seconds is 0 (none) or at least {MIN_TTL_SECONDS}")
         return self
 
     @model_validator(mode="after")

@@ -6,6 +6,7 @@
     threadfold status [THREAD]                      backlog, lag, quarantined threads
     threadfold retry THREAD [--skip]                lift a thread's quarantine
     threadfold recompute --audit|--rebuild [--dry-run] ...   replay threads from their logs
+    threadfold prune [--tenant T] [--prefix P] [--metadata K=V] [--idle S] [--dry-run]
     threadfold loadtest [...]                       Locust against the local stack (or --host)
     threadfold bench [core|pipeline|http|replay|live]    the benchmarks (from a checkout)
 
@@ -55,6 +56,7 @@ def _parser() -> argparse.ArgumentParser:
         "--skip", action="store_true", help="skip the entry the drain failed on (recorded)"
     )
     _recompute_parser(sub)
+    _prune_parser(sub)
     _loadtest_parser(sub)
     bench = sub.add_parser("bench", help="run a benchmark (from a source checkout)")
     bench.add_argument("which", nargs="?", default="core",
@@ -82,6 +84,24 @@ def _recompute_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     recompute.add_argument(
         "--timeout", type=float, default=3600.0, help="seconds to wait for the results"
     )
+
+
+def _prune_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    prune = sub.add_parser(
+        "prune", help="remove threads by tenant, id prefix, metadata or idle age (never pinned)"
+    )
+    prune.add_argument("--tenant", default=None, help="only this tenant's (default: every)")
+    prune.add_argument("--prefix", default="", help="thread ids starting with this")
+    prune.add_argument(
+        "--metadata",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="holding this metadata value (a JSON number or boolean as one; repeatable)",
+    )
+    prune.add_argument("--idle", type=float, default=None, metavar="SECONDS",
+                       help="idle (no append, no commit) this long or longer")
+    prune.add_argument("--dry-run", action="store_true", help="count them, remove nothing")
 
 
 def _loadtest_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

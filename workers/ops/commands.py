@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import os
 import shlex
 import signal
@@ -15,7 +16,8 @@ from types import FrameType
 
 from pydantic import ValidationError
 
-from threadfold.core.errors import ThreadfoldError
+from threadfold.core.errors import InvalidInput, ThreadfoldError
+from threadfold.core.keys import InvalidName
 from threadfold.workers import entry
 from threadfold.workers.ops import demo, recompute_job
 from threadfold.workers.ops.processes import API_ARGV, celery_argv
@@ -26,6 +28,8 @@ from threadfold.workers.redisio import maxmemory
 from threadfold.workers.runtime import recompute
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.store import Store
+from threadfold.workers.threads import lifecycle
+from threadfold.workers.threads.listing import prune_threads
 
 
 class CommandError(ThreadfoldError):
@@ -252,6 +256,49 @@ def cmd_recompute(args: argparse.Namespace) -> int:
     progress.close()
     print("\n".join(recompute_job.report(summary, mode, args.timeout)))
     return recompute_job.exit_code(summary, mode)
+
+
+def _metadata_args(given: list[str]) -> dict[str, object]:
+    """``KEY=VALUE`` pairs; a value that is a JSON number or boolean is that value (as the
+    API would have been sent it), anything else a string."""
+    found: dict[str, object] = {}
+    for pair in given:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise CommandError(f"--metadata takes KEY=VALUE; got {pair!r}")
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = value
+        found[key] = parsed if isinstance(parsed, bool | int | float) else value
+    return found
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    settings = _settings()
+    store = _store(settings)
+    try:
+        asked = lifecycle.pruned(
+            tenant=args.tenant,
+            prefix=args.prefix,
+            metadata=_metadata_args(args.metadata) or None,
+            idle_seconds=args.idle,
+            dry_run=args.dry_run,
+        )
+    except (InvalidInput, InvalidName) as exc:
+        raise CommandError(str(exc)) from None
+    progress = Progress("buckets")
+    done = 0
+
+    def advanced(n: int) -> None:
+        nonlocal done
+        done += n
+        progress(done, settings.buckets)
+
+    removed = prune_threads(store.client, settings.keyspace, asked, advanced)
+    progress.close()
+    print(f"{'would remove' if args.dry_run else 'removed'} {removed} thread(s)")
+    return 0
 
 
 def cmd_loadtest(args: argparse.Namespace) -> int:

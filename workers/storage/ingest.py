@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final, NamedTuple
 
-
 from threadfold.core.keys import Keyspace
 from threadfold.workers.redisio.client import Call, text
 from threadfold.workers.storage.contract import keys_of

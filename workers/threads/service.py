@@ -214,10 +214,11 @@ _EMPTY: Final = ({"type": "remove", "id": REMOVE_ALL_MESSAGES},)
 def copy_delta(tenant: str, plan: Copy, page: StatePage) -> Delta:
     """The copy's first delta: the source's messages, ids and all, in order (on an empty
     thread, ``add_messages`` of them is exactly them)."""
-    return Delta(plan.to, list(page.messages) or list(_EMPTY), None, tenant)
+    return Delta(plan.to, list(page.messages) or list(_EMPTY), plan.delta_id, tenant)
 
 
 def copied(source: str, plan: Copy, page: StatePage, made: Enqueued | None) -> Copied:
+    """The copy's answer (a retry of one with its delta_id is answered as it was)."""
     if made is None:
         raise Conflict(f"thread {plan.to!r} exists; a copy makes a new thread", field="to")
     return Copied(plan.to, source, page.version, made.version, page.total)
