@@ -53,7 +53,7 @@ def _answer(op: Op, newest: dict[str, tuple[int, int]]) -> list[str]:
     if op.kind == "poison":
         return [f"poison {op.call['poison']}"]
     status = f"{op.kind} {a.get('status')} {a.get('error', {}).get('code', '')}".rstrip()
-    if op.kind == "travel" and a.get("status") == 200:
+    if op.kind in ("travel", "copy") and a.get("status") == 200:
         asked = key(op.call["at_version"])
         status += " (newest)" if asked >= newest.get(op.refs[0], (0, 0)) else " (earlier)"
     return [status]
@@ -65,7 +65,7 @@ def _newest_before(ops: list[Op]) -> dict[int, dict[str, tuple[int, int]]]:
     out: dict[int, dict[str, tuple[int, int]]] = {}
     newest: dict[str, tuple[int, int]] = {}
     at = 0
-    for op in sorted((o for o in ops if o.kind == "travel"), key=lambda o: o.start):
+    for op in sorted((o for o in ops if o.kind in ("travel", "copy")), key=lambda o: o.start):
         while at < len(done) and done[at].end < op.start:
             w = done[at]
             versions = [r["version"] for r in w.answer.get("results", [])]

@@ -106,6 +106,10 @@ def _travel(session: Session, rng: random.Random) -> None:
     reads.travel(session, rng, _one(session, rng))
 
 
+def _copy(session: Session, rng: random.Random) -> None:
+    reads.copy(session, rng, _one(session, rng))
+
+
 def _live(session: Session, rng: random.Random) -> None:
     reads.live(session, rng, _one(session, rng))
 
@@ -131,6 +135,7 @@ WEIGHTS: Final[dict[str, tuple[Action, int]]] = {
     "audit": (_audit, 6),
     "rebuild": (_rebuild, 4),
     "travel": (_travel, 30),
+    "copy": (_copy, 8),
     "live": (_live, 14),
 }
 

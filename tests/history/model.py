@@ -28,6 +28,7 @@ Kind = Literal[
     "audit",  # recompute --audit (replay.audit_many, or the CLI)
     "rebuild",  # recompute --rebuild (replay.rebuild_many, or the CLI)
     "travel",  # GET /threads/{id}/state?at_version=v
+    "copy",  # POST /threads/{id}/copy at v, the copy read back: judged as a travel
     "live",  # GET /threads/{id}/state (optionally with min_version)
     "final",  # a live read once everything has quiesced: must be the whole fold
 ]

@@ -1,8 +1,10 @@
-"""Reads through the API: time travel (``?at_version=``) and the live state."""
+"""Reads through the API: time travel (``?at_version=``), a copy at a version (read
+back as the time travel it must equal), and the live state."""
 
 from __future__ import annotations
 
 import random
+import uuid
 from typing import Any
 
 import httpx
@@ -58,6 +60,29 @@ def travel(session: Session, rng: random.Random, ref: str, asked: str | None = N
             f"/threads/{thread_id(ref)}/state", params={"at_version": asked}
         )
         op.answer = _answer(response)
+
+
+def copy(session: Session, rng: random.Random, ref: str) -> None:
+    """POST /threads/{id}/copy at a version, then the copy's state once its one delta is
+    applied: answered as a time travel to that version, which the checker judges as
+    one (the copy's state must be exactly the source's there)."""
+    asked = asked_version(rng, session, ref, session.redis_ms())
+    to = f"copy-{uuid.uuid4().hex[:12]}"
+    with session.history.op("copy", "http", [ref], at_version=asked, to=to) as op:
+        response = session.http.post(
+            f"/threads/{thread_id(ref)}/copy", json={"to": to, "at_version": asked}
+        )
+        if response.status_code != 201:
+            op.answer = _answer(response)
+            return
+        made = response.json()
+        read = session.http.get(
+            f"/threads/{to}/state", params={"min_version": made["version"], "wait": "10"}
+        )
+        op.answer = _answer(read)
+        if read.status_code == 200:
+            op.answer["version"] = made["from_version"]  # the source's, as travel answers
+    session.http.delete(f"/threads/{to}")  # the copy is no thread of the model's
 
 
 def live(session: Session, rng: random.Random, ref: str, kind: Kind = "live") -> None:

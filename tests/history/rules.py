@@ -241,6 +241,7 @@ def nothing(ctx: Context, op: Op) -> Why:
 
 RULES: dict[str, Callable[[Context, Op], Why]] = {
     "travel": travel,
+    "copy": travel,
     "live": live,
     "final": final,
     "audit": recompute,

@@ -208,7 +208,7 @@ def searched(s: Search, rows: Sequence[Row], after: tuple[int, str] | None) -> S
 
 #: A copy of an empty state: a thread must start with a delta, and this one leaves it
 #: empty (RemoveMessage of every message, on nothing).
-_EMPTY: Final = ({"type": "remove", "id": REMOVE_ALL_MESSAGES},)
+_EMPTY: Final = ({"type": "remove", "id": REMOVE_ALL_MESSAGES, "content": ""},)
 
 
 def copy_delta(tenant: str, plan: Copy, page: StatePage) -> Delta:
