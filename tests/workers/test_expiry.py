@@ -1,0 +1,145 @@
+"""Threads expire (issue 22): a real worker and beat over a real Redis (standalone and
+Cluster), thousands of threads going idle while others are written. An idle thread is
+removed whole, every key and every index entry of it; a thread written meanwhile keeps
+every delta acknowledged; a write after an expiry starts a new thread; a pinned thread
+stays; nothing is left behind but the bucket counters."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.infra.processes import wait_until
+from tests.infra.redis_cluster import RedisCluster
+from tests.workers.harness import make_settings, start_beat, start_worker, store_for
+from threadfold import Client
+from threadfold.workers.redisio.client import text
+from threadfold.workers.settings import Settings
+from threadfold.workers.storage.store import Store
+
+IDLE = 1200  # threads left to expire
+KEPT = 40  # threads written every few hundred ms meanwhile
+
+
+def _keys(store: Store, prefix: str) -> set[str]:
+    client: Any = store.client
+    if hasattr(client, "get_primaries"):  # a cluster: every primary's keys
+        found: set[str] = set()
+        for node in client.get_primaries():
+            found |= {text(k) for k in client.scan_iter(f"*{prefix}*", target_nodes=node)}
+        return found
+    return {text(k) for k in client.scan_iter(f"*{prefix}*")}
+
+
+def _run(settings: Settings, tmp_path: Path, idle: int, kept: int) -> None:
+    store = store_for(settings)
+    worker = start_worker(settings, "expiry", tmp_path)
+    beat = start_beat(settings, tmp_path)
+    try:
+        with Client(settings=settings) as client:
+            _expire_while_writing(client, store, settings, idle, kept)
+    finally:
+        worker.kill()
+        beat.kill()
+
+
+def _expire_while_writing(
+    client: Client, store: Store, settings: Settings, idle: int, kept: int
+) -> None:
+    msg = [{"role": "user", "content": "hello"}]
+    deltas = [(f"idle-{i}", msg) for i in range(idle)]
+    for start in range(0, len(deltas), 500):
+        client.append_many(deltas[start : start + 500])
+    client.append("pinned", msg, metadata={"keep": True})
+    client.update("pinned", pinned=True)
+    client.append("reborn", msg, metadata={"gen": 1})
+    sent: dict[str, int] = {f"kept-{i}": 0 for i in range(kept)}
+    stop = threading.Event()
+
+    def write() -> None:  # each kept thread written every ~0.25 s, below its 1 s TTL
+        while not stop.is_set():
+            for ref, n in sent.items():
+                client.append(ref, [{"role": "user", "content": str(n)}])
+                sent[ref] = n + 1
+            time.sleep(0.25)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    try:
+        wait_until(
+            lambda: client.count(metadata={"gen": 1}) == 0
+            and not any(_keys(store, f"idle-{i}:") for i in (0, idle // 2, idle - 1)),
+            60,
+            message="idle threads did not expire",
+        )
+        wait_until(
+            lambda: client.count() == kept + 1, 60, message="not only kept and pinned left"
+        )
+    finally:
+        stop.set()
+        writer.join()
+    # A write after the expiry starts a new thread: no metadata, born again.
+    again = client.append("reborn", msg)
+    status = client.status("reborn")
+    assert status.metadata == {} and status.created_ms == int(again.version.split("-")[0])
+    # The kept threads hold every delta written to them.
+    for ref, n in sent.items():
+        last = client.append(ref, [{"role": "user", "content": "last"}])
+        state = client.state(ref, min_version=last.version, wait=20)
+        assert [m["content"] for m in state.messages] == [*map(str, range(n)), "last"]
+    assert client.status("pinned").pinned
+    assert [r.thread_id for r in client.search(metadata={"keep": True}).threads] == ["pinned"]
+    # Nothing of an expired thread is left: no key, no index entry.
+    left = _keys(store, "idle-")
+    assert left == set(), sorted(left)[:5]
+    members: set[str] = set()
+    for bucket in range(settings.buckets):
+        k = settings.keyspace.bucket_of_tenant(bucket, "_")
+        for key in (k.active, k.born, k.expiry, k.dirty, k.quarantine):
+            members |= {text(m) for m in store.client.zrange(key, 0, -1)}
+        members |= {text(m) for m in store.client.smembers(k.threads)}
+        members |= {text(m) for m in store.client.zrange(k.terms, 0, -1)}
+    assert {m for m in members if "idle-" in m} == set()
+
+
+def test_idle_threads_expire_whole_while_others_are_written(tmp_path: Path, redis_url: str) -> None:
+    settings = make_settings(
+        redis_url,
+        key_prefix="ex",
+        buckets=64,
+        thread_ttl_seconds=1,
+        expire_buckets_per_sweep=16,
+        expire_per_sweep=4000,
+    )
+    _run(settings, tmp_path, IDLE, KEPT)
+    # What is left beside the live threads: the buckets' birth counters, the sweep's
+    # cursor and the metrics. The live threads' own keys carry their names.
+    store = store_for(settings)
+    rest = {
+        k
+        for k in _keys(store, "{ex")
+        if not any(name in k for name in ("kept-", "pinned", "reborn"))
+    }
+    assert all(k.endswith(":births") or "{ex:sweep}" in k or "{ex:metrics}" in k
+               or ":active:" in k or ":born:" in k or ":mdx:" in k or ":expiry" in k
+               or ":threads" in k or ":dirty" in k for k in rest), sorted(rest)[:10]
+
+
+@pytest.mark.slow
+def test_threads_expire_on_a_cluster(
+    tmp_path: Path, redis_cluster: RedisCluster, redis_url: str
+) -> None:
+    settings = make_settings(
+        redis_cluster.url,
+        cluster=True,
+        broker_url=redis_url,
+        key_prefix="cx",
+        buckets=48,
+        thread_ttl_seconds=1,
+        expire_buckets_per_sweep=16,
+    )
+    _run(settings, tmp_path, 400, 12)
