@@ -25,7 +25,7 @@ from threadfold.api.schemas import (
 from threadfold.core import errors
 from threadfold.core.keys import NAME_RULE
 from threadfold.core.render import FORMATS
-from threadfold.workers.feed.events import Change, Snapshot
+from threadfold.workers.feed.events import Change, Deleted, Snapshot
 from threadfold.workers.threads.results import (
     Appended,
     Copied,
@@ -283,45 +283,51 @@ def _thread_paths() -> dict[str, Any]:
         },
         "/threads/{thread_id}/status": {
             "get": {
-                "summary": "Version, backlog, times and quarantine of a thread",
+                "summary": "Version, backlog, times, quarantine, metadata, TTL and expiry",
                 "parameters": [_THREAD_ID],
                 "responses": {"200": {"description": "Status", **_json("Status")}, **common},
             }
         },
         "/threads/{thread_id}/events": _events_path(),
         "/threads/{thread_id}": {
-            "delete": {
-                "summary": "Remove a thread: every key of it and its place in every index",
-                "parameters": [_THREAD_ID],
-                "responses": {"204": {"description": "Deleted"}, **common},
-            },
-            "patch": {
-                "summary": "Change a thread's metadata (merged; null deletes a key), its own "
-                "TTL (null: the deployment's) and its pin, together or not at all",
-                "parameters": [_THREAD_ID],
-                "requestBody": {"required": True, **_json("ThreadPatchIn")},
-                "responses": {"200": {"description": "Its status after", **_json("Status")},
-                              **common},
-            },
+            "delete": _delete_path(),
+            "patch": _patch_path(),  # with search, copy and prune: _lifecycle_paths
         },
     }
 
 
-def _lifecycle_paths() -> dict[str, Any]:
-    """Search, count, copy and prune (docs/lifecycle.md)."""
-    common = _common_errors()
+def _delete_path() -> dict[str, Any]:
+    return {
+        "summary": "Remove a thread: every key of it and its place in every index",
+        "parameters": [_THREAD_ID],
+        "responses": {"204": {"description": "Deleted"}, **_common_errors()},
+    }
 
-    def post(summary: str, body: str, status: str, answer: str, **more: Any) -> dict[str, Any]:
-        return {
-            "post": {
-                "summary": summary,
-                "requestBody": {"required": True, **_json(body)},
-                "responses": {status: {"description": answer, **_json(answer)}, **common},
-                **more,
-            }
+
+def _patch_path() -> dict[str, Any]:
+    return {
+        "summary": "Change a thread's metadata (merged; null deletes a key), its own TTL "
+        "(null: the deployment's) and its pin, together or not at all",
+        "parameters": [_THREAD_ID],
+        "requestBody": {"required": True, **_json("ThreadPatchIn")},
+        "responses": {"200": {"description": "Its status after", **_json("Status")},
+                      **_common_errors()},
+    }
+
+
+def _post(summary: str, body: str, status: str, answer: str, **more: Any) -> dict[str, Any]:
+    return {
+        "post": {
+            "summary": summary,
+            "requestBody": {"required": True, **_json(body)},
+            "responses": {status: {"description": answer, **_json(answer)}, **_common_errors()},
+            **more,
         }
+    }
 
-    copy = post(
+
+def _copy_path() -> dict[str, Any]:
+    copy = _post(
         "A new thread whose state is exactly this one's at at_version (default: now), with "
         "its metadata (changes laid over it); 409 when `to` exists, 410/409 as time travel",
         "CopyIn",
@@ -338,19 +344,24 @@ def _lifecycle_paths() -> dict[str, Any]:
         "description": "at_version precedes what retention kept (gone)",
         **_json("ErrorOut"),
     }
+    return copy
+
+
+def _lifecycle_paths() -> dict[str, Any]:
+    """Search, count, copy and prune (docs/lifecycle.md)."""
     return {
-        "/threads/search": post(
+        "/threads/search": _post(
             "The tenant's threads holding every given metadata value (and in status), latest "
             "first by sort; a page of limit with a cursor for the next",
             "SearchIn",
             "200",
             "Searched",
         ),
-        "/threads/count": post(
+        "/threads/count": _post(
             "How many threads a search would find", "CountIn", "200", "ThreadCount"
         ),
-        "/threads/{thread_id}/copy": copy,
-        "/threads/prune": post(
+        "/threads/{thread_id}/copy": _copy_path(),
+        "/threads/prune": _post(
             "Remove the tenant's threads by id prefix, metadata and idle age (never a pinned "
             "one); dry_run counts them",
             "PruneIn",
@@ -385,8 +396,9 @@ def _events_path() -> dict[str, Any]:
             "responses": {
                 "200": {
                     "description": "text/event-stream: event snapshot (data: Snapshot), "
-                    "event change (data: Change), event error ({error: {code, message}}: "
-                    "too_slow, shutting_down)",
+                    "event change (data: Change), event deleted (data: Deleted: the thread "
+                    "was deleted, expired or pruned; id 0-0), event error ({error: {code, "
+                    "message}}: too_slow, shutting_down)",
                     "content": {"text/event-stream": {"schema": {"type": "string"}}},
                 },
                 **_common_errors(),
@@ -466,6 +478,7 @@ _BODIES: Final = (
     PipelineOut,
     Snapshot,
     Change,
+    Deleted,
     ThreadPatchIn,
     SearchIn,
     CountIn,

@@ -35,6 +35,14 @@ MAX_FUNCTION = 40
 # The first three are in the storage move's files (issue 15 items 1-3), which the change
 # that set the limits did not edit: their owner may shorten them and drop the entry.
 EXCEPTIONS: dict[str, str] = {
+    "api/app.py": (
+        "the HTTP API's routes, one table: each a few lines around one call of the thread "
+        "service (the SSE endpoint, whose stream needs more, is api/feed.py)"
+    ),
+    "threadfold/http.py": (
+        "the two HTTP clients, sync and asyncio, side by side with every method of the "
+        "client contract in each, each a line around one exchange of wire.py"
+    ),
     "api/openapi.py": (
         "the OpenAPI document: its paths written by hand (what each route takes and "
         "answers), its components from the bodies' Structs and the error tree; one "

@@ -21,7 +21,7 @@ from tests.infra.processes import wait_until
 from tests.infra.redis_server import RedisServer
 from tests.workers.harness import Sent, make_settings, start_api, start_worker
 from tests.workers.produce import random_messages
-from threadfold import Change, Client, HttpClient, Snapshot, Transcript
+from threadfold import Client, Event, HttpClient, Snapshot, Transcript
 from threadfold.core import dump_messages
 from threadfold.workers.ops.processes import ManagedProcess, free_port
 from threadfold.workers.settings import Settings
@@ -36,7 +36,7 @@ class Watcher:
     thread_id: str
     transcript: Transcript = field(default_factory=Transcript)
     held: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    events: list[Snapshot | Change] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
     failure: BaseException | None = None
 
     def start(self) -> threading.Thread:

@@ -4,17 +4,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from threadfold.core.keys import ThreadKeys
 from threadfold.workers.redisio.client import Call
 from threadfold.workers.storage.contract import keys_of
+from threadfold.workers.storage.feed_record import Removal
 from threadfold.workers.storage.lua import script
 
 SCRIPT: Final = script("delete", "common", "lifecycle")
 
-#: Why a thread was removed, as its followers are told (``deleted:<reason>``).
-Removal = Literal["deleted", "expired", "pruned"]
 
 
 class Keys(NamedTuple):
