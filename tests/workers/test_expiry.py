@@ -16,8 +16,9 @@ import pytest
 from tests.infra.processes import wait_until
 from tests.infra.redis_cluster import RedisCluster
 from tests.workers.harness import make_settings, start_beat, start_worker, store_for
-from threadfold import Client
+from threadfold import Client, Deleted, NotFound, Snapshot
 from threadfold.workers.redisio.client import text
+from threadfold.workers.runtime.drain import Drainer
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.store import Store
 
@@ -143,3 +144,51 @@ def test_threads_expire_on_a_cluster(
         expire_buckets_per_sweep=16,
     )
     _run(settings, tmp_path, 400, 12)
+
+
+class _NoWake:
+    def wake(self, refs: Any) -> None:
+        pass
+
+
+def _sweep(store: Store, settings: Settings) -> list[str]:
+    swept = store.expire(range(settings.buckets), 1000, settings.thread_ttl_ms)
+    return [ref for bucket in swept for ref in bucket.removed]
+
+
+@pytest.mark.parametrize("refresh", [True, False])
+def test_reads_restart_the_ttl_only_when_set_to(redis_url: str, refresh: bool) -> None:
+    settings = make_settings(
+        redis_url, key_prefix=f"rr{int(refresh)}", buckets=4, thread_ttl_seconds=1,
+        ttl_refresh_on_read=refresh,
+    )
+    store = store_for(settings)
+    with Client(settings=settings, waker=_NoWake()) as client:
+        client.append("read", [{"role": "user", "content": "x"}])
+        Drainer(store, settings).drain("_/read")
+        removed: list[str] = []
+        deadline = time.monotonic() + 2.5  # 2.5 TTLs of reads, a sweep after each
+        while time.monotonic() < deadline and not removed:
+            try:
+                client.state("read")
+            except NotFound:
+                break
+            time.sleep(0.2)
+            removed += _sweep(store, settings)
+        assert (removed == []) is refresh
+        if refresh:  # once the reads stop, the thread expires a TTL later
+            wait_until(lambda: _sweep(store, settings) == ["_/read"], 5)
+
+
+def test_a_follower_is_told_its_thread_expired(redis_url: str) -> None:
+    settings = make_settings(redis_url, key_prefix="fe", buckets=4, thread_ttl_seconds=1)
+    store = store_for(settings)
+    with Client(settings=settings, waker=_NoWake()) as client:
+        client.append("gone", [{"role": "user", "content": "x", "id": "m"}])
+        Drainer(store, settings).drain("_/gone")
+        events = client.subscribe("gone")
+        first = next(events)
+        assert isinstance(first, Snapshot) and first.total == 1
+        wait_until(lambda: _sweep(store, settings) == ["_/gone"], 5)
+        assert next(events) == Deleted("gone", "0-0", "expired")
+        events.close()
