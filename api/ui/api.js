@@ -1,4 +1,5 @@
-// The page's HTTP: JSON reads with the API key, and the SSE feed read with fetch().
+// The page's HTTP: JSON reads (and the search's POST) with the API key, and the SSE
+// feed read with fetch().
 //
 // EventSource cannot send headers, so with API keys it cannot authenticate: the feed is
 // read with fetch() and a ReadableStream instead, parsed as the SSE format says, and
@@ -52,6 +53,19 @@ async function failure(response) {
 /** GET a JSON body of the API; an error answer throws ApiError. */
 export async function getJson(path, signal) {
   const response = await fetch(path, { headers: headers(), cache: "no-store", signal });
+  if (!response.ok) throw await failure(response);
+  return response.json();
+}
+
+/** POST a JSON body to the API and read its JSON answer; an error answer throws ApiError. */
+export async function postJson(path, body, signal) {
+  const response = await fetch(path, {
+    method: "POST",
+    headers: headers({ "Content-Type": "application/json" }),
+    body: JSON.stringify(body),
+    cache: "no-store",
+    signal,
+  });
   if (!response.ok) throw await failure(response);
   return response.json();
 }
