@@ -2,7 +2,8 @@
 against a real stack: a redis-server, the API process (with an API key) and a Celery
 worker. What is checked is what a person sees: the threads list, a delta appearing
 live without a reload, a removal going, a streamed chunk growing, a tool call with its
-result, the slider showing an older version, the key entered once.
+result, the slider showing an older version, the key entered once, each thread's
+metadata, pin and expiry, and the list filtered by a metadata value.
 
 Screenshots go to THREADFOLD_UI_ARTIFACTS (default: a folder under pytest's tmp dir,
 printed at the start).
@@ -46,13 +47,22 @@ class Stack:
     shots: Path
     headers: dict[str, str]
 
-    def post(self, thread: str, messages: list[Any]) -> str:
+    def post(self, thread: str, messages: list[Any], metadata: dict[str, Any] | None = None) -> str:
+        """Append ``messages``; ``metadata`` is the thread's if this delta creates it."""
+        body: dict[str, Any] = {"messages": messages}
+        if metadata is not None:
+            body["metadata"] = metadata
         response = httpx.post(
-            f"{self.url}/threads/{thread}/deltas", json={"messages": messages}, headers=self.headers
+            f"{self.url}/threads/{thread}/deltas", json=body, headers=self.headers
         )
         assert response.status_code == 202, response.text
         version: str = response.json()["version"]
         return version
+
+    def patch(self, thread: str, change: dict[str, Any]) -> None:
+        """``PATCH /threads/{thread}``: metadata, ttl_seconds, pinned."""
+        response = httpx.patch(f"{self.url}/threads/{thread}", json=change, headers=self.headers)
+        assert response.status_code == 200, response.text
 
     def applied(self, thread: str, version: str) -> dict[str, Any]:
         """The state once ``version`` is folded (read-your-writes)."""
@@ -304,3 +314,143 @@ def test_a_thread_not_written_yet_appears_with_its_first_delta(stack: Stack, pag
     stack.post("ui-unborn", [{"role": "user", "content": "hello", "id": "u1"}])
     expect(_message(page, "u1")).to_contain_text("hello", timeout=LIVE_MS)
     expect(page.locator("#banner")).to_be_hidden()
+
+
+def _row(page: Page, thread: str) -> Any:
+    return page.locator(f'#threads tr[data-thread="{thread}"]')
+
+
+def _listed(page: Page) -> Any:
+    """The thread ids the list shows, in order."""
+    return page.locator("#threads tbody tr").evaluate_all(
+        "rows => rows.map(row => row.dataset.thread)"
+    )
+
+
+def _filter(page: Page, key: str, value: str) -> None:
+    page.fill("#filter-key", key)
+    page.fill("#filter-value", value)
+    page.press("#filter-value", "Enter")
+
+
+def test_the_list_shows_metadata_pin_and_expiry(stack: Stack, page: Page) -> None:
+    # Values of their own (not user=u1): the filter test counts the u1 threads.
+    plain = stack.post("ui-meta", ["hello"], metadata={"owner": "ada", "n": 5, "html": "<b>x</b>"})
+    expiring = stack.post("ui-meta-ttl", ["hello"], metadata={"owner": "bob"})
+    stack.applied("ui-meta", plain)
+    stack.applied("ui-meta-ttl", expiring)
+    stack.patch("ui-meta-ttl", {"ttl_seconds": 600})
+
+    row = _row(page, "ui-meta")
+    expect(row).to_be_visible(timeout=SHOWN_MS)
+    # Every value as text (one that looks like HTML stays text), in the API's key
+    # order; a number unquoted (the filter reads it back as a number).
+    expect(row.locator(".chip")).to_have_text(["html=<b>x</b>", "n=5", "owner=ada"])
+    assert row.locator("b").count() == 0, "metadata was parsed as HTML"
+    expect(row.locator(".expiry")).to_have_text("never expires")
+    expect(row.locator(".badge.pinned")).to_have_count(0)
+
+    ttl = _row(page, "ui-meta-ttl")
+    expect(ttl.locator(".chip")).to_have_text(["owner=bob"], timeout=SHOWN_MS)
+    expect(ttl.locator(".expiry")).to_have_text(
+        re.compile(r"^expires in (9|10) min$"), timeout=SHOWN_MS
+    )
+    expect(ttl.locator(".expiry")).to_have_attribute("title", re.compile("its own TTL of 600 s"))
+
+    stack.patch("ui-meta", {"pinned": True})  # shown on the list's next read, no reload
+    expect(row.locator(".badge.pinned")).to_have_text("pinned", timeout=SHOWN_MS)
+    expect(row).to_have_attribute("data-pinned", "true")
+    expect(row.locator(".expiry")).to_have_attribute("title", re.compile("^pinned"))
+    stack.patch("ui-meta-ttl", {"pinned": True})
+    expect(ttl.locator(".expiry")).to_have_text("never expires", timeout=SHOWN_MS)
+    page.screenshot(path=str(stack.shots / "metadata.png"))
+
+
+def test_the_list_filters_by_a_metadata_value(stack: Stack, page: Page) -> None:
+    threads: list[tuple[str, dict[str, Any]]] = [
+        ("ui-u1-a", {"user": "u1", "rank": 5}),
+        ("ui-u1-b", {"user": "u1", "rank": "5"}),
+        ("ui-u2", {"user": "u2"}),
+    ]
+    for thread, metadata in threads:
+        stack.applied(thread, stack.post(thread, ["hi"], metadata=metadata))
+    expect(_row(page, "ui-u2")).to_be_visible(timeout=SHOWN_MS)
+
+    _filter(page, "user", "u1")
+    expect(page.locator("#filter-clear")).to_be_visible()
+    expect(page.locator("#threads tbody tr")).to_have_count(2, timeout=SHOWN_MS)
+    assert sorted(_listed(page)) == ["ui-u1-a", "ui-u1-b"]
+    expect(page.locator("#threads-note")).to_have_text("2 threads with user=u1, latest first")
+    page.screenshot(path=str(stack.shots / "filtered.png"))
+
+    # The filtered list is read again like the unfiltered one: a new match appears, a
+    # thread of another user does not.
+    stack.post("ui-u1-c", ["later"], metadata={"user": "u1"})
+    stack.post("ui-u2-b", ["later"], metadata={"user": "u2"})
+    expect(_row(page, "ui-u1-c")).to_be_visible(timeout=SHOWN_MS)
+    assert sorted(_listed(page)) == ["ui-u1-a", "ui-u1-b", "ui-u1-c"]
+
+    # A number typed is the number; quoted, the text (as the help text says).
+    _filter(page, "rank", "5")
+    expect(page.locator("#threads-note")).to_have_text(
+        "1 thread with rank=5, latest first", timeout=SHOWN_MS
+    )
+    assert _listed(page) == ["ui-u1-a"]
+    _filter(page, "rank", '"5"')
+    expect(page.locator("#threads-note")).to_have_text(
+        '1 thread with rank="5", latest first', timeout=SHOWN_MS
+    )
+    assert _listed(page) == ["ui-u1-b"]
+    # A chip filters by its own value, written as the filter reads it.
+    _row(page, "ui-u1-b").locator(".chip", has_text="user=u1").click()
+    expect(page.locator("#filter-value")).to_have_value("u1")
+    expect(page.locator("#threads tbody tr")).to_have_count(3, timeout=SHOWN_MS)
+
+    _filter(page, "user", "nobody")
+    expect(page.locator("#threads-none")).to_have_text(
+        "No thread has user=nobody.", timeout=SHOWN_MS
+    )
+    expect(page.locator("#threads-empty")).to_be_hidden()
+
+    page.click("#filter-clear")  # back to GET /threads: every thread
+    expect(page.locator("#filter-clear")).to_be_hidden()
+    expect(page.locator("#filter-key")).to_have_value("")
+    expect(_row(page, "ui-u2-b")).to_be_visible(timeout=SHOWN_MS)
+    expect(_row(page, "ui-u1-a")).to_be_visible()
+    expect(page.locator("#threads-note")).to_contain_text("latest first")
+    assert "with" not in (page.locator("#threads-note").text_content() or "")
+
+
+def test_a_refused_filter_shows_the_api_s_message(stack: Stack, page: Page) -> None:
+    stack.applied("ui-refused", stack.post("ui-refused", ["hi"]))
+    expect(_row(page, "ui-refused")).to_be_visible(timeout=SHOWN_MS)
+    _filter(page, "no spaces", "x")  # a key the API refuses: 422, naming the field
+    refusal = page.locator("#filter-error")
+    expect(refusal).to_contain_text("metadata.no spaces: a metadata key is", timeout=SHOWN_MS)
+    expect(page.locator("#threads-note")).to_have_text("filter refused")
+    expect(page.locator("#threads tbody tr")).to_have_count(0)  # not the unfiltered rows
+    expect(page.locator("#threads-none")).to_be_hidden()
+    page.wait_for_timeout(2500)  # a refresh later, the message still stands
+    expect(refusal).to_be_visible()
+
+    page.click("#filter-clear")
+    expect(refusal).to_be_hidden()
+    expect(_row(page, "ui-refused")).to_be_visible(timeout=SHOWN_MS)
+
+
+def test_a_filter_value_is_typed_as_the_help_text_says(page: Page) -> None:
+    """Text, except a JSON number or boolean; a quoted JSON string is its text. A chip
+    writes its value so that the filter reads it back as the same value."""
+    typed, round_trips = page.evaluate(
+        """async () => {
+          const { typedValue, shownValue } = await import("./panels.js");
+          const typed = ["u1", " u1 ", "5", "-1.5e3", "true", "false", '"5"', '" a "',
+                         "null", "1e999", "05", '"a"b"', ""].map(typedValue);
+          const values = ["5", "true", " a ", '"q"', "", "x=y", 5, 1.5, false];
+          return [typed, values.map((v) => typedValue(shownValue(v)) === v)];
+        }"""
+    )
+    assert typed == [
+        "u1", "u1", 5, -1500, True, False, "5", " a ", "null", "1e999", "05", '"a"b"', ""
+    ]
+    assert all(round_trips), round_trips
