@@ -94,6 +94,12 @@ class ThreadView {
         return;
       }
       this.#banner("");
+    } else if (event === "deleted") {
+      marks = thread.deleted(data);
+      const how = { deleted: "deleted", expired: "removed by its TTL", pruned: "pruned" };
+      this.#banner(
+        `This thread was ${how[data.reason] || "removed"}; a new first delta will appear here.`,
+      );
     } else if (event === "error") {
       this.#banner(`The feed was dropped (${data.error.code}); reconnecting…`, true);
       return;

@@ -101,6 +101,24 @@ export class FollowedThread {
     return marks;
   }
 
+  /**
+   * The thread was removed (deleted, expired or pruned): it is the empty thread at 0-0,
+   * on which its next incarnation's first change applies. The versions seen were of
+   * the incarnation that is gone, so the slider starts again.
+   */
+  deleted(data) {
+    const marks = { added: [], updated: [], removed: [] };
+    for (const { message } of this.entries) marks.removed.push({ message, after: null });
+    this.entries = [];
+    this.version = data.version;
+    this.exists = false;
+    this.base = { version: data.version, entries: [] };
+    this.changes = [];
+    this.versions = [];
+    this.#seen(data.version);
+    return marks;
+  }
+
   /** A change applies only on the version it names (its prev); else the chain broke. */
   change(data) {
     if (this.version !== null && compareVersions(data.version, this.version) <= 0) {

@@ -316,6 +316,22 @@ def test_a_thread_not_written_yet_appears_with_its_first_delta(stack: Stack, pag
     expect(page.locator("#banner")).to_be_hidden()
 
 
+def test_a_removed_thread_empties_and_takes_its_next_incarnation(
+    stack: Stack, page: Page
+) -> None:
+    stack.post("ui-removed", [{"role": "user", "content": "before", "id": "b1"}])
+    _open(page, "ui-removed")
+    expect(_message(page, "b1")).to_contain_text("before", timeout=LIVE_MS)
+    response = httpx.delete(f"{stack.url}/threads/ui-removed", headers=AUTH)
+    assert response.status_code == 204
+    expect(page.locator("#banner")).to_contain_text("This thread was deleted", timeout=LIVE_MS)
+    # Each message is struck through, then gone (the ghost of a removal fades).
+    expect(page.locator("#transcript li[data-id]")).to_have_count(0, timeout=LIVE_MS + 5000)
+    stack.post("ui-removed", [{"role": "user", "content": "after", "id": "a1"}])
+    expect(_message(page, "a1")).to_contain_text("after", timeout=LIVE_MS)
+    expect(_message(page, "b1")).to_have_count(0)
+
+
 def _row(page: Page, thread: str) -> Any:
     return page.locator(f'#threads tr[data-thread="{thread}"]')
 

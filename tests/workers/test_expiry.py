@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from tests.infra.processes import wait_until
 from tests.infra.redis_cluster import RedisCluster
 from tests.workers.harness import make_settings, start_beat, start_worker, store_for
-from threadfold import Client, Deleted, NotFound, Snapshot
+from threadfold import Client, Deleted, Event, NotFound, Snapshot
 from threadfold.workers.redisio.client import text
 from threadfold.workers.runtime.drain import Drainer
 from threadfold.workers.settings import Settings
@@ -105,6 +106,13 @@ def _expire_while_writing(
         members |= {text(m) for m in store.client.smembers(k.threads)}
         members |= {text(m) for m in store.client.zrange(k.terms, 0, -1)}
     assert {m for m in members if "idle-" in m} == set()
+    # The workers counted them (flushed to the fleet's totals within a second).
+    wait_until(
+        lambda: float(store.client.hget(settings.keyspace.metrics_totals, "threads_expired") or 0)
+        >= idle + 1,  # and "reborn"
+        10,
+        message="threads_expired was not counted",
+    )
 
 
 def test_idle_threads_expire_whole_while_others_are_written(tmp_path: Path, redis_url: str) -> None:
@@ -186,7 +194,7 @@ def test_a_follower_is_told_its_thread_expired(redis_url: str) -> None:
     with Client(settings=settings, waker=_NoWake()) as client:
         client.append("gone", [{"role": "user", "content": "x", "id": "m"}])
         Drainer(store, settings).drain("_/gone")
-        events = client.subscribe("gone")
+        events = cast("Generator[Event, None, None]", client.subscribe("gone"))
         first = next(events)
         assert isinstance(first, Snapshot) and first.total == 1
         wait_until(lambda: _sweep(store, settings) == ["_/gone"], 5)
