@@ -339,6 +339,10 @@ async def arun_many(client: AsyncClient, calls: Sequence[Call]) -> list[Any]:
     if not calls:
         return []
     if isinstance(client, AsyncRedisCluster):
+        # Concurrent first calls of a client not yet initialized each start its slot
+        # discovery, and without retries (the services' clients) they fail with a
+        # connection error; once initialized this returns at once.
+        await client.initialize()
         return list(await asyncio.gather(*(arun(client, call) for call in calls)))
     results = await _aexchange(client, pack_calls(calls, range(len(calls))), len(calls))
     for i, result in enumerate(results):
