@@ -26,6 +26,52 @@ local function last_active(committed, enqueued)
   return t
 end
 
+-- A search's metadata filter from ARGV[at]: n, then n key, value JSON pairs.
+-- -> {{key, value}*}, {key*}, the index of the ARGV after it
+local function wanted(at)
+  local want, fields = {}, {}
+  local n = tonumber(ARGV[at])
+  for i = 0, n - 1 do
+    want[#want + 1] = {ARGV[at + 1 + 2 * i], ARGV[at + 2 + 2 * i]}
+    fields[#fields + 1] = ARGV[at + 1 + 2 * i]
+  end
+  return want, fields, at + 1 + 2 * n
+end
+-- Whether the thread holds every wanted value (a term names a candidate; this decides).
+local function holds(tag, ref, want, fields)
+  if #want == 0 then return true end
+  local got = redis.call('HMGET', KEY.metadata(tag, ref), unpack(fields))
+  for i, w in ipairs(want) do
+    if got[i] ~= w[2] then return false end
+  end
+  return true
+end
+-- A thread's status in its bucket: quarantined, busy (a backlog), or idle.
+local function status_of(ref, dirty, quarantine)
+  if redis.call('ZSCORE', quarantine, ref) then return 'quarantined' end
+  if redis.call('ZSCORE', dirty, ref) then return 'busy' end
+  return 'idle'
+end
+-- The wanted term held by the fewest of the tenant's threads in the bucket, and how
+-- many hold it.
+local function rarest(terms, want)
+  local best, size = nil, nil
+  for _, w in ipairs(want) do
+    local t = term_of(w[1], w[2])
+    local n = redis.call('ZLEXCOUNT', terms, '[' .. t, '[' .. t .. '\255')
+    if size == nil or n < size then best, size = t, n end
+  end
+  return best, size
+end
+-- The refs holding a term.
+local function holders(terms, term)
+  local refs, cut = {}, #term + 1
+  for _, m in ipairs(redis.call('ZRANGE', terms, '[' .. term, '[' .. term .. '\255', 'BYLEX')) do
+    refs[#refs + 1] = string.sub(m, cut)
+  end
+  return refs
+end
+
 -- Sets and deletes metadata keys (changes: key, value JSON, ... ; '' deletes), keeping
 -- the tenant's terms index exact. The limits that depend on what is stored are checked
 -- before anything is written: -> nil, or the limit a change would pass ('keys' or

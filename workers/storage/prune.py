@@ -9,8 +9,10 @@ from typing import Any, Final, NamedTuple
 
 from threadfold.core.keys import Keyspace
 from threadfold.workers.redisio.client import Call
+from threadfold.workers.storage import delete
 from threadfold.workers.storage.contract import keys_of
 from threadfold.workers.storage.lua import script
+from threadfold.workers.storage.search import terms
 
 SCRIPT: Final = script("prune", "common", "lifecycle")
 
@@ -18,11 +20,8 @@ SCRIPT: Final = script("prune", "common", "lifecycle")
 PER_CALL: Final = 500
 
 
-class Keys(NamedTuple):
-    dirty: str
-    quarantine: str
-    threads: str
-    expiry: str
+#: A removal's keys: the bucket's sets a removed thread leaves (as DELETE's).
+Keys = delete.Keys
 
 
 class Args(NamedTuple):
@@ -44,10 +43,7 @@ def call(
 ) -> Call:
     k = ks.bucket_keys(bucket)
     args = Args(k.tag, "1" if dry_run else "0", "" if idle_ms is None else str(idle_ms))
-    terms: list[str | bytes] = [str(len(metadata))]
-    for key, value in metadata.items():
-        terms += [key, value]
-    return Call(SCRIPT, keys_of(Keys, k), [*args, *terms, *refs])
+    return Call(SCRIPT, keys_of(Keys, k), [*args, *terms(metadata), *refs])
 
 
 def parse(raw: Any) -> int:

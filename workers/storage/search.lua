@@ -11,26 +11,12 @@
 -- -> {frontier_score, frontier_ref, {score, ref}*}   ('' '' when the bucket is done)
 local tag, limit, budget = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local after_score, after_ref, status = ARGV[4], ARGV[5], ARGV[6]
-local want, fields = {}, {}
-for i = 0, tonumber(ARGV[7]) - 1 do
-  want[#want + 1] = {ARGV[8 + 2 * i], ARGV[9 + 2 * i]}
-  fields[#fields + 1] = ARGV[8 + 2 * i]
-end
+local want, fields = wanted(7)
 local cursor = after_score ~= '' and tonumber(after_score) or nil
 
-local function status_of(ref)
-  if redis.call('ZSCORE', KEYS[4], ref) then return 'quarantined' end
-  if redis.call('ZSCORE', KEYS[3], ref) then return 'busy' end
-  return 'idle'
-end
 local function matches(ref)
-  if #want > 0 then
-    local got = redis.call('HMGET', KEY.metadata(tag, ref), unpack(fields))
-    for i, w in ipairs(want) do
-      if got[i] ~= w[2] then return false end
-    end
-  end
-  return status == '' or status_of(ref) == status
+  return holds(tag, ref, want, fields) and
+    (status == '' or status_of(ref, KEYS[3], KEYS[4]) == status)
 end
 local function past_cursor(score, ref)   -- later in the order (latest first)
   return cursor == nil or score < cursor or (score == cursor and ref < after_ref)
@@ -50,18 +36,10 @@ end
 
 local found = {}
 if #want > 0 then
-  local rarest, size = nil, nil
-  for _, w in ipairs(want) do
-    local t = term_of(w[1], w[2])
-    local n = redis.call('ZLEXCOUNT', KEYS[2], '[' .. t, '[' .. t .. '\255')
-    if size == nil or n < size then rarest, size = t, n end
-  end
+  local term, size = rarest(KEYS[2], want)
   if size == 0 then return {'', ''} end
   if size <= budget then
-    local cut = #rarest + 1
-    for _, m in ipairs(redis.call('ZRANGE', KEYS[2], '[' .. rarest, '[' .. rarest .. '\255',
-                                  'BYLEX')) do
-      local ref = string.sub(m, cut)
+    for _, ref in ipairs(holders(KEYS[2], term)) do
       local score = redis.call('ZSCORE', KEYS[1], ref)
       if score then
         score = tonumber(score)
