@@ -212,6 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     say = cli.progress(started)
     before = load_average()
+    code = _code()  # now: a shared tree's HEAD may move during a long run
     runs = [run_one(Shape(n, with_metadata), sizes, say)
             for n in sizes.threads for with_metadata in sizes.metadata]
     machine = (f"{os.cpu_count()} cores, shared; load average before {before}, after "
@@ -220,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     verdict = judge(runs)
     meta = {"mode": mode, "seconds": round(time.perf_counter() - started, 1),
             "python": sys.version.split()[0], "platform": platform.platform(),
-            "machine": machine, "code": _code(), "sizes": asdict(sizes),
+            "machine": machine, "code": code, "sizes": asdict(sizes),
             "ttl_seconds": load.TTL_SECONDS, "feed_seconds": load.FEED_SECONDS,
             "bulk": load.BULK, "search_limit": search.LIMIT}
     data = {"meta": meta, "target": verdict, "runs": runs}

@@ -19,8 +19,7 @@ def _kb(n: float) -> str:
 
 def memory_table(runs: Sequence[dict[str, Any]]) -> list[str]:
     head = ["threads", "metadata", "load: s (threads/s)", "CPU µs/thread: loaders, Redis",
-            "used_memory per idle thread", "of it: expiry entry", "after the sweep vs empty",
-            "keys left"]
+            "used_memory per idle thread", "of it: expiry entry", "after the sweep vs empty"]
     body = []
     for r in runs:
         ld, expiry = r["load"], r["breakdown"]["bucket_keys"]["expiry"]
@@ -32,8 +31,32 @@ def memory_table(runs: Sequence[dict[str, Any]]) -> list[str]:
             f"**{r['bytes_per_thread']:,.0f} B**", f"{expiry:.0f} B",
             f"{r['residue_bytes']:+,} B on {_kb(r['baseline']['used_memory'])} "
             f"(**{share:+.2%}**)",
-            ", ".join(f"{kind} {v['keys']:,}" for kind, v in r["leftovers"].items()) or "none",
         ])
+    return table(head, body)
+
+
+def residue_table(runs: Sequence[dict[str, Any]]) -> list[str]:
+    """What the difference after the sweep is made of: INFO memory's parts, which add up
+    to it, and the keys left (their MEMORY USAGE counts their entries in the keyspace
+    table as well: that column overlaps the others)."""
+    head = ["threads", "metadata", "used_memory: empty, after the sweep", "keys' data",
+            "keyspace table", "clients", "script cache", "rest", "keys left (MEMORY USAGE)"]
+    body = []
+    for r in runs:
+        before, after = r["baseline"], r["after"]
+        parts = {name: after[field] - before[field] for name, field in (
+            ("data", "used_memory_dataset"), ("table", "keyspace_tables"),
+            ("clients", "mem_clients_normal"), ("scripts", "used_memory_scripts"))}
+        # The overhead's part beyond the keyspace table, the clients and the scripts.
+        overhead = after["used_memory_overhead"] - before["used_memory_overhead"]
+        rest = overhead - parts["table"] - parts["clients"] - parts["scripts"]
+        left = "; ".join(f"{kind}: {v['keys']:,} keys, {v['bytes']:,} B"
+                         for kind, v in r["leftovers"].items())
+        body.append([f"{r['threads']:,}", _variant(r),
+                     f"{before['used_memory']:,} → {after['used_memory']:,} B "
+                     f"({r['residue_bytes']:+,})",
+                     f"{parts['data']:+,}", f"{parts['table']:+,}", f"{parts['clients']:+,}",
+                     f"{parts['scripts']:+,}", f"{rest:+,}", left or "none"])
     return table(head, body)
 
 
@@ -56,7 +79,8 @@ def breakdown_table(runs: Sequence[dict[str, Any]]) -> list[str]:
 
 def sweep_table(runs: Sequence[dict[str, Any]]) -> list[str]:
     head = ["threads", "metadata", "removed", "passes (limit per bucket)", "seconds",
-            "removed/s", "Redis CPU µs/removed", "script µs/removed", "script µs/call"]
+            "removed/s", "Redis CPU µs/removed", "script wall µs/removed",
+            "script wall µs/call"]
     body = []
     for r in runs:
         s = r["sweep"]
@@ -95,7 +119,8 @@ def search_table(runs: Sequence[dict[str, Any]]) -> list[str]:
 def render(data: dict[str, Any]) -> str:
     runs, verdict = data["runs"], data["target"]
     lines = [f"Machine: {data['meta']['machine']}; code {data['meta']['code']}", "",
-             *memory_table(runs), "", *breakdown_table(runs), "", *sweep_table(runs), ""]
+             *memory_table(runs), "", *residue_table(runs), "", *breakdown_table(runs), "",
+             *sweep_table(runs), ""]
     found = search_table(runs)
     if found:
         lines += [*found, ""]
