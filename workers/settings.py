@@ -102,13 +102,13 @@ class Settings(BaseSettings):
         "(one more script call per read).",
     )
     expire_per_sweep: int = Field(
-        2000,
+        10_000,
         ge=1,
         le=1_000_000,
         description="Most threads one TTL sweep removes (the rest wait for the next).",
     )
     expire_buckets_per_sweep: int = Field(
-        64,
+        256,
         ge=1,
         le=16384,
         description="Buckets one TTL sweep visits, round robin (no full scan per period).",
