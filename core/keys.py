@@ -161,12 +161,6 @@ class ThreadKeys:
         """SET of the bucket: every ref ever written (for recompute and status)."""
         return f"{self.tag}:threads"
 
-    @property
-    def births(self) -> str:
-        """STRING of the bucket: a counter. A thread (re)created in the bucket takes the
-        next value as its incarnation (meta ``i``), part of every fence: a thread
-        deleted and written again may reach a cursor it had before, never a fence."""
-        return f"{self.tag}:births"
 
 
 @dataclass(frozen=True, slots=True)

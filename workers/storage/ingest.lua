@@ -1,8 +1,8 @@
 -- One call appends for one or more threads (the producer groups a bulk's threads by
 -- bucket, or all of them on a standalone server): the fixed cost of a script call is
 -- paid once per group instead of once per thread.
--- KEYS per thread: log meta sched dirty threads dedupe dedupe_expiry births
--- ARGV: dedupe_ms sched_ms n_threads, then per thread: ref n opts {delta_id payload fps}*n
+-- KEYS per thread: log meta sched dirty threads dedupe dedupe_expiry
+-- ARGV: dedupe_ms sched_ms n_threads birth_token, then per thread: ref n opts {delta_id payload fps}*n
 --       (delta_id '' = no dedupe; fps: the index fingerprints of the ids the delta
 --       mentions, 4 bytes each, in order; opts '' or lines only_new(0|1), key, value
 --       JSON, ...: the metadata a thread this call creates is born with, and 1 to
@@ -12,12 +12,16 @@
 -- Every redis.call costs about a microsecond on top of its command: the common path
 -- (no delta_id, flag already set) makes four per thread plus one per delta.
 local dedupe_ms, sched_ms, threads = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+-- A thread born in this call takes the call's token as its incarnation (see fence()):
+-- random, so no key has to remember the last one (a counter per bucket would outlive
+-- every thread of it), and two incarnations of one thread come from two calls.
+local birth_token = ARGV[4]
 local now = false
 local out = {}
 
 local function ingest(k, ref, n, opts, a)
-  local log, meta, sched, dirty, all, dd, ddx, births = KEYS[k + 1], KEYS[k + 2],
-    KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6], KEYS[k + 7], KEYS[k + 8]
+  local log, meta, sched, dirty, all, dd, ddx = KEYS[k + 1], KEYS[k + 2],
+    KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6], KEYS[k + 7]
   local changes = false
   if opts ~= '' then   -- rare: a new thread's metadata, a copy
     changes = {}
@@ -90,7 +94,7 @@ local function ingest(k, ref, n, opts, a)
     redis.call('SADD', all, ref)
     -- 'b': its first entry. A log that no longer starts there lost entries, and a
     -- version before it is no state of this incarnation (see PREFIX).
-    redis.call('HSET', meta, 'i', redis.call('INCR', births), 'b', first)
+    redis.call('HSET', meta, 'i', birth_token, 'b', first)
     born(meta, ref, first, changes)
   end
   if recorded and dedupe_ms > 0 then
@@ -108,10 +112,10 @@ local function ingest(k, ref, n, opts, a)
   end
 end
 
-local a = 4
+local a = 5
 for t = 0, threads - 1 do
   local ref, n = ARGV[a], tonumber(ARGV[a + 1])
-  ingest(8 * t, ref, n, ARGV[a + 2], a + 3)
+  ingest(7 * t, ref, n, ARGV[a + 2], a + 3)
   a = a + 3 + 3 * n
 end
 return out

@@ -3,6 +3,7 @@ order, de-duplicated by ``delta_id``, waking the threads that need it."""
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -27,7 +28,6 @@ class Keys(NamedTuple):
     threads: str
     dedupe: str
     dedupe_expiry: str
-    births: str
 
 
 class Args(NamedTuple):
@@ -36,6 +36,9 @@ class Args(NamedTuple):
     dedupe_ms: int
     sched_ms: int
     n_threads: int
+    #: A thread born in the call takes it as its incarnation: 64 random bits, so two
+    #: incarnations of one thread differ (with odds of 2^-64 against).
+    birth_token: str
 
 
 #: Most threads in one ingest call (a few hundred microseconds of server time).
@@ -80,7 +83,7 @@ def call(ks: Keyspace, groups: Sequence[IngestGroup], dedupe_ms: int, wake_ms: i
     """One call for ``groups``. On a cluster every thread of one call must be in one
     bucket (:func:`groups_of`)."""
     keys: list[str] = []
-    args: list[str | bytes | int] = [*Args(dedupe_ms, wake_ms, len(groups))]
+    args: list[str | bytes | int] = [*Args(dedupe_ms, wake_ms, len(groups), secrets.token_hex(8))]
     for ref, deltas, opts in groups:
         keys += _keys(ks, ref)
         args += [ref, len(deltas), opts]

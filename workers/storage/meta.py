@@ -16,9 +16,9 @@ letter  name              meaning                     written by      read by
                                                                       version_of
 ``g``   GENERATION        rebuilds so far (in the     rebuild         head, candidates,
                           fence)                                      commit, rebuild, prefix
-``i``   INCARNATION       the bucket's birth count    ingest (birth)  head, candidates,
-                          at the thread's birth (in                   commit, rebuild, prefix,
-                          the fence)                                  log_fence
+``i``   INCARNATION       a random token of the call  ingest (birth)  head, candidates,
+                          that created the thread                     commit, rebuild, prefix,
+                          (in the fence)                              log_fence
 ``b``   BIRTH             the current incarnation's   ingest (birth)  prefix
                           first entry
 ``e``   ENQUEUED          the last entry appended;    ingest          status, prefix,
