@@ -28,9 +28,8 @@ FIELDS: Final = ("used_memory", "used_memory_dataset", "used_memory_overhead",
 #: A thread's own keys, by their ThreadKeys name.
 THREAD_KEYS: Final = ("meta", "pages", "index", "log", "metadata", "feed", "sched", "dedupe",
                       "dedupe_expiry")
-#: Its bucket's sets (and counter), by their ThreadKeys name: summed over the buckets.
-BUCKET_KEYS: Final = ("threads", "active", "born", "expiry", "terms", "dirty", "quarantine",
-                      "births")
+#: Its bucket's sets, by their ThreadKeys name: summed over the buckets.
+BUCKET_KEYS: Final = ("threads", "active", "born", "expiry", "terms", "dirty", "quarantine")
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@
 -- (no delta_id, flag already set) makes four per thread plus one per delta.
 local dedupe_ms, sched_ms, threads = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 -- A thread born in this call takes the call's token as its incarnation (see fence()):
--- random, so no key has to remember the last one (a counter per bucket would outlive
+-- 62 random bits, so no key has to remember the last one (a counter per bucket would outlive
 -- every thread of it), and two incarnations of one thread come from two calls.
 local birth_token = ARGV[4]
 local now = false

@@ -36,9 +36,10 @@ class Args(NamedTuple):
     dedupe_ms: int
     sched_ms: int
     n_threads: int
-    #: A thread born in the call takes it as its incarnation: 64 random bits, so two
-    #: incarnations of one thread differ (with odds of 2^-64 against).
-    birth_token: str
+    #: A thread born in the call takes it as its incarnation: 62 random bits, so two
+    #: incarnations of one thread differ (with odds of 2^-62 against). An integer, as
+    #: the meta hash's listpack stores one in 8 bytes where 16 hex digits take 16.
+    birth_token: int
 
 
 #: Most threads in one ingest call (a few hundred microseconds of server time).
@@ -83,7 +84,7 @@ def call(ks: Keyspace, groups: Sequence[IngestGroup], dedupe_ms: int, wake_ms: i
     """One call for ``groups``. On a cluster every thread of one call must be in one
     bucket (:func:`groups_of`)."""
     keys: list[str] = []
-    args: list[str | bytes | int] = [*Args(dedupe_ms, wake_ms, len(groups), secrets.token_hex(8))]
+    args: list[str | bytes | int] = [*Args(dedupe_ms, wake_ms, len(groups), secrets.randbits(62))]
     for ref, deltas, opts in groups:
         keys += _keys(ks, ref)
         args += [ref, len(deltas), opts]
