@@ -90,6 +90,11 @@ def _expire_while_writing(
     finally:
         stop.set()
         writer.join()
+    # The last writes at once, in one call (checking each thread before writing the next
+    # would leave the later ones idle past their TTL), the pause before them counted.
+    lasts = client.append_many([(ref, [{"role": "user", "content": "last"}]) for ref in sent])
+    for ref in sent:
+        pauses[ref] = max(pauses[ref], time.monotonic() - written[ref])
     # A write after the expiry starts a new thread: no metadata, born again.
     again = client.append("reborn", msg)
     status = client.status("reborn")
@@ -99,8 +104,7 @@ def _expire_while_writing(
     # the deltas of its new incarnation, every one of them since its rebirth.
     ttl = settings.thread_ttl_seconds
     whole = 0
-    for ref, n in sent.items():
-        last = client.append(ref, [{"role": "user", "content": "last"}])
+    for (ref, n), last in zip(sent.items(), lasts, strict=True):
         state = client.state(ref, min_version=last.version, wait=20)
         contents = [m["content"] for m in state.messages]
         if pauses[ref] < ttl - 0.5:
