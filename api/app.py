@@ -194,7 +194,7 @@ async def post_bulk(request: Request) -> Response:
     tenant = res.auth.tenant(request.headers.get("authorization"))
     # {"deltas": [{"messages": [...]}]}
     body = await read_body(request, res.settings, BulkIn, outer=4)
-    given = [(d.thread_id, d.messages, d.delta_id) for d in body.deltas]
+    given = [(d.thread_id, d.messages, d.delta_id, d.metadata) for d in body.deltas]
     results = await res.threads.append_many(tenant, given)
     res.metrics.add("deltas_ingested", len(results))
     return json_response(BulkAccepted(results), 202)

@@ -92,6 +92,7 @@ class BulkItem(msgspec.Struct, forbid_unknown_fields=True):
     thread_id: str
     messages: list[MessageLike]
     delta_id: str | None = None
+    metadata: Metadata | None = None  # the thread's, if this delta creates it
 
 
 class BulkIn(msgspec.Struct, forbid_unknown_fields=True):

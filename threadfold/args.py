@@ -17,6 +17,9 @@ class DeltaArgs(NamedTuple):
     thread_id: str
     messages: Sequence[Any]
     delta_id: str | None
+    #: The metadata of the thread this delta creates, if it does (a mapping's key, an
+    #: object's attribute; a tuple carries none).
+    metadata: Mapping[str, Any] | None = None
 
 
 def deltas(items: Iterable[DeltaLike]) -> list[DeltaArgs]:
@@ -39,9 +42,16 @@ def _one(item: object, i: int) -> DeltaArgs:
             raise InvalidInput(
                 f"{where}.{missing}: required field is missing", field=f"{where}.{missing}"
             )
-        return DeltaArgs(item["thread_id"], item["messages"], item.get("delta_id"))
+        return DeltaArgs(
+            item["thread_id"], item["messages"], item.get("delta_id"), item.get("metadata")
+        )
     if hasattr(item, "thread_id") and hasattr(item, "messages"):
-        return DeltaArgs(item.thread_id, item.messages, getattr(item, "delta_id", None))
+        return DeltaArgs(
+            item.thread_id,
+            item.messages,
+            getattr(item, "delta_id", None),
+            getattr(item, "metadata", None),
+        )
     raise InvalidInput(
         f"{where}: expected (thread_id, messages), (thread_id, messages, delta_id), a mapping "
         f"or an object with thread_id and messages, got {type(item).__name__}",

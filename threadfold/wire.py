@@ -134,6 +134,8 @@ def append_many(deltas: Iterable[DeltaLike]) -> Exchange[list[Appended]]:
             "messages": _messages(d.messages),
             "delta_id": uuid4_str() if d.delta_id is None else d.delta_id,
         }
+        if d.metadata is not None:
+            item["metadata"] = d.metadata
         items.append(_encode(item, f"deltas[{i}].messages"))
     body = b'{"deltas":[' + b",".join(items) + b"]}"
 

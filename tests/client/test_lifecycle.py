@@ -12,6 +12,7 @@ import pytest
 
 from tests.client.kinds import new_thread
 from threadfold import ClientProtocol, Conflict, Gone, InvalidInput, NotFound
+from threadfold.workers.ingest.producer import Delta
 
 WAIT = 20.0
 
@@ -233,3 +234,32 @@ def test_prune_counts_then_removes_and_never_touches_pinned(client: ClientProtoc
     with pytest.raises(InvalidInput) as refused:
         client.prune(idle_seconds=-1)
     assert refused.value.field == "idle_seconds"
+
+
+def test_a_bulk_creates_threads_with_their_metadata_or_none_at_all(
+    client: ClientProtocol,
+) -> None:
+    a, b, c = new_thread(), new_thread(), new_thread()
+    done = client.append_many(
+        [
+            {"thread_id": a, "messages": [_msg("a")], "metadata": {"user": "u1"}},
+            Delta(b, [_msg("b")], metadata={"user": "u2", "n": 3}),
+            (c, [_msg("c")]),  # a tuple carries no metadata
+        ]
+    )
+    assert [d.thread_id for d in done] == [a, b, c]
+    assert client.status(a).metadata == {"user": "u1"}
+    assert client.status(b).metadata == {"n": 3, "user": "u2"}
+    assert client.status(c).metadata == {}
+    d, e = new_thread(), new_thread()
+    with pytest.raises(InvalidInput) as refused:
+        client.append_many(
+            [
+                {"thread_id": d, "messages": [_msg("d")], "metadata": {"ok": 1}},
+                {"thread_id": e, "messages": [_msg("e")], "metadata": {"k": [1]}},
+            ]
+        )
+    assert refused.value.field == "deltas[1].metadata.k"
+    for name in (d, e):  # all checked before any is appended
+        with pytest.raises(NotFound):
+            client.status(name)

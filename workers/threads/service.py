@@ -137,9 +137,18 @@ def followed(
     return at, resume, query.format_of(format)
 
 
-def deltas(tenant: str, given: Sequence[tuple[str, Sequence[Any], str | None]]) -> list[Delta]:
-    """The deltas of an append, in the tenant (the producer checks every id and message)."""
-    return [Delta(thread_id, messages, delta_id, tenant) for thread_id, messages, delta_id in given]
+#: One delta of a bulk: ``(thread_id, messages, delta_id)``, and the metadata of the
+#: thread it creates as a fourth, if any.
+Given = (
+    tuple[str, Sequence[Any], str | None]
+    | tuple[str, Sequence[Any], str | None, Mapping[str, Any] | None]
+)
+
+
+def deltas(tenant: str, given: Sequence[Given]) -> list[Delta]:
+    """The deltas of an append, in the tenant (the producer checks every id, message and
+    metadata)."""
+    return [Delta(g[0], g[1], g[2], tenant, g[3] if len(g) > 3 else None) for g in given]
 
 
 def appended(result: Enqueued) -> Appended:
@@ -238,10 +247,10 @@ class _Checks:
     def append(self, messages: Sequence[Any], field: str) -> None:
         self.sized(messages, field, self.limits.max_messages, "messages per delta")
 
-    def bulk(self, given: Sequence[tuple[str, Sequence[Any], str | None]]) -> None:
+    def bulk(self, given: Sequence[Given]) -> None:
         self.sized(given, "deltas", self.limits.max_deltas, "deltas per request")
-        for i, (_, messages, _) in enumerate(given):
-            self.append(messages, f"deltas[{i}].messages")
+        for i, item in enumerate(given):
+            self.append(item[1], f"deltas[{i}].messages")
 
 
 class Threads:
@@ -278,10 +287,10 @@ class Threads:
         return appended(result)
 
     def append_many(
-        self, tenant: str, given: Sequence[tuple[str, Sequence[Any], str | None]]
+        self, tenant: str, given: Sequence[Given]
     ) -> list[Appended]:
         """Many deltas, of many threads, in one round trip; all checked before any is
-        appended."""
+        appended. A delta's metadata is its thread's if it creates the thread."""
         self.checks.bulk(given)
         with refusals:
             results = self.producer.enqueue_many(deltas(tenant, given), path="deltas")
@@ -451,9 +460,7 @@ class AsyncThreads:
             [result] = await self.producer.enqueue_many([delta], path="")
         return appended(result)
 
-    async def append_many(
-        self, tenant: str, given: Sequence[tuple[str, Sequence[Any], str | None]]
-    ) -> list[Appended]:
+    async def append_many(self, tenant: str, given: Sequence[Given]) -> list[Appended]:
         self.checks.bulk(given)
         with refusals:
             results = await self.producer.enqueue_many(deltas(tenant, given), path="deltas")
