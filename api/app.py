@@ -235,7 +235,7 @@ async def patch_thread(request: Request) -> Response:
     res = _resources(request)
     tenant = res.auth.tenant(request.headers.get("authorization"))
     body = await read_body(request, res.settings, ThreadPatchIn, outer=3)
-    change = lifecycle.update(**body.given())
+    change = lifecycle.update(body.metadata, body.ttl_seconds, body.pinned)
     return json_response(await res.threads.update(tenant, request.path_params["thread_id"], change))
 
 

@@ -38,11 +38,6 @@ class ThreadPatchIn(msgspec.Struct, forbid_unknown_fields=True):
     ttl_seconds: float | msgspec.UnsetType | None = msgspec.UNSET
     pinned: bool | msgspec.UnsetType = msgspec.UNSET
 
-    def given(self) -> dict[str, Any]:
-        """The fields the body has (a null is given; an absent field is not)."""
-        fields = ((f, getattr(self, f)) for f in self.__struct_fields__)
-        return {f: v for f, v in fields if v is not msgspec.UNSET}
-
 
 class SearchIn(msgspec.Struct, forbid_unknown_fields=True):
     """``POST /threads/search``: the threads holding every given metadata value (exact

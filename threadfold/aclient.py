@@ -124,7 +124,7 @@ class AsyncClient:
         """Change the thread's metadata (merged; a None value deletes its key), its own
         TTL (None: the deployment's) and its pin, together or not at all; its status."""
         self._check_open()
-        change = lifecycle.update(**_given(metadata, ttl_seconds, pinned))
+        change = lifecycle.update(metadata, ttl_seconds, pinned)
         return await self._threads.update(self.tenant, thread_id, change)
 
     async def search(
@@ -228,9 +228,3 @@ class AsyncClient:
 
     def __repr__(self) -> str:  # no URL: they may carry passwords
         return f"<threadfold.AsyncClient tenant={self.tenant!r} queue={self.settings.queue!r}>"
-
-
-def _given(metadata: object, ttl_seconds: object, pinned: object) -> dict[str, Any]:
-    """An update's arguments that were given (UNSET: left as they are)."""
-    given = {"metadata": metadata, "ttl_seconds": ttl_seconds, "pinned": pinned}
-    return {k: v for k, v in given.items() if v is not UNSET}

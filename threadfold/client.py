@@ -136,7 +136,7 @@ class Client:
         """Change the thread's metadata (merged; a None value deletes its key), its own
         TTL (None: the deployment's) and its pin, together or not at all; its status."""
         self._check_open()
-        change = lifecycle.update(**_given(metadata, ttl_seconds, pinned))
+        change = lifecycle.update(metadata, ttl_seconds, pinned)
         return self._threads.update(self.tenant, thread_id, change)
 
     def search(
@@ -235,9 +235,3 @@ class Client:
 
     def __repr__(self) -> str:  # no URL: they may carry passwords
         return f"<threadfold.Client tenant={self.tenant!r} queue={self.settings.queue!r}>"
-
-
-def _given(metadata: object, ttl_seconds: object, pinned: object) -> dict[str, Any]:
-    """An update's arguments that were given (UNSET: left as they are)."""
-    given = {"metadata": metadata, "ttl_seconds": ttl_seconds, "pinned": pinned}
-    return {k: v for k, v in given.items() if v is not UNSET}

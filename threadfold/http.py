@@ -206,7 +206,7 @@ class HttpClient(_Base):
     ) -> Status:
         """Change the thread's metadata (merged; a None value deletes its key), its own
         TTL (None: the deployment's) and its pin, together or not at all; its status."""
-        return self._call(wire.update(thread_id, _given(metadata, ttl_seconds, pinned)))
+        return self._call(wire.update(thread_id, metadata, ttl_seconds, pinned))
 
     def search(
         self,
@@ -381,7 +381,7 @@ class AsyncHttpClient(_Base):
     ) -> Status:
         """Change the thread's metadata (merged; a None value deletes its key), its own
         TTL (None: the deployment's) and its pin, together or not at all; its status."""
-        return await self._call(wire.update(thread_id, _given(metadata, ttl_seconds, pinned)))
+        return await self._call(wire.update(thread_id, metadata, ttl_seconds, pinned))
 
     async def search(
         self,
@@ -450,9 +450,3 @@ class AsyncHttpClient(_Base):
         tb: TracebackType | None,
     ) -> None:
         await self.close()
-
-
-def _given(metadata: object, ttl_seconds: object, pinned: object) -> dict[str, Any]:
-    """An update's arguments that were given (UNSET: left as they are)."""
-    given = {"metadata": metadata, "ttl_seconds": ttl_seconds, "pinned": pinned}
-    return {k: v for k, v in given.items() if v is not UNSET}

@@ -204,13 +204,17 @@ def wait_for(thread_id: str, version: str, timeout: float) -> Exchange[str]:
     )
 
 
-def update(thread_id: str, given: Mapping[str, Any]) -> Exchange[Status]:
-    """PATCH: only the fields given (a null is given: it means the default)."""
+def update(
+    thread_id: str, metadata: object, ttl_seconds: object, pinned: object
+) -> Exchange[Status]:
+    """PATCH: only the fields given (UNSET is left out; None is sent: the default)."""
+    fields = {"metadata": metadata, "ttl_seconds": ttl_seconds, "pinned": pinned}
+    body = {k: v for k, v in fields.items() if v is not msgspec.UNSET}
     return Exchange(
         "PATCH",
         thread_path(thread_id),
         lambda raw: _decode(_STATUS, raw),
-        body=_encode(dict(given), "metadata"),
+        body=_encode(body, "metadata"),
     )
 
 

@@ -22,8 +22,7 @@ import msgspec
 
 from threadfold.core import metadata as md
 from threadfold.core.errors import BadRequest, InvalidInput
-from threadfold.core.keys import NAME_PATTERN as KEY_NAME
-from threadfold.core.keys import NAME_RULE, Keyspace, check_name, make_ref
+from threadfold.core.keys import InvalidName, Keyspace, check_name, make_ref
 from threadfold.core.lifecycle import MAX_TTL_SECONDS, MIN_TTL_SECONDS
 from threadfold.workers.redisio.client import Call
 from threadfold.workers.storage import count, patch, prune, search
@@ -42,7 +41,9 @@ ROUNDS: Final = 8
 
 ORDERS: Final = ("activity", "created")
 STATUSES: Final = ("idle", "busy", "quarantined")
-_UNSET: Final = object()
+#: An update's argument left out (the clients' signatures and the PATCH body's fields
+#: use the same sentinel, so they pass their arguments straight on).
+_UNSET: Final = msgspec.UNSET
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,8 +342,10 @@ def copy_of(
     delta_id: str | None = None,
 ) -> Copy:
     """A copy's arguments: ``to`` a new thread id, not the source's."""
-    if not isinstance(to, str) or KEY_NAME.fullmatch(to) is None:
-        raise InvalidInput(f"to: a thread id is {NAME_RULE}; got {to!r}", field="to")
+    try:
+        to = check_name(to, "to: a thread id")
+    except InvalidName as exc:
+        raise InvalidInput(str(exc), field="to") from exc
     if to == source:
         raise InvalidInput("to: a thread is not copied onto itself", field="to")
     version = None
