@@ -20,7 +20,7 @@ _records = st.lists(
 
 
 def _page(rs: list[tuple[int, str, bytes]]) -> bytes:
-    return b"".join(record(ident, pos, body) for pos, ident, body in rs)
+    return b"".join(record(ident, pos, body, 0) for pos, ident, body in rs)
 
 
 @given(_records, st.data())
@@ -38,7 +38,7 @@ def test_a_splice_equals_the_page_rebuilt_from_its_records(
             changes[pos] = None  # removed
         else:
             new = data.draw(st.binary(max_size=40))
-            changes[pos] = record(ident, pos, new)
+            changes[pos] = record(ident, pos, new, 0)
             expected.append((pos, ident, new))
     changes[51] = None  # a position the page does not hold changes nothing
     assert edit_page(_page(rs), changes) == _page(expected)

@@ -159,7 +159,7 @@ def test_a_drain_that_read_before_a_rebuild_cannot_commit_after_it(redis_url: st
 
     # ...while the state is tampered with and rebuilt from the log
     k = settings.keyspace.thread("_/r")
-    tampered = record("1", 0, encode_stored(HumanMessage(content="tampered")))
+    tampered = record("1", 0, encode_stored(HumanMessage(content="tampered")), 8)
     store.client.hset(k.pages, "0", tampered)  # position 0 is in page 0 at any page size
     assert rebuild(store, "_/r").differences
     assert not store.commit_many([_commit_of(settings, "_/r", stale)])[0].ok

@@ -31,7 +31,7 @@ from threadfold.workers.redisio.client import as_bytes, text
 from threadfold.workers.replay.replay import NotReplayable, audit, rebuild, replay
 from threadfold.workers.runtime.drain import Drainer
 from threadfold.workers.settings import Settings
-from threadfold.workers.storage.pages import record, records
+from threadfold.workers.storage.pages import record, sized_records
 from threadfold.workers.storage.store import Store
 
 
@@ -55,10 +55,10 @@ def _corrupt(store: Store, ref: str) -> None:
     k = store.keyspace.thread(ref)
     start = min(int(text(n)) for n in store.client.hkeys(k.pages))
     page = as_bytes(store.client.hget(k.pages, start))
-    (position, victim, _), *rest = records(page)
+    (position, victim, _, _), *rest = sized_records(page)
     body = encode_stored(HumanMessage(content="tampered"))
-    tampered = record(victim.decode(), position, body) + b"".join(
-        record(i.decode(), p, b) for p, i, b in rest
+    tampered = record(victim.decode(), position, body, 8) + b"".join(
+        record(i.decode(), p, b, t) for p, i, b, t in rest
     )
     store.client.hset(k.pages, start, tampered)
 

@@ -26,6 +26,7 @@ from typing import Final
 import msgspec
 
 from threadfold.core.codec import decode_messages, decode_stored, encode_stored
+from threadfold.core.context import approximate
 from threadfold.core.dump import dump_messages
 from threadfold.core.fold import ThreadFold
 from threadfold.core.messages import BaseMessage
@@ -191,6 +192,7 @@ class _Replay:
     ids: list[str]
     positions: list[int]
     bodies: list[bytes]
+    tokens: list[int]  # each message's count, as its record carries it (core/context.py)
     next_position: int
 
 
@@ -203,6 +205,7 @@ def _replayed(prefix: Prefix, merge_chunks: bool) -> _Replay:
         [key for key, _ in kept],
         [position for _, (position, _) in kept],
         [encode_stored(message) for _, (_, message) in kept],
+        [approximate(message) for _, (_, message) in kept],
         fold.next_position,
     )
 
@@ -283,7 +286,9 @@ def audit(store: Store, ref: str, *, merge_chunks: bool = False) -> Audit:
 
 
 def _rebuild_call(store: Store, prefix: Prefix, replayed: _Replay) -> Call:
-    messages = list(zip(replayed.ids, replayed.positions, replayed.bodies, strict=True))
+    messages = list(
+        zip(replayed.ids, replayed.positions, replayed.bodies, replayed.tokens, strict=True)
+    )
     k = store.keyspace.thread(prefix.ref)
     return rebuild_script.call(k, prefix.fence, replayed.next_position, messages)
 

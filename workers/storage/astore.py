@@ -8,7 +8,8 @@ from collections.abc import Sequence
 
 from threadfold.core.keys import Keyspace
 from threadfold.workers.redisio.client import AsyncClient, arun
-from threadfold.workers.storage import delete, feed, patch, read_state, status, touch
+from threadfold.workers.storage import context, delete, feed, patch, read_state, status, touch
+from threadfold.workers.storage.context import ContextRead, Direction
 from threadfold.workers.storage.meta import VERSION_FIELDS, version_of
 from threadfold.workers.storage.read_state import StateBodies, StatePage, WholeThread
 from threadfold.workers.storage.status import ThreadStatus
@@ -26,6 +27,11 @@ class AsyncStore:
     ) -> StatePage | None:
         call = read_state.call(self.keyspace.thread(ref), mode, anchor, limit)
         return read_state.parse(await arun(self.client, call), mode, limit)
+
+    async def read_context(self, ref: str, direction: Direction, want: int) -> ContextRead | None:
+        """:meth:`Store.read_context <threadfold.workers.storage.store.Store.read_context>`."""
+        call = context.call(self.keyspace.thread(ref), direction, want)
+        return context.parse(await arun(self.client, call))
 
     async def read_state_bodies(
         self, ref: str, mode: str = "all", anchor: str = "", limit: int = -1

@@ -10,6 +10,7 @@ from functools import lru_cache
 from typing import Any, Final, NamedTuple
 
 from threadfold.core.codec import encode_stored
+from threadfold.core.context import approximate
 from threadfold.core.fold import Effect
 from threadfold.core.keys import Keyspace
 from threadfold.workers.redisio.client import Call
@@ -105,7 +106,7 @@ def call(ks: Keyspace, plan: CommitPlan) -> Call:
     known = {} if effect.cleared else stored.positions  # a clear took every stored record
     removed: list[bytes | int] = []
     changes: dict[int, bytes | None] = {}
-    inserts: list[tuple[int, str, bytes]] = []
+    inserts: list[tuple[int, str, bytes, int]] = []
     # The change event says what the state says: each removal and upsert as written.
     gone: list[tuple[str, int]] = []
     upserts: list[tuple[int, str, bytes]] = []
@@ -118,15 +119,17 @@ def call(ks: Keyspace, plan: CommitPlan) -> Call:
     for key, (position, message) in effect.upserts.items():
         body = encode_stored(message)
         upserts.append((position, key, body))
+        # Each record carries its message's count, so a context read adds counts.
+        tokens = approximate(message)
         old = known.get(key)
         if old == position:
-            changes[position] = record(key, position, body)
+            changes[position] = record(key, position, body, tokens)
             continue
         if old is not None:
             removed += [fingerprint(key), old]
             changes[old] = None
             gone.append((key, old))
-        inserts.append((position, key, body))
+        inserts.append((position, key, body, tokens))
     inserts.sort(key=_first)
     upserts.sort(key=_first)
     edited = _edited_pages(changes, stored.per, stored.pages)
@@ -151,8 +154,8 @@ def call(ks: Keyspace, plan: CommitPlan) -> Call:
         plan.ttl_ms,
     )
     args: list[str | bytes | int] = [*head, *removed, *edited]
-    for position, key, body in inserts:
-        args += [fingerprint(key), position, record(key, position, body)]
+    for position, key, body, tokens in inserts:
+        args += [fingerprint(key), position, record(key, position, body, tokens)]
     # Counted, so that calls of many threads merge into one (``run_merged``); a call's
     # answer is a list of one section per thread (``parse`` takes one).
     return Call(SCRIPT, _keys(ks, plan.ref), [len(args), *args])
@@ -171,7 +174,7 @@ def _edited_pages(
     return out
 
 
-def _first(item: tuple[int, str, bytes]) -> int:
+def _first(item: tuple[int, str, bytes, int] | tuple[int, str, bytes]) -> int:
     return item[0]
 
 

@@ -1,4 +1,5 @@
-"""A check of one thread's packed state: what the scripts promise about pages and index.
+"""A check of one thread's packed state: what the scripts promise about pages and index
+(and each record's token count: its message's, counted again).
 
 The scripts keep a thread's pages, its index and its meta counts consistent with each
 other; this reads them all and says where they are not (tests and the benchmarks run
@@ -9,13 +10,15 @@ from __future__ import annotations
 
 import struct
 
+from threadfold.core.codec import decode_stored
+from threadfold.core.context import approximate
 from threadfold.workers.redisio.client import as_bytes, text
 from threadfold.workers.storage import meta
 from threadfold.workers.storage.pages import (
     BUCKET_ENTRIES,
     MAX_PAGE_RECORDS,
     fingerprint,
-    records,
+    sized_records,
 )
 from threadfold.workers.storage.store import Store
 
@@ -31,6 +34,13 @@ def bucket_of(fp: int, buckets: int) -> int:
     return fp % top if b >= buckets else b
 
 
+def _count_problems(position: int, ident: bytes, body: bytes, tokens: int) -> list[str]:
+    counted = approximate(decode_stored(body, ident.decode()))
+    if tokens == counted:
+        return []
+    return [f"position {position}: the record counts {tokens} tokens, its message {counted}"]
+
+
 def layout_problems(store: Store, ref: str) -> list[str]:
     """What is wrong with the thread's pages and index (empty when nothing is)."""
     k = store.keyspace.thread(ref)
@@ -44,12 +54,13 @@ def layout_problems(store: Store, ref: str) -> list[str]:
     held: list[tuple[int, int]] = []  # (fingerprint, position) of every record
     last = -1
     for number, page in pages:
-        found = records(page)
+        found = sized_records(page)
         if not found:
             problems.append(f"page {number} is empty")
-        for position, ident, _ in found:
+        for position, ident, body, tokens in found:
             if position // per != number or position <= last:
                 problems.append(f"page {number}: position {position} out of place")
+            problems += _count_problems(position, ident, body, tokens)
             last = position
             held.append((int.from_bytes(fingerprint(ident.decode()), "big"), position))
     entries: list[tuple[int, int]] = []

@@ -26,6 +26,12 @@ in the record at that position (by the worker, in the page read with the batch, 
 the ``LOOKUP`` script), so a collision costs a comparison, never a wrong answer. (Ids
 crafted to collide only slow their own thread's lookups.)
 
+Each record carries its message's token count (LangChain's ``count_tokens_approximately``
+of that one message, :mod:`threadfold.core.context`), written by the commit that writes
+the message: a list's count is the sum of its messages', so a context window of a long
+thread is found by adding the counts of the records from its end, never by decoding
+(or counting) the whole thread.
+
 The record layout is a fixed binary header Lua's ``struct`` reads; this module is the
 Python half: building records, finding and splicing them in the pages a worker edits
 (the commit writes those pages whole: Lua would hash every byte it splices), reading
@@ -48,9 +54,11 @@ MAX_PAGE_RECORDS: Final = 16
 #: Index buckets split (one at a time) while they average more entries than this.
 BUCKET_ENTRIES: Final = 48
 
-#: Record header: position, id length, body length (big-endian, as Lua's struct reads).
-#: Positions stay below 2**32: one per message ever added to the thread.
-HEADER: Final = struct.Struct(">III")
+#: Record header: position, id length, body length, token count (big-endian, as Lua's
+#: struct reads). Positions stay below 2**32: one per message ever added to the thread.
+HEADER: Final = struct.Struct(">IIII")
+#: The header's bytes (the scripts step over it as 16).
+HEADER_BYTES: Final = HEADER.size
 _unpack_header = HEADER.unpack_from
 _pack_header = HEADER.pack
 
@@ -72,10 +80,10 @@ def fingerprints(ids: Sequence[str]) -> bytes:
     return b"".join([_pack_fingerprint(_crc32(i.encode())) for i in ids])
 
 
-def record(ident: str, position: int, body: bytes) -> bytes:
+def record(ident: str, position: int, body: bytes, tokens: int) -> bytes:
     """One message as a page holds it: header, UTF-8 id, stored body."""
     raw = ident.encode()
-    return _pack_header(position, len(raw), len(body)) + raw + body
+    return _pack_header(position, len(raw), len(body), tokens) + raw + body
 
 
 def split_records(page: bytes, ids: list[bytes], bodies: list[bytes]) -> None:
@@ -83,8 +91,8 @@ def split_records(page: bytes, ids: list[bytes], bodies: list[bytes]) -> None:
     thread's read: no tuple per record)."""
     at, end, unpack = 0, len(page), _unpack_header
     while at < end:
-        _, id_len, body_len = unpack(page, at)
-        at += 12
+        _, id_len, body_len, _ = unpack(page, at)
+        at += 16
         cut = at + id_len
         ids.append(page[at:cut])
         at = cut + body_len
@@ -94,12 +102,25 @@ def split_records(page: bytes, ids: list[bytes], bodies: list[bytes]) -> None:
 def records(page: bytes) -> list[tuple[int, bytes, bytes]]:
     """``(position, id, body)`` of each record of a page, in order."""
     out = []
-    at, end, size = 0, len(page), HEADER.size
+    at, end, size = 0, len(page), HEADER_BYTES
     while at < end:
-        position, id_len, body_len = _unpack_header(page, at)
+        position, id_len, body_len, _ = _unpack_header(page, at)
         at += size
         out.append((position, page[at : at + id_len], page[at + id_len : at + id_len + body_len]))
         at += id_len + body_len
+    return out
+
+
+def sized_records(page: bytes) -> list[tuple[int, bytes, bytes, int]]:
+    """``(position, id, body, tokens)`` of each record of a page, in order."""
+    out = []
+    at, end, size = 0, len(page), HEADER_BYTES
+    while at < end:
+        position, id_len, body_len, tokens = _unpack_header(page, at)
+        at += size
+        cut = at + id_len
+        out.append((position, page[at:cut], page[cut : cut + body_len], tokens))
+        at = cut + body_len
     return out
 
 
@@ -109,12 +130,12 @@ def _locate(page: bytes, position: int) -> tuple[int, int, int] | None:
     ascend, so the walk stops past the position)."""
     at, end = 0, len(page)
     while at < end:
-        found, id_len, body_len = _unpack_header(page, at)
+        found, id_len, body_len, _ = _unpack_header(page, at)
         if found == position:
-            return at + 12, id_len, body_len
+            return at + 16, id_len, body_len
         if found > position:
             return None
-        at += 12 + id_len + body_len
+        at += 16 + id_len + body_len
     return None
 
 
@@ -141,8 +162,8 @@ def edit_page(page: bytes, changes: dict[int, bytes | None]) -> bytes:
     kept = at = 0
     end = len(page)
     while at < end:
-        position, id_len, body_len = _unpack_header(page, at)
-        stop = at + 12 + id_len + body_len
+        position, id_len, body_len, _ = _unpack_header(page, at)
+        stop = at + 16 + id_len + body_len
         if position in changes:
             if kept < at:
                 parts.append(page[kept:at])

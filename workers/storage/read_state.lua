@@ -42,7 +42,7 @@ local function count(page)   -- records of the page inside the range
     if mode == 'all' or (mode == 'after' and p > from) or (mode == 'before' and p < from) then
       c = c + 1
     end
-    at = at + 12 + il + bl
+    at = at + 16 + il + bl
   end
   return c
 end

@@ -31,12 +31,15 @@ class Args(NamedTuple):
 
 
 def call(
-    k: ThreadKeys, fence: str, next_position: int, messages: Sequence[tuple[str, int, bytes]]
+    k: ThreadKeys,
+    fence: str,
+    next_position: int,
+    messages: Sequence[tuple[str, int, bytes, int]],
 ) -> Call:
-    """``messages``: (id, position, encoded body) in position order."""
+    """``messages``: (id, position, encoded body, token count) in position order."""
     args: list[str | bytes | int] = [*Args(fence, next_position, len(messages))]
-    for key, position, body in messages:
-        args += [fingerprint(key), position, record(key, position, body)]
+    for key, position, body, tokens in messages:
+        args += [fingerprint(key), position, record(key, position, body, tokens)]
     return Call(SCRIPT, keys_of(Keys, k), args)
 
 

@@ -1,8 +1,8 @@
 -- A thread's state (see core/pages.py): two hashes.
 --   pages: page number -> records; the record at position p is in page floor(p / per),
 --          records in position order, `per` the thread's positions per page (meta 'pp').
---          Record: position, id length, body length (3 x 4
---          bytes, big-endian), id, body.
+--          Record: position, id length, body length, token count (4 x 4 bytes,
+--          big-endian), id, body.
 --   index: bucket number -> entries (4-byte id fingerprint, 4-byte position), a linear
 --          hash over the fingerprints; meta 'ib' holds the number of buckets.
 -- Every page and bucket is found by arithmetic: no lookup of where a blob is, and no
@@ -73,7 +73,7 @@ local function record_at(page, pos)
     local p, il, bl = struct.unpack('>I4I4I4', page, at)
     if p == pos then return at, il, bl end
     if p > pos then return false end
-    at = at + 12 + il + bl
+    at = at + 16 + il + bl
   end
   return false
 end
@@ -135,7 +135,7 @@ local function finder(pages, index, buckets, per)
         pages_read[number] = page
       end
       local at, il = record_at(page, pos)
-      if at and il == #id and string.sub(page, at + 12, at + 11 + il) == id then
+      if at and il == #id and string.sub(page, at + 16, at + 15 + il) == id then
         return pos, page
       end
     end

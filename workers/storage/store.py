@@ -9,6 +9,7 @@ from threadfold.workers.redisio.client import SyncClient, run, run_many, run_mer
 from threadfold.workers.storage import (
     backlog,
     commit,
+    context,
     delete,
     expire,
     fail,
@@ -23,6 +24,7 @@ from threadfold.workers.storage import (
 )
 from threadfold.workers.storage.backlog import Listing
 from threadfold.workers.storage.commit import CommitPlan, Committed
+from threadfold.workers.storage.context import ContextRead, Direction
 from threadfold.workers.storage.lookup import Found
 from threadfold.workers.storage.meta import VERSION_FIELDS, version_of
 from threadfold.workers.storage.read_state import StatePage, WholeThread
@@ -78,6 +80,12 @@ class Store:
     ) -> StatePage | None:
         call = read_state.call(self.keyspace.thread(ref), mode, anchor, limit)
         return read_state.parse(run(self.client, call), mode, limit)
+
+    def read_context(self, ref: str, direction: Direction, want: int) -> ContextRead | None:
+        """The pages a context window needs: from the thread's end (or start) until
+        their counts pass ``want`` tokens (:mod:`threadfold.workers.storage.context`)."""
+        call = context.call(self.keyspace.thread(ref), direction, want)
+        return context.parse(run(self.client, call))
 
     def version(self, ref: str) -> str | None:
         """The thread's version (cursor), or None when it was never written."""

@@ -12,6 +12,15 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Final
 
+from threadfold.core.context import (
+    COUNTERS,
+    MAX_TOKENS,
+    MESSAGE_TYPES,
+    STRATEGIES,
+    Counter,
+    Strategy,
+    Trim,
+)
 from threadfold.core.depth import path_text
 from threadfold.core.errors import BadRequest, InvalidInput
 from threadfold.core.keys import InvalidName, check_name
@@ -20,6 +29,20 @@ from threadfold.core.versions import InvalidVersion, parse_version
 
 #: The names ``GET /threads/{id}/state`` takes (the keyword arguments of ``state()``).
 STATE_QUERY: Final = ("format", "min_version", "at_version", "wait", "limit", "before", "after")
+
+#: The names ``GET /threads/{id}/context`` takes (the keyword arguments of ``context()``).
+CONTEXT_QUERY: Final = (
+    "max_tokens",
+    "strategy",
+    "include_system",
+    "start_on",
+    "end_on",
+    "counter",
+    "format",
+    "min_version",
+    "at_version",
+    "wait",
+)
 
 #: The threads list's ``limit``: its default and its largest.
 THREADS_LIMIT: Final = 50
@@ -74,6 +97,17 @@ class Query:
         return "after" if self.after else "before"
 
 
+@dataclass(frozen=True, slots=True)
+class ContextQuery:
+    """A checked context read: the trim, and the version read as a state read's."""
+
+    trim: Trim
+    format: Format = "langchain"
+    min_version: str | None = None
+    at_version: str | None = None
+    wait: float = 0.0
+
+
 def thread_id(value: str) -> str:
     """``value`` if it is a thread id (422 on ``thread_id`` if not). The HTTP clients
     check it too, so that no id that is not one reaches a URL path (``a/b`` would reach
@@ -112,9 +146,7 @@ def format_of(value: object) -> Format:
 def timeout(value: object, field: str = "timeout", top: float = math.inf) -> float:
     """``value`` if it is a number of seconds from 0 to ``top``."""
     if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
-        raise BadRequest(
-            f"{field}: expected a number of seconds >= 0, got {value!r}", field=field
-        )
+        raise BadRequest(f"{field}: expected a number of seconds >= 0, got {value!r}", field=field)
     return float(_within(value, field, top))
 
 
@@ -163,6 +195,95 @@ def query(  # noqa: PLR0913  # a state read's query parameters, by name, as stat
     return Query(fmt, min_v, at_v, seconds, count, first, last)
 
 
+def _unknown(value: object, name: str, allowed: tuple[str, ...]) -> BadRequest:
+    expected = " or ".join(repr(a) for a in allowed)
+    return BadRequest(f"{name}: expected {expected}, got {value!r}", field=name)
+
+
+def strategy_of(value: object) -> Strategy:
+    for option in STRATEGIES:
+        if value == option:
+            return option
+    raise _unknown(value, "strategy", STRATEGIES)
+
+
+def counter_of(value: object) -> Counter:
+    for option in COUNTERS:
+        if value == option:
+            return option
+    raise _unknown(value, "counter", COUNTERS)
+
+
+def _types(value: object, name: str) -> tuple[str, ...]:
+    """A message type or several (``start_on``/``end_on``): LangChain's type strings."""
+    if value is None:
+        return ()
+    given = [value] if isinstance(value, str) else value
+    if not isinstance(given, list | tuple) or not given:
+        raise BadRequest(f"{name}: expected a message type or a list of them", field=name)
+    for item in given:
+        if item not in MESSAGE_TYPES:
+            raise BadRequest(
+                f"{name}: unknown message type {item!r}; expected one of "
+                + ", ".join(MESSAGE_TYPES),
+                field=name,
+            )
+    return tuple(given)
+
+
+def token_budget(value: object) -> int:
+    """A context window's budget: an integer number of tokens, 1 to MAX_TOKENS."""
+    if value is None:
+        raise BadRequest(
+            "max_tokens: required (the window's budget, in tokens)", field="max_tokens"
+        )
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadRequest(f"max_tokens: expected an integer, got {value!r}", field="max_tokens")
+    if not 1 <= value <= MAX_TOKENS:
+        raise BadRequest(
+            f"max_tokens: expected an integer from 1 to {MAX_TOKENS}, got {value}",
+            field="max_tokens",
+        )
+    return value
+
+
+def context(  # noqa: PLR0913  # trim_messages' arguments and a state read's, by name
+    *,
+    max_tokens: object = None,
+    strategy: object = "last",
+    include_system: object = False,
+    start_on: object = None,
+    end_on: object = None,
+    counter: object = "approximate",
+    format: object = "langchain",
+    min_version: str | None = None,
+    at_version: str | None = None,
+    wait: object = None,
+    limits: Limits = NO_LIMITS,
+) -> ContextQuery:
+    """The arguments of a context read, checked one by one (the HTTP API's order).
+    ``start_on`` and ``include_system`` go with ``strategy="last"`` only, as LangChain
+    refuses them with ``"first"``."""
+    budget = token_budget(max_tokens)
+    how = strategy_of(strategy)
+    if not isinstance(include_system, bool):
+        raise BadRequest(
+            f"include_system: expected true or false, got {include_system!r}",
+            field="include_system",
+        )
+    first_types, last_types = _types(start_on, "start_on"), _types(end_on, "end_on")
+    if how == "first" and include_system:
+        raise BadRequest("include_system: only with strategy 'last'", field="include_system")
+    if how == "first" and first_types:
+        raise BadRequest("start_on: only with strategy 'last'", field="start_on")
+    count = counter_of(counter)
+    read = query(
+        format=format, min_version=min_version, at_version=at_version, wait=wait, limits=limits
+    )
+    trim = Trim(budget, how, include_system, first_types, last_types, count)
+    return ContextQuery(trim, read.format, read.min_version, read.at_version, read.wait)
+
+
 # -- from a query string -------------------------------------------------------------------
 
 
@@ -200,6 +321,34 @@ def state_query(items: Iterable[tuple[str, str]], limits: Limits) -> Query:
         limit=_number(given.get("limit"), "limit", integer=True),
         before=given.get("before"),
         after=given.get("after"),
+        limits=limits,
+    )
+
+
+_BOOLEANS: Final = {"true": True, "false": False}
+
+
+def context_query(items: Iterable[tuple[str, str]], limits: Limits) -> ContextQuery:
+    """``GET /threads/{id}/context``'s query string as a :class:`ContextQuery`; a list
+    of message types is comma-separated (``start_on=human,ai``)."""
+    given = pairs(items, CONTEXT_QUERY)
+    flag = given.get("include_system", "false")
+    if flag not in _BOOLEANS:
+        raise BadRequest(
+            f"include_system: expected true or false, got {flag!r}", field="include_system"
+        )
+    start, end = given.get("start_on"), given.get("end_on")
+    return context(
+        max_tokens=_number(given.get("max_tokens"), "max_tokens", integer=True),
+        strategy=given.get("strategy", "last"),
+        include_system=_BOOLEANS[flag],
+        start_on=None if start is None else start.split(","),
+        end_on=None if end is None else end.split(","),
+        counter=given.get("counter", "approximate"),
+        format=given.get("format", "langchain"),
+        min_version=given.get("min_version"),
+        at_version=given.get("at_version"),
+        wait=_number(given.get("wait"), "wait", integer=False),
         limits=limits,
     )
 

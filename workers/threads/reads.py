@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from typing import Final, TypeVar
 
+from threadfold.core.context import NeedMore, Span, Window, sized, window
 from threadfold.core.errors import (
     Gone,
     InvalidInput,
@@ -22,9 +23,10 @@ from threadfold.core.errors import (
 from threadfold.core.render import render
 from threadfold.core.versions import parse_version, reached
 from threadfold.workers.replay.prefix import LAST, NotReplayable, Reason
+from threadfold.workers.storage.context import ContextRead
 from threadfold.workers.storage.read_state import StateBodies, StatePage, cut
-from threadfold.workers.threads.query import Query
-from threadfold.workers.threads.results import State
+from threadfold.workers.threads.query import ContextQuery, Query
+from threadfold.workers.threads.results import Context, State
 
 # Read-your-writes polls the version with a growing interval: a version usually moves
 # within milliseconds, and a long wait should not poll Redis hundreds of times a second.
@@ -57,6 +59,49 @@ def served(found: StatePage, thread_id: str, q: Query) -> State:
         found.has_more,
         q.format,
         rendered.messages,
+        tuple(flaw.item() for flaw in rendered.unservable),
+    )
+
+
+# A context read asks for the pages whose counts pass the budget; when the trim's
+# end_on dropped messages past them, it asks again for this many times more.
+CONTEXT_GROWTH: Final = 4
+
+
+def windowed(found: ContextRead | None, thread_id: str, q: ContextQuery) -> Window | int:
+    """The window of the thread a context read found, or, when the pages it sent do not
+    reach the window's far edge (:class:`NeedMore`), the token count to read next."""
+    if found is None:
+        raise never_written(thread_id)
+    try:
+        return window(found.span, q.trim)
+    except NeedMore:
+        return CONTEXT_GROWTH * max(q.trim.max_tokens, sum(s.tokens for s in found.span.items))
+
+
+def replayed_window(
+    whole: StatePage | None, thread_id: str, q: ContextQuery
+) -> tuple[ContextRead, Window]:
+    """The window of a replayed thread (time travel): all of it is in memory."""
+    if whole is None:
+        raise never_written(thread_id)
+    found = ContextRead(whole.version, whole.total, Span(sized(whole.messages, q.trim.counter)))
+    return found, window(found.span, q.trim)
+
+
+def context_served(win: Window, found: ContextRead, thread_id: str, q: ContextQuery) -> Context:
+    """The window as served in the query's format."""
+    rendered = render([item.message for item in win.items], q.format)
+    return Context(
+        thread_id,
+        found.version,
+        found.total,
+        q.format,
+        rendered.messages,
+        win.tokens,
+        q.trim.max_tokens,
+        q.trim.counter,
+        win.adjusted,
         tuple(flaw.item() for flaw in rendered.unservable),
     )
 

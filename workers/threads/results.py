@@ -18,6 +18,7 @@ from threadfold.core.render import Format, Unservable
 
 __all__ = [
     "Appended",
+    "Context",
     "Copied",
     "Format",
     "Pruned",
@@ -58,6 +59,26 @@ class State(msgspec.Struct, frozen=True, omit_defaults=True):
     has_more: bool
     format: Format
     messages: list[dict[str, Any]]
+    unservable: tuple[Unservable, ...] = ()
+
+
+class Context(msgspec.Struct, frozen=True):
+    """A thread's context window at ``version``: its messages a model can take within
+    ``max_tokens`` (counted by ``counter``, ``tokens`` in all), trimmed as LangChain's
+    ``trim_messages`` trims, in the format asked. ``adjusted`` names the rule that
+    changed LangChain's answer ("tool_pairs": a tool call and its answers are kept or
+    dropped together), None when it is LangChain's; ``total`` is the thread's message
+    count, ``unservable`` as a state read's."""
+
+    thread_id: str
+    version: str
+    total: int
+    format: Format
+    messages: list[dict[str, Any]]
+    tokens: int
+    max_tokens: int
+    counter: str
+    adjusted: str | None = None
     unservable: tuple[Unservable, ...] = ()
 
 

@@ -25,6 +25,7 @@ from typing import Any, Final
 import redis
 
 from threadfold.core import REMOVE_ALL_MESSAGES
+from threadfold.core.context import Window
 from threadfold.core.errors import (
     ClientClosed,
     Conflict,
@@ -50,6 +51,7 @@ from threadfold.workers.replay.prefix import NotReplayable
 from threadfold.workers.replay.replay import atravel, travel
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.astore import AsyncStore
+from threadfold.workers.storage.context import ContextRead
 from threadfold.workers.storage.patch import Refused
 from threadfold.workers.storage.read_state import StateBodies, StatePage
 from threadfold.workers.storage.status import ThreadStatus
@@ -67,9 +69,10 @@ from threadfold.workers.threads.listing import (
     search_threads,
     threads_of,
 )
-from threadfold.workers.threads.query import NO_LIMITS, Limits, Query
+from threadfold.workers.threads.query import NO_LIMITS, ContextQuery, Limits, Query
 from threadfold.workers.threads.results import (
     Appended,
+    Context,
     Copied,
     Format,
     Pruned,
@@ -286,9 +289,7 @@ class Threads:
             [result] = self.producer.enqueue_many([delta], path="")
         return appended(result)
 
-    def append_many(
-        self, tenant: str, given: Sequence[Given]
-    ) -> list[Appended]:
+    def append_many(self, tenant: str, given: Sequence[Given]) -> list[Appended]:
         """Many deltas, of many threads, in one round trip; all checked before any is
         appended. A delta's metadata is its thread's if it creates the thread."""
         self.checks.bulk(given)
@@ -319,6 +320,31 @@ class Threads:
         except NotReplayable as exc:
             raise reads.travel_error(exc, at.thread_id, q.at_version) from exc
         return reads.page_of(whole, q.mode, q.anchor, q.limit)
+
+    def context(self, tenant: str, thread_id: str, q: ContextQuery) -> Context:
+        """The thread's context window: its messages trimmed to ``q.trim``'s budget
+        (LangChain's ``trim_messages``, tool pairs kept whole), at a version or live."""
+        at = target(tenant, thread_id)
+        with refusals:
+            if q.min_version is not None:
+                self._wait(at, q.min_version, q.wait)
+            found, win = self._window(at, q)
+            if self.settings.ttl_refresh_on_read:
+                self.store.touch(at.ref, self.settings.thread_ttl_ms)
+        return reads.context_served(win, found, at.thread_id, q)
+
+    def _window(self, at: Target, q: ContextQuery) -> tuple[ContextRead, Window]:
+        if q.at_version is not None:
+            whole = self._page(at, Query(at_version=q.at_version))
+            return reads.replayed_window(whole, at.thread_id, q)
+        want = q.trim.max_tokens
+        while True:
+            found = self.store.read_context(at.ref, q.trim.strategy, want)
+            win = reads.windowed(found, at.thread_id, q)
+            if not isinstance(win, int):
+                assert found is not None  # windowed() refused a missing thread
+                return found, win
+            want = win
 
     def wait_for(self, tenant: str, thread_id: str, version: str, timeout: float) -> str:
         """The thread's version once it reached ``version``, within ``timeout`` seconds."""
@@ -393,9 +419,7 @@ class Threads:
             page = reads.checked(self._page(at, q), at.thread_id, q)
             source = self.store.status(at.ref)
             stored = {} if source is None else source.metadata
-            made = self.producer.create(
-                copy_delta(tenant, plan, page), plan.metadata_of(stored)
-            )
+            made = self.producer.create(copy_delta(tenant, plan, page), plan.metadata_of(stored))
         return copied(at.thread_id, plan, page, made)
 
     def prune(self, p: Prune, progress: Callable[[int], None] | None = None) -> Pruned:
@@ -503,6 +527,29 @@ class AsyncThreads:
         except NotReplayable as exc:
             raise reads.travel_error(exc, at.thread_id, q.at_version) from exc
         return reads.page_of(whole, q.mode, q.anchor, q.limit)
+
+    async def context(self, tenant: str, thread_id: str, q: ContextQuery) -> Context:
+        at = target(tenant, thread_id)
+        with refusals:
+            if q.min_version is not None:
+                await self._wait(at, q.min_version, q.wait)
+            found, win = await self._window(at, q)
+            if self.settings.ttl_refresh_on_read:
+                await self.store.touch(at.ref, self.settings.thread_ttl_ms)
+        return reads.context_served(win, found, at.thread_id, q)
+
+    async def _window(self, at: Target, q: ContextQuery) -> tuple[ContextRead, Window]:
+        if q.at_version is not None:
+            whole = await self._page(at, Query(at_version=q.at_version))
+            return reads.replayed_window(whole, at.thread_id, q)
+        want = q.trim.max_tokens
+        while True:
+            found = await self.store.read_context(at.ref, q.trim.strategy, want)
+            win = reads.windowed(found, at.thread_id, q)
+            if not isinstance(win, int):
+                assert found is not None  # windowed() refused a missing thread
+                return found, win
+            want = win
 
     async def wait_for(self, tenant: str, thread_id: str, version: str, timeout: float) -> str:
         at = target(tenant, thread_id)
