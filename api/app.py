@@ -211,6 +211,14 @@ async def get_state(request: Request) -> Response:
     return json_response(await res.threads.state(tenant, thread_id, asked))
 
 
+async def get_context(request: Request) -> Response:
+    res = _resources(request)
+    tenant = res.auth.tenant(request.headers.get("authorization"))
+    asked = query.context_query(request.query_params.multi_items(), res.limits)
+    thread_id = request.path_params["thread_id"]
+    return json_response(await res.threads.context(tenant, thread_id, asked))
+
+
 async def get_status(request: Request) -> Response:
     res = _resources(request)
     tenant = res.auth.tenant(request.headers.get("authorization"))
@@ -342,6 +350,7 @@ ROUTES = [
     ("/threads/{thread_id}/deltas", "post_delta", post_delta, ["POST"]),
     ("/deltas", "post_bulk", post_bulk, ["POST"]),
     ("/threads/{thread_id}/state", "get_state", get_state, ["GET"]),
+    ("/threads/{thread_id}/context", "get_context", get_context, ["GET"]),
     ("/threads/{thread_id}/status", "get_status", get_status, ["GET"]),
     ("/threads/{thread_id}/events", "get_events", get_events, ["GET"]),
     ("/threads/{thread_id}/copy", "post_copy", post_copy, ["POST"]),

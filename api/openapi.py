@@ -23,11 +23,13 @@ from threadfold.api.schemas import (
     ThreadPatchIn,
 )
 from threadfold.core import errors
+from threadfold.core.context import COUNTERS, MAX_TOKENS, MESSAGE_TYPES, STRATEGIES
 from threadfold.core.keys import NAME_RULE
 from threadfold.core.render import FORMATS
 from threadfold.workers.feed.events import Change, Deleted, Snapshot
 from threadfold.workers.threads.results import (
     Appended,
+    Context,
     Copied,
     Pruned,
     Searched,
@@ -222,6 +224,47 @@ _STATE_QUERY: Final = [
 ]
 
 
+_TYPES_PATTERN: Final = "^(" + "|".join(MESSAGE_TYPES) + ")(,(" + "|".join(MESSAGE_TYPES) + "))*$"
+_CONTEXT_QUERY: Final = [
+    {
+        "name": "max_tokens",
+        "in": "query",
+        "required": True,
+        "schema": {"type": "integer", "minimum": 1, "maximum": MAX_TOKENS},
+        "description": "The window's budget, in tokens of the counter.",
+    },
+    _query(
+        "strategy",
+        {"enum": list(STRATEGIES)},
+        "last (default: the newest messages that fit) or first (the oldest), as "
+        "trim_messages' strategy.",
+    ),
+    _query(
+        "include_system",
+        {"enum": ["true", "false"]},
+        "Keep the thread's first message when it is a system message (strategy last only; "
+        "kept even when it alone is past the budget, as LangChain keeps it).",
+    ),
+    _query(
+        "start_on",
+        {"type": "string", "pattern": _TYPES_PATTERN},
+        "Message types (comma-separated) the window's first message other than the system "
+        "one must be of (strategy last only).",
+    ),
+    _query(
+        "end_on",
+        {"type": "string", "pattern": _TYPES_PATTERN},
+        "Message types (comma-separated) the window's last message must be of.",
+    ),
+    _query(
+        "counter",
+        {"enum": list(COUNTERS)},
+        "The token counter: approximate (default) is LangChain's count_tokens_approximately.",
+    ),
+    *(q for q in _STATE_QUERY if q["name"] in ("format", "min_version", "at_version", "wait")),
+]
+
+
 def _paths() -> dict[str, Any]:
     # In parts only to keep each function short; the document's order is theirs.
     return {
@@ -277,6 +320,22 @@ def _thread_paths() -> dict[str, Any]:
                         "trimmed the log (gone; oldest_version is the oldest served)",
                         **_json("ErrorOut"),
                     },
+                    **common,
+                },
+            }
+        },
+        "/threads/{thread_id}/context": {
+            "get": {
+                "summary": "The thread's messages a model can take: trimmed to max_tokens as "
+                "LangChain's trim_messages trims, tool calls and their answers kept together",
+                "parameters": [_THREAD_ID, *_CONTEXT_QUERY],
+                "responses": {
+                    "200": {"description": "Context", **_json("Context")},
+                    "409": {
+                        "description": "as on GET state (version_not_reached, poison_entry)",
+                        **_json("ErrorOut"),
+                    },
+                    "410": {"description": "as on GET state (gone)", **_json("ErrorOut")},
                     **common,
                 },
             }
@@ -473,6 +532,7 @@ _BODIES: Final = (
     Appended,
     BulkAccepted,
     State,
+    Context,
     Status,
     ThreadList,
     PipelineOut,
@@ -495,9 +555,10 @@ def document(auth: bool) -> dict[str, Any]:
     """The whole OpenAPI document."""
     _, components = msgspec.json.schema_components(_BODIES, ref_template=_REF)
     components |= _message_components() | _error_components()
-    components["State"]["properties"]["messages"]["items"] = {
-        "anyOf": [{"$ref": "#/components/schemas/Message"}, {"type": "object"}]
-    }
+    for name in ("State", "Context"):
+        components[name]["properties"]["messages"]["items"] = {
+            "anyOf": [{"$ref": "#/components/schemas/Message"}, {"type": "object"}]
+        }
     for name in ("DeltaIn", "BulkItem"):
         components[name]["properties"]["messages"]["items"] = {
             "$ref": "#/components/schemas/MessageLike"

@@ -22,13 +22,16 @@ from threadfold.core.keys import DEFAULT_TENANT
 from threadfold.types import (
     UNSET,
     Appended,
+    Context,
     Copied,
+    Counter,
     DeltaLike,
     Format,
     Pruned,
     Searched,
     State,
     Status,
+    Strategy,
     Unset,
 )
 from threadfold.workers.feed.events import Event
@@ -109,6 +112,40 @@ class Client:
             after=after,
         )
         return self._threads.state(self.tenant, thread_id, asked)
+
+    def context(  # noqa: PLR0913  # trim_messages' arguments and a read's, as GET /context takes them
+        self,
+        thread_id: str,
+        max_tokens: int,
+        *,
+        strategy: Strategy = "last",
+        include_system: bool = False,
+        start_on: str | Sequence[str] | None = None,
+        end_on: str | Sequence[str] | None = None,
+        counter: Counter = "approximate",
+        format: Format = "langchain",
+        min_version: str | None = None,
+        wait: float | None = None,
+        at_version: str | None = None,
+    ) -> Context:
+        """The thread's context window: its messages trimmed to ``max_tokens`` as
+        LangChain's ``trim_messages`` trims, tool calls and answers kept together (see
+        docs/clients.md)."""
+        self._check_open()
+        query.thread_id(thread_id)  # the id is refused before the query, as over HTTP
+        asked = query.context(
+            max_tokens=max_tokens,
+            strategy=strategy,
+            include_system=include_system,
+            start_on=_listed(start_on),
+            end_on=_listed(end_on),
+            counter=counter,
+            format=format,
+            min_version=min_version,
+            at_version=at_version,
+            wait=wait,
+        )
+        return self._threads.context(self.tenant, thread_id, asked)
 
     def status(self, thread_id: str) -> Status:
         self._check_open()
@@ -235,3 +272,8 @@ class Client:
 
     def __repr__(self) -> str:  # no URL: they may carry passwords
         return f"<threadfold.Client tenant={self.tenant!r} queue={self.settings.queue!r}>"
+
+
+def _listed(types: str | Sequence[str] | None) -> str | list[str] | None:
+    """Message types as the query takes them (a single one, or a list)."""
+    return types if types is None or isinstance(types, str) else list(types)

@@ -24,13 +24,16 @@ from threadfold.retry import RetryPolicy, retried, unreachable
 from threadfold.types import (
     UNSET,
     Appended,
+    Context,
     Copied,
+    Counter,
     DeltaLike,
     Format,
     Pruned,
     Searched,
     State,
     Status,
+    Strategy,
     Unset,
 )
 
@@ -183,6 +186,37 @@ class HttpClient(_Base):
                 limit=limit,
                 after=after,
                 before=before,
+                at_version=at_version,
+            )
+        )
+
+    def context(  # noqa: PLR0913  # trim_messages' arguments and a read's, as GET /context takes them
+        self,
+        thread_id: str,
+        max_tokens: int,
+        *,
+        strategy: Strategy = "last",
+        include_system: bool = False,
+        start_on: str | Sequence[str] | None = None,
+        end_on: str | Sequence[str] | None = None,
+        counter: Counter = "approximate",
+        format: Format = "langchain",
+        min_version: str | None = None,
+        wait: float | None = None,
+        at_version: str | None = None,
+    ) -> Context:
+        return self._call(
+            wire.context(
+                thread_id,
+                max_tokens=max_tokens,
+                strategy=strategy,
+                include_system=include_system,
+                start_on=start_on,
+                end_on=end_on,
+                counter=counter,
+                format=format,
+                min_version=min_version,
+                wait=wait,
                 at_version=at_version,
             )
         )
@@ -358,6 +392,37 @@ class AsyncHttpClient(_Base):
                 limit=limit,
                 after=after,
                 before=before,
+                at_version=at_version,
+            )
+        )
+
+    async def context(  # noqa: PLR0913  # trim_messages' arguments and a read's, as GET /context takes them
+        self,
+        thread_id: str,
+        max_tokens: int,
+        *,
+        strategy: Strategy = "last",
+        include_system: bool = False,
+        start_on: str | Sequence[str] | None = None,
+        end_on: str | Sequence[str] | None = None,
+        counter: Counter = "approximate",
+        format: Format = "langchain",
+        min_version: str | None = None,
+        wait: float | None = None,
+        at_version: str | None = None,
+    ) -> Context:
+        return await self._call(
+            wire.context(
+                thread_id,
+                max_tokens=max_tokens,
+                strategy=strategy,
+                include_system=include_system,
+                start_on=start_on,
+                end_on=end_on,
+                counter=counter,
+                format=format,
+                min_version=min_version,
+                wait=wait,
                 at_version=at_version,
             )
         )

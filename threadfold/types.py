@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING, Any, Protocol, Self, TypeAlias
 
 import msgspec
 
+from threadfold.core.context import Counter, Strategy
 from threadfold.workers.threads.results import (
     Appended,
+    Context,
     Copied,
     Format,
     Pruned,
@@ -33,7 +35,10 @@ if TYPE_CHECKING:
 __all__ = [
     "UNSET",
     "Appended",
+    "Context",
     "Copied",
+    "Counter",
+    "Strategy",
     "Pruned",
     "Searched",
     "AsyncClientProtocol",
@@ -99,6 +104,22 @@ class ClientProtocol(Protocol):
         before: str | None = None,
         at_version: str | None = None,
     ) -> State: ...
+
+    def context(  # noqa: PLR0913  # trim_messages' arguments and a read's, as GET /context takes them
+        self,
+        thread_id: str,
+        max_tokens: int,
+        *,
+        strategy: Strategy = "last",
+        include_system: bool = False,
+        start_on: str | Sequence[str] | None = None,
+        end_on: str | Sequence[str] | None = None,
+        counter: Counter = "approximate",
+        format: Format = "langchain",
+        min_version: str | None = None,
+        wait: float | None = None,
+        at_version: str | None = None,
+    ) -> Context: ...
 
     def status(self, thread_id: str) -> Status: ...
 
@@ -189,6 +210,22 @@ class AsyncClientProtocol(Protocol):
         before: str | None = None,
         at_version: str | None = None,
     ) -> State: ...
+
+    async def context(  # noqa: PLR0913  # trim_messages' arguments and a read's, as GET /context takes them
+        self,
+        thread_id: str,
+        max_tokens: int,
+        *,
+        strategy: Strategy = "last",
+        include_system: bool = False,
+        start_on: str | Sequence[str] | None = None,
+        end_on: str | Sequence[str] | None = None,
+        counter: Counter = "approximate",
+        format: Format = "langchain",
+        min_version: str | None = None,
+        wait: float | None = None,
+        at_version: str | None = None,
+    ) -> Context: ...
 
     async def status(self, thread_id: str) -> Status: ...
 

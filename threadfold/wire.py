@@ -21,7 +21,16 @@ from threadfold.core.dump import dump_message
 from threadfold.core.ids import uuid4_str
 from threadfold.core.messages import BaseMessage
 from threadfold.errors import InvalidInput, RequestError, ServerError, from_answer
-from threadfold.types import Appended, Copied, DeltaLike, Pruned, Searched, State, Status
+from threadfold.types import (
+    Appended,
+    Context,
+    Copied,
+    DeltaLike,
+    Pruned,
+    Searched,
+    State,
+    Status,
+)
 from threadfold.workers.threads import query
 from threadfold.workers.threads.results import ThreadCount
 
@@ -50,6 +59,7 @@ _ENCODER = msgspec.json.Encoder()
 _APPENDED = msgspec.json.Decoder(Appended)
 _BULK = msgspec.json.Decoder(_Bulk)
 _STATE = msgspec.json.Decoder(State)
+_CONTEXT = msgspec.json.Decoder(Context)
 _STATUS = msgspec.json.Decoder(Status)
 _SEARCHED = msgspec.json.Decoder(Searched)
 _COUNT = msgspec.json.Decoder(ThreadCount)
@@ -176,6 +186,58 @@ def state(  # noqa: PLR0913  # the read's query parameters, by name, as GET /sta
         params=params,
         wait=float(held),
     )
+
+
+def context(  # noqa: PLR0913  # the read's query parameters, by name, as GET /context takes them
+    thread_id: str,
+    *,
+    max_tokens: object,
+    strategy: str,
+    include_system: object,
+    start_on: object,
+    end_on: object,
+    counter: str,
+    format: str,
+    min_version: str | None,
+    wait: float | None,
+    at_version: str | None,
+) -> Exchange[Context]:
+    given = {
+        "max_tokens": max_tokens,
+        "strategy": strategy,
+        "include_system": _flag(include_system),
+        "start_on": _types(start_on),
+        "end_on": _types(end_on),
+        "counter": counter,
+        "format": format,
+        "min_version": min_version,
+        "wait": wait,
+        "at_version": at_version,
+    }
+    params = {k: _param(v) for k, v in given.items() if v is not None}
+    held = wait if isinstance(wait, int | float) and 0 < wait < math.inf else 0.0
+    return Exchange(
+        "GET",
+        thread_path(thread_id, "/context"),
+        lambda raw: _decode(_CONTEXT, raw),
+        params=params,
+        wait=float(held),
+    )
+
+
+def _flag(value: object) -> object:
+    """A boolean as the query string says it (anything else is sent for the API to refuse,
+    naming the parameter)."""
+    if value is True or value is False:
+        return "true" if value else "false"
+    return value
+
+
+def _types(value: object) -> object:
+    """Message types, comma-separated (a single type as it is)."""
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    return value
 
 
 def _param(value: object) -> str:

@@ -23,7 +23,7 @@ from threadfold import (
     State,
     Status,
 )
-from threadfold.types import UNSET, Copied, Pruned, Searched, Unset
+from threadfold.types import UNSET, Context, Copied, Pruned, Searched, Unset
 from threadfold.workers.settings import Settings
 
 KINDS = ["Client", "AsyncClient", "HttpClient", "AsyncHttpClient"]
@@ -87,6 +87,9 @@ class Synced:
                 at_version=at_version,
             )
         )
+
+    def context(self, thread_id: str, max_tokens: int, **trim: Any) -> Context:
+        return self.runner.run(self.inner.context(thread_id, max_tokens, **trim))
 
     def status(self, thread_id: str) -> Status:
         return self.runner.run(self.inner.status(thread_id))
