@@ -15,6 +15,7 @@ from threadfold import ClientProtocol, NotFound
 from threadfold.errors import BadRequest
 
 WAIT = 20.0
+APPROXIMATE = "approximate"  # LangChain's count_tokens_approximately, by its shortcut
 
 # A system prompt, then turns with a tool call between them: every window LangChain
 # cuts inside the tool group starts with an orphaned ToolMessage.
@@ -76,7 +77,7 @@ def test_a_window_is_langchains_where_that_is_valid_and_repaired_where_not(
     seen_adjusted = False
     for budget in range(1, total + 2):
         got = client.context(thread, budget, **trim)
-        theirs = trim_messages(lc, max_tokens=budget, token_counter="approximate", **trim)
+        theirs = trim_messages(lc, max_tokens=budget, token_counter=APPROXIMATE, **trim)
         assert got.version == version and got.total == len(THREAD)
         assert got.max_tokens == budget and got.counter == "approximate"
         if got.adjusted is None:
@@ -104,9 +105,9 @@ def test_the_cut_langchain_gets_wrong_is_repaired(client: ClientProtocol) -> Non
     # The budget that takes t2 and what follows it, but not t1.
     budget = next(
         b for b in range(1, whole.tokens)
-        if _ids(trim_messages(lc, max_tokens=b, token_counter="approximate"))[:1] == ["t2"]
+        if _ids(trim_messages(lc, max_tokens=b, token_counter=APPROXIMATE))[:1] == ["t2"]
     )
-    theirs = trim_messages(lc, max_tokens=budget, token_counter="approximate")
+    theirs = trim_messages(lc, max_tokens=budget, token_counter=APPROXIMATE)
     assert theirs[0].type == "tool"
     got = client.context(thread, budget)
     assert got.adjusted == "tool_pairs"
