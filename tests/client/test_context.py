@@ -5,7 +5,7 @@ same arguments naming the same field."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import pytest
 from langchain_core.messages import BaseMessage, messages_from_dict, trim_messages
@@ -15,7 +15,7 @@ from threadfold import ClientProtocol, NotFound
 from threadfold.errors import BadRequest
 
 WAIT = 20.0
-APPROXIMATE = "approximate"  # LangChain's count_tokens_approximately, by its shortcut
+APPROXIMATE: Final = "approximate"  # LangChain's count_tokens_approximately, by name
 
 # A system prompt, then turns with a tool call between them: every window LangChain
 # cuts inside the tool group starts with an orphaned ToolMessage.
