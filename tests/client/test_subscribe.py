@@ -92,6 +92,33 @@ def test_events_rebuild_the_state_read(client: ClientProtocol, fmt: str) -> None
         events.close()  # type: ignore[attr-defined]
 
 
+def test_a_transcript_follows_the_context_window_the_api_reads(client: ClientProtocol) -> None:
+    # The live window, client side: a transcript's context() after each change is
+    # what context() reads at that version.
+    thread = new_thread()
+    transcript = Transcript(thread)
+    trims: list[dict[str, object]] = [
+        {"max_tokens": 30},
+        {"max_tokens": 60, "include_system": True, "start_on": "human"},
+        {"max_tokens": 45, "strategy": "first", "end_on": ["human", "ai"]},
+    ]
+    with deadline():
+        events = client.subscribe(thread)
+        transcript.apply(next(events))
+        client.append(thread, [{"role": "system", "content": "Be brief.", "id": "sys"}])
+        for round_ in range(3):
+            version = _write(client, thread, 4, f"w{round_}-")
+            _until(events, transcript, version)
+            for trim in trims:
+                budget = trim["max_tokens"]
+                rest = {k: v for k, v in trim.items() if k != "max_tokens"}
+                assert isinstance(budget, int)
+                here = transcript.context(budget, **rest)  # type: ignore[arg-type]
+                read = client.context(thread, budget, **rest)  # type: ignore[arg-type]
+                assert here == read, trim
+        events.close()  # type: ignore[attr-defined]
+
+
 def test_a_resume_carries_on_with_nothing_twice_and_nothing_lost(client: ClientProtocol) -> None:
     thread = new_thread()
     transcript = Transcript()
