@@ -324,22 +324,7 @@ def _thread_paths() -> dict[str, Any]:
                 },
             }
         },
-        "/threads/{thread_id}/context": {
-            "get": {
-                "summary": "The thread's messages a model can take: trimmed to max_tokens as "
-                "LangChain's trim_messages trims, tool calls and their answers kept together",
-                "parameters": [_THREAD_ID, *_CONTEXT_QUERY],
-                "responses": {
-                    "200": {"description": "Context", **_json("Context")},
-                    "409": {
-                        "description": "as on GET state (version_not_reached, poison_entry)",
-                        **_json("ErrorOut"),
-                    },
-                    "410": {"description": "as on GET state (gone)", **_json("ErrorOut")},
-                    **common,
-                },
-            }
-        },
+        "/threads/{thread_id}/context": _context_path(),
         "/threads/{thread_id}/status": {
             "get": {
                 "summary": "Version, backlog, times, quarantine, metadata, TTL and expiry",
@@ -352,6 +337,26 @@ def _thread_paths() -> dict[str, Any]:
             "delete": _delete_path(),
             "patch": _patch_path(),  # with search, copy and prune: _lifecycle_paths
         },
+    }
+
+
+def _context_path() -> dict[str, Any]:
+    common = _common_errors()
+    return {
+        "get": {
+            "summary": "The thread's messages a model can take: trimmed to max_tokens as "
+            "LangChain's trim_messages trims, tool calls and their answers kept together",
+            "parameters": [_THREAD_ID, *_CONTEXT_QUERY],
+            "responses": {
+                "200": {"description": "Context", **_json("Context")},
+                "409": {
+                    "description": "as on GET state (version_not_reached, poison_entry)",
+                    **_json("ErrorOut"),
+                },
+                "410": {"description": "as on GET state (gone)", **_json("ErrorOut")},
+                **common,
+            },
+        }
     }
 
 

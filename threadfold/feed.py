@@ -94,18 +94,8 @@ class Transcript:
             end_on=end_on if end_on is None or isinstance(end_on, str) else [*end_on],
             counter=counter,
         )
-        items: list[Sized] = []
-        counted: dict[tuple[int, int], tuple[dict[str, Any], Sized]] = {}
-        count = COUNT[asked.trim.counter]
-        for position in sorted(self._by_position):
-            for part, served in enumerate(self._by_position[position]):
-                known = self._counted.get((position, part))
-                if known is None or known[0] is not served:
-                    [message] = to_messages([served])
-                    known = (served, Sized(message, count(message), position))
-                counted[position, part] = known
-                items.append(known[1])
-        self._counted = counted
+        self._counted = counted = self._recounted(asked.trim.counter)
+        items = [item for _, item in counted.values()]
         win = window(Span(items), asked.trim)
         chosen = {id(item) for item in win.items}
         kept = [served for served, item in counted.values() if id(item) in chosen]
@@ -120,6 +110,21 @@ class Transcript:
             asked.trim.counter,
             win.adjusted,
         )
+
+
+    def _recounted(self, counter: Counter) -> dict[tuple[int, int], tuple[dict[str, Any], Sized]]:
+        """Each served message held, in order, loaded and counted (once: a dict the
+        position still holds keeps its count)."""
+        counted: dict[tuple[int, int], tuple[dict[str, Any], Sized]] = {}
+        count = COUNT[counter]
+        for position in sorted(self._by_position):
+            for part, served in enumerate(self._by_position[position]):
+                known = self._counted.get((position, part))
+                if known is None or known[0] is not served:
+                    [message] = to_messages([served])
+                    known = (served, Sized(message, count(message), position))
+                counted[position, part] = known
+        return counted
 
 
 def _id_of(message: dict[str, Any]) -> str | None:
