@@ -25,6 +25,42 @@ class ThreadView {
       this.timer = setTimeout(() => this.#slid(), HISTORY_DEBOUNCE_MS);
     });
     $("to-live").addEventListener("click", () => this.live());
+    this.budget = null; // the model window's tokens (null: none shown)
+    this.windowRequest = 0; // the latest window read: older answers are dropped
+    $("window-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      const value = Number($("window-input").value);
+      this.budget = Number.isInteger(value) && value > 0 ? value : null;
+      this.#window();
+    });
+  }
+
+  /** Read the model window of the version shown and dim what is outside it. */
+  async #window() {
+    const thread = this.thread;
+    const request = ++this.windowRequest;
+    const version = this.mode === "history" ? this.picked : thread?.version;
+    if (!thread || this.budget === null || !thread.exists || !version) {
+      this.transcript.dim(null);
+      $("window-label").textContent = "";
+      return;
+    }
+    const at = this.mode === "history" ? `at_version=${version}` : `min_version=${version}&wait=5`;
+    const path = `/threads/${encodeURIComponent(thread.threadId)}/context?max_tokens=${this.budget}` +
+      `&include_system=true&${at}`;
+    let label;
+    let ids = null;
+    try {
+      const found = await getJson(path);
+      ids = new Set(found.messages.map((m) => m.id));
+      label = `${found.messages.length} of ${found.total} messages · ${found.tokens} tokens`;
+      if (found.adjusted === "tool_pairs") label += " · a tool call kept with its answers";
+    } catch (error) {
+      label = error instanceof ApiError ? error.message : "the API did not answer";
+    }
+    if (request !== this.windowRequest || thread !== this.thread) return;
+    this.transcript.dim(ids);
+    $("window-label").textContent = label;
   }
 
   open(threadId) {
@@ -104,7 +140,10 @@ class ThreadView {
       this.#banner(`The feed was dropped (${data.error.code}); reconnecting…`, true);
       return;
     } else return;
-    if (this.mode === "live") this.transcript.render(thread.messages, marks);
+    if (this.mode === "live") {
+      this.transcript.render(thread.messages, marks);
+      this.#window();
+    }
     this.#header();
   }
 
@@ -163,6 +202,7 @@ class ThreadView {
     this.#banner(note, !messages);
     $("thread").dataset.showing = version;
     this.#header();
+    this.#window();
   }
 
   /** Back to the live transcript. */
@@ -178,6 +218,7 @@ class ThreadView {
     this.#banner("");
     this.#status(this.controller ? "live" : "connecting");
     this.#header();
+    this.#window();
   }
 
   #status(state) {

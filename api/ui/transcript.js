@@ -157,6 +157,13 @@ export class Transcript {
     for (const id of marks?.updated || []) this.#mark(id, "updated");
   }
 
+  /** Dim the messages not in `ids` (a Set of message ids; null: dim none). */
+  dim(ids) {
+    for (const [id, entry] of this.nodes) {
+      entry.node.classList.toggle("outside", ids !== null && !ids.has(id));
+    }
+  }
+
   /** Forget every node (another thread, or a jump in history: nothing to animate). */
   clear() {
     this.nodes.clear();

@@ -190,6 +190,42 @@ def test_the_page_lists_threads_and_shows_changes_live(stack: Stack, page: Page)
     assert [i for i, _ in _shown(page)] == [m["id"] for m in state["messages"]]
 
 
+def test_the_model_window_dims_what_a_model_would_not_be_sent(
+    stack: Stack, page: Page
+) -> None:
+    turns: list[dict[str, Any]] = [{"role": "system", "content": "Be brief.", "id": "w-sys"}]
+    for i in range(6):
+        turns += [{"role": "user", "content": f"question {i} " * 4, "id": f"w-q{i}"},
+                  {"role": "assistant", "content": f"answer {i} " * 4, "id": f"w-a{i}"}]
+    stack.applied("ui-window", stack.post("ui-window", turns))
+    _open(page, "ui-window")
+    expect(_message(page, "w-a5")).to_be_visible(timeout=SHOWN_MS)
+
+    def window() -> list[str]:
+        found = httpx.get(f"{stack.url}/threads/ui-window/context", headers=AUTH,
+                          params={"max_tokens": 60, "include_system": "true"}).json()
+        return [m["id"] for m in found["messages"]]
+
+    def undimmed() -> list[str]:
+        ids: list[str] = page.locator("#transcript li:not(.outside):not(.removed)").evaluate_all(
+            "items => items.map(li => li.dataset.id)")
+        return ids
+
+    page.fill("#window-input", "60")
+    page.press("#window-input", "Enter")
+    expected = window()
+    expect(page.locator("#window-label")).to_contain_text(
+        f"{len(expected)} of 13 messages", timeout=SHOWN_MS)
+    assert undimmed() == expected and expected[0] == "w-sys" and len(expected) < 13
+    page.screenshot(path=str(stack.shots / "model-window.png"))
+    # A new message moves the window: it follows the thread live.
+    stack.applied("ui-window", stack.post("ui-window", [
+        {"role": "user", "content": "one more question " * 3, "id": "w-q6"}]))
+    expect(_message(page, "w-q6")).to_be_visible(timeout=LIVE_MS)
+    expect(page.locator("#window-label")).to_contain_text("of 14 messages", timeout=LIVE_MS)
+    assert undimmed() == window() and "w-q6" in undimmed()
+
+
 def _shown(page: Page) -> list[tuple[str, str]]:
     """The transcript as the page shows it: each message's id and text, in order."""
     shown: list[list[str]] = page.locator("#transcript li:not(.removed)").evaluate_all(
