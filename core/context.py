@@ -89,35 +89,61 @@ def _role(message: BaseMessage) -> str:
     return message.type  # a RemoveMessage: never in a state
 
 
+def _block_chars(content: list[Any]) -> tuple[int, int]:
+    """The characters and the images of a list content, as LangChain counts them."""
+    chars = images = 0
+    for block in content:
+        if isinstance(block, str):
+            chars += len(block)
+        elif isinstance(block, dict):
+            kind = block.get("type", "")
+            # a tuple, not a set: a block's type may be unhashable JSON (a list)
+            if kind in ("image", "image_url"):
+                images += 1
+            elif kind == "text":
+                chars += _length(block.get("text", ""))
+            else:
+                chars += len(repr(block))
+        else:
+            chars += len(repr(block))
+    return chars, images
+
+
+def _kind(cls: type[BaseMessage]) -> tuple[int | None, bool, bool]:
+    """A class's role length when the class fixes it (None: a system or chat message's
+    own), and whether it is an AI message and a tool message."""
+    fixed = None
+    for base, role in ((AIMessage, "assistant"), (HumanMessage, "user"),
+                       (ToolMessage, "tool"), (FunctionMessage, "function")):  # _role's order
+        if issubclass(cls, base):
+            fixed = len(role)
+            break
+    return fixed, issubclass(cls, AIMessage), issubclass(cls, ToolMessage)
+
+
+# Per class, once: every commit counts each message it writes (a table halves a short
+# message's count, 0.58 -> 0.29 us, against the isinstance chain).
+_KINDS: Final = {cls: _kind(cls) for cls in TYPE_OF if cls is not RemoveMessage}
+
+
 def approximate(message: BaseMessage) -> int:
     """``count_tokens_approximately([message])`` with LangChain's defaults: the content's
     characters (a text block's text, 85 tokens an image, any other block its repr), an
     AI message's tool calls' repr (unless its content is a list), a tool message's call
     id, the role and the name, a quarter token a character rounded up, and 3 a message."""
-    chars = images = 0
     content = message.content
     if isinstance(content, str):
-        chars = len(content)
+        chars, images = len(content), 0
     else:
-        for block in content:
-            if isinstance(block, str):
-                chars += len(block)
-            elif isinstance(block, dict):
-                kind = block.get("type", "")
-                # a tuple, not a set: a block's type may be unhashable JSON (a list)
-                if kind in ("image", "image_url"):
-                    images += 1
-                elif kind == "text":
-                    chars += _length(block.get("text", ""))
-                else:
-                    chars += len(repr(block))
-            else:
-                chars += len(repr(block))
-    if isinstance(message, AIMessage) and isinstance(content, str) and message.tool_calls:
-        chars += len(repr(message.tool_calls))
-    if isinstance(message, ToolMessage):
-        chars += len(message.tool_call_id)
-    chars += len(_role(message))
+        chars, images = _block_chars(content)
+    role, ai, tool = _KINDS.get(type(message), (None, False, False))
+    if ai and isinstance(content, str):
+        calls = message.tool_calls  # type: ignore[attr-defined]  # an AIMessage's
+        if calls:
+            chars += len(repr(calls))
+    if tool:
+        chars += len(message.tool_call_id)  # type: ignore[attr-defined]  # a ToolMessage's
+    chars += len(_role(message)) if role is None else role
     if message.name:
         chars += len(message.name)
     tokens = -(-chars // _CHARS_PER_TOKEN) + _EXTRA_PER_MESSAGE + _TOKENS_PER_IMAGE * images
