@@ -1,0 +1,1 @@
+"""The context window benchmark: see :mod:`bench.context.main`."""
