@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from threadfold.core.context import Adjusted, Counter
 from threadfold.core.render import Format, Unservable
 
 __all__ = [
@@ -77,8 +78,8 @@ class Context(msgspec.Struct, frozen=True):
     messages: list[dict[str, Any]]
     tokens: int
     max_tokens: int
-    counter: str
-    adjusted: str | None = None
+    counter: Counter
+    adjusted: Adjusted | None = None
     unservable: tuple[Unservable, ...] = ()
 
 
