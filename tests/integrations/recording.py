@@ -25,7 +25,7 @@ from threadfold import (
     Status,
 )
 from threadfold.core import dump_messages
-from threadfold.types import UNSET, Copied, Pruned, Searched, Unset
+from threadfold.types import UNSET, Context, Copied, Pruned, Searched, Unset
 
 
 class Recorder:
@@ -99,6 +99,9 @@ class Recording:
             before=before,
             at_version=at_version,
         )
+
+    def context(self, thread_id: str, max_tokens: int, **trim: Any) -> Context:
+        return self.inner.context(thread_id, max_tokens, **trim)
 
     def status(self, thread_id: str) -> Status:
         return self.inner.status(thread_id)
@@ -226,6 +229,9 @@ class AsyncRecording:
             before=before,
             at_version=at_version,
         )
+
+    async def context(self, thread_id: str, max_tokens: int, **trim: Any) -> Context:
+        return await self.inner.context(thread_id, max_tokens, **trim)
 
     async def status(self, thread_id: str) -> Status:
         return await self.inner.status(thread_id)
