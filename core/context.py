@@ -274,9 +274,10 @@ def _calls(message: BaseMessage) -> list[str]:
 
 def _broken(items: Sequence[Sized], ends: bool) -> set[int]:
     """The indexes of ``items`` that break a tool pair: an AI message with a call no
-    later tool message answers (unless the window ends where the thread does: the
-    thread is waiting on that tool), and a tool message no earlier AI message kept
-    called."""
+    later tool message answers (unless ``ends``: LangChain's window ran to the thread's
+    end, so no answer after it exists to lose; the repair drops only unanswered calls'
+    groups and orphans, never an answer a kept call has), and a tool message no earlier
+    AI message kept called."""
     answered: set[str] = set()
     out: set[int] = set()
     for i in range(len(items) - 1, -1, -1):
@@ -312,7 +313,9 @@ def repaired(window: list[Sized], ends: bool, t: Trim) -> tuple[list[Sized], boo
         lead = 1 if window and window[0] is system else 0
         while len(window) > lead and t.start_on and not _is(window[lead], t.start_on):
             del window[lead]
-        while window and t.end_on and not _is(window[-1], t.end_on):
+        # The kept system message is LangChain's whatever follows it (its end_on ran
+        # before the system message was set aside): the repair never pops it.
+        while len(window) > lead and t.end_on and not _is(window[-1], t.end_on):
             window.pop()
             ends = False
         changed = True
