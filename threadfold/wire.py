@@ -176,16 +176,7 @@ def state(  # noqa: PLR0913  # the read's query parameters, by name, as GET /sta
         "before": before,
         "at_version": at_version,
     }
-    params = {k: _param(v) for k, v in given.items() if v is not None}
-    # How long the server may hold the answer: a wait it will refuse holds nothing.
-    held = wait if isinstance(wait, int | float) and 0 < wait < math.inf else 0.0
-    return Exchange(
-        "GET",
-        thread_path(thread_id, "/state"),
-        lambda raw: _decode(_STATE, raw),
-        params=params,
-        wait=float(held),
-    )
+    return _read(thread_path(thread_id, "/state"), lambda raw: _decode(_STATE, raw), given)
 
 
 def context(  # noqa: PLR0913  # the read's query parameters, by name, as GET /context takes them
@@ -214,15 +205,17 @@ def context(  # noqa: PLR0913  # the read's query parameters, by name, as GET /c
         "wait": wait,
         "at_version": at_version,
     }
+    return _read(thread_path(thread_id, "/context"), lambda raw: _decode(_CONTEXT, raw), given)
+
+
+def _read(path: str, read: Callable[[bytes], T], given: Mapping[str, object]) -> Exchange[T]:
+    """A GET whose answer the server may hold for ``given["wait"]`` seconds (the parameters
+    left unset are not sent)."""
     params = {k: _param(v) for k, v in given.items() if v is not None}
+    # How long the server may hold the answer: a wait it will refuse holds nothing.
+    wait = given.get("wait")
     held = wait if isinstance(wait, int | float) and 0 < wait < math.inf else 0.0
-    return Exchange(
-        "GET",
-        thread_path(thread_id, "/context"),
-        lambda raw: _decode(_CONTEXT, raw),
-        params=params,
-        wait=float(held),
-    )
+    return Exchange("GET", path, read, params=params, wait=float(held))
 
 
 def _flag(value: object) -> object:

@@ -26,3 +26,14 @@ def redis_version() -> str:
     """``7.2.4`` from ``redis-server --version``."""
     words = program_version(["redis-server", "--version"]).split()
     return words[2].removeprefix("v=") if len(words) > 2 else "?"
+
+
+def code_measured() -> str:
+    """The commit measured, and whether the tree had changes besides (a shared tree)."""
+    def git(*argv: str) -> str:
+        done = subprocess.run(["git", *argv], capture_output=True, text=True, check=False)
+        return done.stdout.strip()
+
+    changed = [line for line in git("status", "--porcelain").splitlines() if line]
+    return git("rev-parse", "--short", "HEAD") + (
+        f" with {len(changed)} uncommitted file(s)" if changed else "")

@@ -33,7 +33,6 @@ import os
 import platform
 import random
 import statistics
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -46,7 +45,7 @@ from langchain_core.messages import messages_from_dict, trim_messages
 
 from bench.common import cli, services
 from bench.common.cpu import redis_cpu
-from bench.common.machine import load_average, redis_version
+from bench.common.machine import code_measured, load_average, redis_version
 from bench.common.store import NullWaker, in_process_settings, store_for
 from bench.context.report import FIGURES, render
 from bench.context.targets import judge
@@ -303,23 +302,12 @@ def summarize(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _code() -> str:
-    """The commit measured, and whether the tree had changes besides (a shared tree)."""
-    def git(*argv: str) -> str:
-        done = subprocess.run(["git", *argv], capture_output=True, text=True, check=False)
-        return done.stdout.strip()
-
-    changed = [line for line in git("status", "--porcelain").splitlines() if line]
-    return f"{git('rev-parse', '--short', 'HEAD')}" + (
-        f" with {len(changed)} uncommitted file(s)" if changed else "")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = cli.parser("context", __doc__, "100 vs 5,000 messages, 3 rounds: a few seconds")
     args = parser.parse_args(argv)
     mode, sizes = cli.sizes(args, FULL, QUICK)
     started = time.perf_counter()
-    before, code = load_average(), _code()
+    before, code = load_average(), code_measured()
     data = measure(sizes, cli.progress(started))
     data["summary"] = summarize(data)
     data["target"] = judge(data["summary"])

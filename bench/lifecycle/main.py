@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import os
 import platform
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -37,7 +36,7 @@ from typing import Any
 import redis
 
 from bench.common import cli, services
-from bench.common.machine import load_average, redis_version
+from bench.common.machine import code_measured, load_average, redis_version
 from bench.common.store import NullWaker, store_for
 from bench.lifecycle import load, memory, search, sweep
 from bench.lifecycle.report import render
@@ -179,17 +178,6 @@ def run_one(shape: Shape, sizes: Sizes, progress: Progress) -> dict[str, Any]:
     }
 
 
-def _code() -> str:
-    """The commit measured, and whether the tree had changes besides (a shared tree)."""
-    def git(*argv: str) -> str:
-        done = subprocess.run(["git", *argv], capture_output=True, text=True, check=False)
-        return done.stdout.strip()
-
-    changed = [line for line in git("status", "--porcelain").splitlines() if line]
-    return f"{git('rev-parse', '--short', 'HEAD')}" + (
-        f" with {len(changed)} uncommitted file(s)" if changed else "")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = cli.parser("lifecycle", __doc__, "5,000 threads, about a minute")
     parser.add_argument("--threads", type=int, nargs="+", default=None,
@@ -212,7 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     say = cli.progress(started)
     before = load_average()
-    code = _code()  # now: a shared tree's HEAD may move during a long run
+    code = code_measured()  # now: a shared tree's HEAD may move during a long run
     runs = [run_one(Shape(n, with_metadata), sizes, say)
             for n in sizes.threads for with_metadata in sizes.metadata]
     machine = (f"{os.cpu_count()} cores, shared; load average before {before}, after "
