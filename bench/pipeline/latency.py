@@ -104,7 +104,7 @@ def _cursors(client: redis.Redis) -> Callable[..., list[Any]]:
     return cursors
 
 
-class _Poller:
+class Poller:
     """Pending deltas per thread, resolved against the threads' cursors."""
 
     def __init__(self, client: redis.Redis, keys: Keyspace) -> None:
@@ -160,7 +160,7 @@ def _poll(url: str, prefix: str, buckets: int, inbox: Any, outbox: Any) -> None:
     # pending at that moment. Nothing it allocates is cyclic garbage: no collector.
     gc.disable()
     outbox.put("ready")  # the producer starts only now: no delta waits on our start-up
-    poller = _Poller(client, Keyspace(prefix, buckets))
+    poller = Poller(client, Keyspace(prefix, buckets))
     wall0, cpu0 = time.monotonic(), time.process_time()
     closing, deadline = False, float("inf")
     while not (closing and (not poller.pending or time.monotonic() > deadline)):

@@ -134,7 +134,7 @@ def test_the_poller_dates_a_delta_by_the_poll_that_saw_it(redis_url: str) -> Non
     keys = Keyspace("lat", 4)
     meta = keys.thread("t1").meta
     client.hset(meta, mapping={"c": "1700-5", "t": 1})  # committed long ago
-    poller = latency._Poller(client, keys)
+    poller = latency.Poller(client, keys)
     sent = time.time() - 0.250
     poller.add([("t1", (1700, 5), sent), ("t1", (1700, 6), sent)])
     assert poller.handoffs and poller.handoffs[0] >= 0.250

@@ -1,0 +1,5 @@
+import sys
+
+from bench.peer.main import main
+
+sys.exit(main())
