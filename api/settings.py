@@ -61,7 +61,8 @@ class ApiSettings(Settings):
         ge=0,
         le=1000,
         description="Wake-ups of concurrent requests are published together after this "
-        "long (fewer, fuller Celery tasks; adds at most this to visibility).",
+        "long (fewer, fuller Celery tasks; adds at most this to visibility, or 20 ms "
+        "under a steady stream, when publishes are spaced).",
     )
     json_cache_mb: int = Field(
         32, ge=0, description="Memory per API process for stored messages' JSON (0: off)."

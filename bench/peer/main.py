@@ -139,16 +139,18 @@ def check(r: int, shape: Shape, where: Where) -> list[Failure]:
     return failures
 
 
-def measure(shapes: Sequence[Shape], rounds: int, writers: int, server: str,
-            say: Progress) -> dict[str, Any]:
+def measure(shapes: Sequence[Shape], rounds: int, writers: int, server: str, say: Progress,
+            *, wake_window_ms: float = 5.0) -> dict[str, Any]:
     data: dict[str, Any] = {"shapes": [], "failures": []}
+    # Both clients' wake window: the API reads it from its environment at start.
+    os.environ["THREADFOLD_WAKE_WINDOW_MS"] = f"{wake_window_ms:g}"
     with services.log_dir() as logs, running([1], 2, logs) as stack, \
             database(server) as dsn:
         api = next(iter(stack.apis.values()))
         settings = stack.settings
         broker = settings.broker_url.get_secret_value() if settings.broker_url else ""
-        bench = Bench(Where(dsn, settings.redis_url.get_secret_value(), broker, api.url),
-                      stack, writers)
+        bench = Bench(Where(dsn, settings.redis_url.get_secret_value(), broker, api.url,
+                            wake_window_ms / 1000), stack, writers)
         for shape in shapes:
             per: dict[str, list[dict[str, Any]]] = {k: [] for k in KINDS}
             for r in range(rounds):
@@ -188,15 +190,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="writer processes (default 4; 2 quick)")
     parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432",
                         help="the PostgreSQL server (its database threadfold_peer is used)")
+    parser.add_argument("--wake-window-ms", type=float, default=5.0,
+                        help="the clients' and the API's wake window (default 5, theirs)")
     args: argparse.Namespace = parser.parse_args(argv)
     mode, shapes = cli.sizes(args, FULL, QUICK)
     rounds = args.rounds or (1 if args.quick else 3)
     started = time.perf_counter()
     before, code = load_average(), code_measured()
     writers = args.writers or (2 if args.quick else 4)
-    data = measure(shapes, rounds, writers, args.postgres, cli.progress(started))
+    data = measure(shapes, rounds, writers, args.postgres, cli.progress(started),
+                   wake_window_ms=args.wake_window_ms)
     data["targets"] = judge(data["shapes"])
     data["meta"] = {"mode": mode, "rounds": rounds, "writers": writers,
+                    "wake_window_ms": args.wake_window_ms,
                     "seconds": time.perf_counter() - started,
                     "load_before_after": f"{before} / {load_average()}",
                     "cores": os.cpu_count(), "python": sys.version.split()[0],

@@ -45,6 +45,8 @@ class Where:
     redis_url: str
     broker_url: str
     api_url: str
+    #: The direct client's wake window (the API's is THREADFOLD_WAKE_WINDOW_MS).
+    wake_window: float = 0.005
 
 
 class Side(Protocol):
@@ -110,7 +112,7 @@ class ThreadfoldSide:
     """``Client`` (its default waker: wake-ups gathered for 5 ms) or ``HttpClient``."""
 
     def __init__(self, http: bool, where: Where) -> None:
-        self.direct = Client(where.redis_url, where.broker_url)
+        self.direct = Client(where.redis_url, where.broker_url, wake_window=where.wake_window)
         self.writer: Any = HttpClient(where.api_url) if http else self.direct
 
     def prefill(self, thread: str, messages: Sequence[Dict]) -> None:

@@ -4,6 +4,8 @@ drains."""
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import logging
 import os
 import signal
@@ -26,7 +28,7 @@ from tests.workers.harness import (
 )
 from threadfold.core import dump_messages
 from threadfold.workers.ingest.producer import Producer
-from threadfold.workers.ingest.wakeup import BackgroundWaker
+from threadfold.workers.ingest.wakeup import SPACING, BackgroundWaker, CoalescingWaker
 from threadfold.workers.runtime.app import CeleryWaker, make_celery
 
 
@@ -40,11 +42,13 @@ class Recording:
         self.entered = threading.Event()
         self.fail_first = fail_first
         self.lock = threading.Lock()
+        self.began: list[float] = []  # when each publish reached us
 
     def wake(self, refs: Sequence[str]) -> None:
         self.entered.set()
         self.gate.wait()
         with self.lock:
+            self.began.append(time.monotonic())
             self.calls.append(list(refs))
             if self.fail_first and len(self.calls) == 1:
                 raise ConnectionError("broker down")
@@ -73,6 +77,42 @@ def test_wake_ups_of_many_calls_and_threads_are_published_together_each_once() -
     assert all(len(call) == len(set(call)) for call in inner.calls)  # once per publish
     # 40 calls within one window: one publish (a few if a loaded machine stretched them)
     assert len(inner.calls) < 10
+
+
+def _gaps(began: Sequence[float]) -> list[float]:
+    return [b - a for a, b in itertools.pairwise(began)]
+
+
+def test_a_steady_stream_of_wake_ups_is_published_once_a_spacing_each_once() -> None:
+    """Every call wakes a thread of its own (the spread shape): the publishes are spaced,
+    each carrying what came in its interval, none lost. The wait between two is at least
+    SPACING whatever the machine's speed (a slower one only spaces them more)."""
+    assert SPACING >= 0.01  # a window's worth of calls (1 ms apart here) would be many
+    inner = Recording()
+    waker = BackgroundWaker(inner, window=0.001)
+    refs = [f"_/t{i}" for i in range(300)]
+    for ref in refs:
+        waker.wake([ref])
+        time.sleep(0.001)
+    waker.close()
+    assert sorted(inner.published) == sorted(refs)  # each once, none lost
+    assert len(inner.calls) >= 2
+    assert min(_gaps(inner.began[:-1])) >= 0.9 * SPACING  # the last: close() publishes at once
+
+
+def test_the_asyncio_coalescing_waker_spaces_a_steady_stream_too() -> None:
+    inner = Recording()
+
+    async def stream() -> None:
+        waker = CoalescingWaker(inner, window=0.001)
+        for i in range(300):
+            await waker.wake([f"_/t{i}"])
+            await asyncio.sleep(0.001)
+        await waker.close()
+
+    asyncio.run(stream())
+    assert sorted(inner.published) == sorted(f"_/t{i}" for i in range(300))
+    assert len(inner.calls) >= 2 and min(_gaps(inner.began)) >= 0.9 * SPACING
 
 
 def test_a_caller_never_waits_for_a_publish() -> None:
