@@ -6,6 +6,7 @@ from typing import Any, Final
 
 from bench.common.tables import rate, report, table, target_table
 from bench.common.target import Target
+from bench.peer.sides import BULK
 from bench.peer.targets import best_peer
 
 NAMES: Final = {
@@ -13,6 +14,7 @@ NAMES: Final = {
     "langgraph-delta": "LangGraph, `DeltaChannel`, PostgresSaver",
     "client": "threadfold `Client`",
     "http": "threadfold `HttpClient`",
+    "client-bulk": f"threadfold `Client.append_many`, {BULK} deltas a call (not judged)",
 }
 
 

@@ -10,7 +10,7 @@ version. When the writers are done, this process waits until every thread's curs
 reached its last version: the run ends there (for LangGraph, when the last call
 returned). CPU is each writer's own (``time.process_time`` over its calls), plus the
 services' over the run: the stack's (API, workers, beat, both Redis) or PostgreSQL's
-(every ``postgres`` process). This process's polling costs Redis a little, counted in.
+(every ``postgres`` process). This process polls every 5 ms, a little Redis time counted in.
 """
 
 from __future__ import annotations
@@ -25,13 +25,17 @@ from typing import Any
 import psutil
 import redis
 
-from bench.peer.sides import Kind, Where, open_side
+from bench.peer.sides import BULK, Kind, Where, open_side
 from bench.peer.workload import Shape, mine, spread
 from bench.pipeline.latency import Poller
 from threadfold.core.keys import Keyspace
 
 #: Records a writer gathers before it sends them (a send per delta would cost it more).
 _FLUSH = 64
+#: Seconds between two polls of the pending threads' cursors: each is a script call
+#: whose Redis time is counted to threadfold (at 1 ms it was ~100 µs a delta), and the
+#: times to visible are upper bounds by at most this.
+_POLL = 0.005
 
 
 @dataclass
@@ -85,19 +89,24 @@ def _writer(job: Job, writer: int, conn: Connection, go: Any, close: Any) -> Non
         side.prefill(thread_name(prefix, i), w.initial)
     conn.send(("ready", None))
     go.wait()
+    bulk = BULK if job.kind == "client-bulk" else 1
+    items = [(thread_name(prefix, i), delta) for i, delta in spread(workloads)]
     cpu0, calls, records, last = time.process_time(), [], [], {}
-    for n, (i, delta) in enumerate(spread(workloads)):
+    for at in range(0, len(items), bulk):
         began = time.time()
-        seen = side.apply(thread_name(prefix, i), delta)
+        if bulk == 1:
+            seen = side.apply(*items[at])
+            got = [] if seen is None else [seen]
+        else:
+            got = side.apply_many(items[at : at + bulk])
         calls.append(time.time() - began)
-        if seen is None:
-            continue
-        last[seen[0]] = seen[1]
-        if n % sample == 0:
-            records.append((seen[0], seen[1], began))
-            if len(records) >= _FLUSH:
-                conn.send(("records", records))
-                records = []
+        for n, (ref, version) in enumerate(got, at):
+            last[ref] = version
+            if n % sample == 0:
+                records.append((ref, version, began))
+        if len(records) >= _FLUSH:
+            conn.send(("records", records))
+            records = []
     cpu = time.process_time() - cpu0
     if records:
         conn.send(("records", records))
@@ -150,7 +159,7 @@ def run(job: Job, keys: Keyspace, service_cpu: Callable[[], float],
     done = _collect(conns, poller)
     while poller.pending:
         poller.poll()
-        time.sleep(0.001)
+        time.sleep(_POLL)
     last: dict[str, tuple[int, int]] = {}
     for *_, final in done:
         last.update(final)
@@ -171,9 +180,9 @@ def run(job: Job, keys: Keyspace, service_cpu: Callable[[], float],
 def _collect(conns: Sequence[Connection], poller: Poller) -> list[Any]:
     """Records into the poller until every writer is done; the writers' reports."""
     done: list[Any] = []
-    open_conns = list(conns)
+    open_conns, polled = list(conns), 0.0
     while open_conns:
-        for conn in wait(open_conns, timeout=0.001):
+        for conn in wait(open_conns, timeout=_POLL):
             assert isinstance(conn, Connection)
             tag, body = conn.recv()
             if tag == "records":
@@ -181,8 +190,9 @@ def _collect(conns: Sequence[Connection], poller: Poller) -> list[Any]:
             else:
                 done.append(body)
                 open_conns.remove(conn)
-        if poller.pending:
+        if poller.pending and time.monotonic() >= polled + _POLL:
             poller.poll()
+            polled = time.monotonic()
     return done
 
 

@@ -9,7 +9,8 @@ applied per call, the final state read back in LangChain's flat dict form.
   LangGraph backend records a message outside a run. Visible when the call returns
   (the saver commits before it does).
 * ``client``, ``http``: threadfold through ``Client.append`` (Redis directly) or
-  ``HttpClient.append`` (one ``POST /threads/{id}/deltas``), one call per delta.
+  ``HttpClient.append`` (one ``POST /threads/{id}/deltas``), one call per delta;
+  ``client-bulk``: ``Client.append_many`` of :data:`BULK` of the same spread deltas.
   Visible once a worker committed it: the caller gets the version to wait for.
 """
 
@@ -31,8 +32,12 @@ from bench.pipeline.workload import ref_of
 from tests.oracle import version_key
 from threadfold import Client, HttpClient
 
-Kind = Literal["langgraph", "langgraph-delta", "client", "http"]
-KINDS: tuple[Kind, ...] = ("langgraph", "langgraph-delta", "client", "http")
+Kind = Literal["langgraph", "langgraph-delta", "client", "http", "client-bulk"]
+KINDS: tuple[Kind, ...] = ("langgraph", "langgraph-delta", "client", "http", "client-bulk")
+#: ``client-bulk``, beside the judged contenders: the same spread deltas, this many a
+#: ``Client.append_many`` call (each to a thread of its own), as a backend that gathers
+#: its writes does: where one call per delta puts the limit.
+BULK = 100
 #: Prefilled threads go in appends of this many messages (a delta's size stays modest).
 PREFILL_CHUNK = 500
 
@@ -55,6 +60,9 @@ class Side(Protocol):
     def apply(self, thread: str, delta: Dict) -> tuple[str, tuple[int, int]] | None:
         """Apply one delta; the thread's ref and the version to wait for, or None when
         it is visible already."""
+
+    def apply_many(self, items: Sequence[tuple[str, Dict]]) -> list[tuple[str, tuple[int, int]]]:
+        """Apply deltas of distinct threads in one call (threadfold's only)."""
 
     def state(self, thread: str) -> list[dict[str, Any]]: ...
 
@@ -100,6 +108,9 @@ class LangGraphSide:
     def apply(self, thread: str, delta: Dict) -> None:
         self.graph.update_state(self._config(thread), {"messages": [delta]}, as_node="agent")
 
+    def apply_many(self, items: Sequence[tuple[str, Dict]]) -> list[tuple[str, tuple[int, int]]]:
+        raise NotImplementedError("LangGraph applies one update_state per delta")
+
     def state(self, thread: str) -> list[dict[str, Any]]:
         values = self.graph.get_state(self._config(thread)).values
         return [m.model_dump() for m in values.get("messages", [])]
@@ -122,6 +133,10 @@ class ThreadfoldSide:
     def apply(self, thread: str, delta: Dict) -> tuple[str, tuple[int, int]]:
         appended = self.writer.append(thread, [delta])
         return ref_of(thread), version_key(appended.version)
+
+    def apply_many(self, items: Sequence[tuple[str, Dict]]) -> list[tuple[str, tuple[int, int]]]:
+        appended = self.direct.append_many([(thread, [delta]) for thread, delta in items])
+        return [(ref_of(a.thread_id), version_key(a.version)) for a in appended]
 
     def state(self, thread: str) -> list[dict[str, Any]]:
         return list(self.direct.state(thread).messages)
