@@ -32,8 +32,6 @@ exits 1.
 
 from __future__ import annotations
 
-import os
-import platform
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -45,7 +43,7 @@ from bench.budget import floors, parts, spread, verify
 from bench.budget.report import DIRECT, HTTP, render, summarize
 from bench.budget.verify import Failure
 from bench.common import cli, services
-from bench.common.machine import code_measured, load_average, redis_version
+from bench.common.machine import code_measured, load_average, run_facts
 from bench.common.stack import Api, Stack, running
 from bench.common.store import store_for
 from bench.pipeline.workload import Planned
@@ -172,10 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     data = measure(sizes, cli.progress(started))
     data["summary"] = summarize(data["rounds"], data["idle"])
     data["meta"] = {"mode": mode, "sizes": asdict(sizes), "pipeline": floors.PIPELINE,
-                    "repeats": floors.REPEATS, "seconds": time.perf_counter() - started,
-                    "load_before_after": f"{before} / {load_average()}",
-                    "cores": os.cpu_count(), "python": sys.version.split()[0],
-                    "platform": platform.platform(), "redis": redis_version(), "code": code}
+                    "repeats": floors.REPEATS, **run_facts(started, before, code)}
     failed = [Failure(f["name"], f["detail"]) for f in data["failures"]]
     return cli.finish(cli.out_path("budget", args), data, render(data), failed)
 

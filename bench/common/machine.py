@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import os
+import platform
 import subprocess
+import sys
+import time
 from collections.abc import Sequence
+from typing import Any
 
 
 def load_average() -> str:
@@ -37,3 +41,13 @@ def code_measured() -> str:
     changed = [line for line in git("status", "--porcelain").splitlines() if line]
     return git("rev-parse", "--short", "HEAD") + (
         f" with {len(changed)} uncommitted file(s)" if changed else "")
+
+
+def run_facts(started: float, load_before: str, code: str) -> dict[str, Any]:
+    """What every report's meta says of the run and the machine: its seconds (from
+    ``started``, a ``time.perf_counter()``), the load before and now, cores, Python,
+    platform, Redis, and the code measured (:func:`code_measured`, taken at the start)."""
+    return {"seconds": time.perf_counter() - started,
+            "load_before_after": f"{load_before} / {load_average()}",
+            "cores": os.cpu_count(), "python": sys.version.split()[0],
+            "platform": platform.platform(), "redis": redis_version(), "code": code}

@@ -29,8 +29,6 @@ LangChain's ``trim_messages`` of it), and every record's count is right
 from __future__ import annotations
 
 import itertools
-import os
-import platform
 import random
 import statistics
 import sys
@@ -45,7 +43,7 @@ from langchain_core.messages import messages_from_dict, trim_messages
 
 from bench.common import cli, services
 from bench.common.cpu import redis_cpu
-from bench.common.machine import code_measured, load_average, redis_version
+from bench.common.machine import code_measured, load_average, run_facts
 from bench.common.store import NullWaker, in_process_settings, store_for
 from bench.context.report import FIGURES, render
 from bench.context.targets import judge
@@ -312,10 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     data["summary"] = summarize(data)
     data["target"] = judge(data["summary"])
     data["meta"] = {"mode": mode, "sizes": asdict(sizes), "budget": BUDGET, "bulk": BULK,
-                    "reads": dict(READS), "seconds": time.perf_counter() - started,
-                    "load_before_after": f"{before} / {load_average()}",
-                    "cores": os.cpu_count(), "python": sys.version.split()[0],
-                    "platform": platform.platform(), "redis": redis_version(), "code": code}
+                    "reads": dict(READS), **run_facts(started, before, code)}
     failed = [Failure(f["name"], f["detail"]) for f in data["failures"]]
     return cli.finish(cli.out_path("context", args), data, render(data), failed)
 

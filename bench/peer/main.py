@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import sys
 import time
@@ -39,7 +38,7 @@ from langgraph.checkpoint.postgres import PostgresSaver
 
 from bench.common import cli, services
 from bench.common.checks import first_difference
-from bench.common.machine import code_measured, load_average, redis_version
+from bench.common.machine import code_measured, load_average, run_facts
 from bench.common.stack import Stack, running
 from bench.peer.report import render
 from bench.peer.run import Job, Outcome, postgres_cpu, run, thread_name
@@ -203,10 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     data["targets"] = judge(data["shapes"])
     data["meta"] = {"mode": mode, "rounds": rounds, "writers": writers,
                     "wake_window_ms": args.wake_window_ms,
-                    "seconds": time.perf_counter() - started,
-                    "load_before_after": f"{before} / {load_average()}",
-                    "cores": os.cpu_count(), "python": sys.version.split()[0],
-                    "platform": platform.platform(), "redis": redis_version(), "code": code}
+                    **run_facts(started, before, code)}
     failed = [Failure(f["name"], f["detail"]) for f in data["failures"]]
     return cli.finish(cli.out_path("peer", args), data, render(data), failed)
 
