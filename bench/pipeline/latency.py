@@ -75,6 +75,7 @@ class LatencyResult:
     achieved_rate: float
     p50_ms: float
     p90_ms: float
+    p95_ms: float
     p99_ms: float
     max_ms: float
     mean_poll_ms: float
@@ -303,7 +304,7 @@ def run(cfg: LatencyConfig, line: Pipeline, progress: Progress,
     cuts = quantiles(ms, n=100, method="inclusive") if len(ms) > 1 else ms * 99
     return LatencyResult(
         config=cfg, deltas=len(ms), achieved_rate=achieved, p50_ms=cuts[49], p90_ms=cuts[89],
-        p99_ms=cuts[98], max_ms=ms[-1] if ms else 0.0,
+        p95_ms=cuts[94], p99_ms=cuts[98], max_ms=ms[-1] if ms else 0.0,
         mean_poll_ms=mean(loops) * 1000 if loops else 0.0,
         handoff_p99_ms=_p99(handoffs) * 1000, handoff_max_ms=max(handoffs, default=0.0) * 1000,
         poller_cpu_share=poller_share,
