@@ -31,7 +31,7 @@ def run(url: str, channels: Sequence[str], *, ready: Event, stop: Event,
     thread index, version key, time (``time.time()``), and the resyncs seen."""
     index = {c.encode(): i for i, c in enumerate(channels)}
     client = redis.Redis.from_url(url, client_name=NAME)
-    pubsub = client.pubsub()  # type: ignore[no-untyped-call]
+    pubsub = client.pubsub()
     pubsub.subscribe(*channels)
     threads, keys, times = array("H"), array("q"), array("d")
     resyncs = confirmed = 0

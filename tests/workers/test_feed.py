@@ -49,7 +49,7 @@ def _entries(client: Any, key: str) -> list[tuple[str, dict[bytes, bytes]]]:
 
 
 def _listen(redis_url: str, channel: str) -> Any:
-    listener = redis.Redis.from_url(redis_url).pubsub()  # type: ignore[no-untyped-call]
+    listener = redis.Redis.from_url(redis_url).pubsub()
     listener.subscribe(channel)
     assert listener.get_message(timeout=5)["type"] == "subscribe"
     return listener

@@ -154,7 +154,7 @@ def _paused_once_a_slice_starts(server: RedisServer, seconds: float) -> Iterator
     with server.probe() as admin:
         admin.config_set("notify-keyspace-events", "Kh")
     listener = redis.Redis.from_url(server.url)
-    events = listener.pubsub()  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
+    events = listener.pubsub()
     events.psubscribe("__keyspace@0__:*:slices")
     try:
         yield

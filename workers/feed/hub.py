@@ -217,7 +217,7 @@ class Hub:
                 self._ps = None
                 self._lost()
                 with contextlib.suppress(Exception):
-                    await ps.aclose()  # type: ignore[no-untyped-call]
+                    await ps.aclose()
             await asyncio.sleep(delay)
             delay = min(delay * 2, MAX_BACKOFF)
 

@@ -121,7 +121,7 @@ def follow(
     wait = BACKOFF[0]
     resuming: str | None = after
     while True:
-        pubsub = listener.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+        pubsub = listener.pubsub(ignore_subscribe_messages=True)
         try:
             pubsub.subscribe(steps.channel)
             yield from _start(store, steps, resuming)
