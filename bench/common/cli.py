@@ -7,8 +7,11 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
+
+from bench.common.machine import code_measured, load_average, run_facts
 
 S = TypeVar("S")
 
@@ -37,6 +40,32 @@ def parser(name: str, doc: str | None, quick_help: str) -> argparse.ArgumentPars
 def sizes(args: argparse.Namespace, full: S, quick: S) -> tuple[str, S]:
     """The mode's name (as the results file records it) and its sizes."""
     return ("quick", quick) if args.quick else ("full", full)
+
+
+@dataclass(frozen=True)
+class Begun(Generic[S]):
+    """A benchmark's start: its options, mode and sizes, and what its report will say
+    of the run (the load and the code as they were at the start)."""
+
+    args: argparse.Namespace
+    mode: str
+    sizes: S
+    started: float
+    load_before: str
+    code: str
+
+    def facts(self) -> dict[str, Any]:
+        """The mode and :func:`bench.common.machine.run_facts`, for the JSON's meta."""
+        return {"mode": self.mode, **run_facts(self.started, self.load_before, self.code)}
+
+
+def begin(name: str, doc: str | None, quick_help: str, argv: Sequence[str] | None, *,
+          full: S, quick: S) -> Begun[S]:
+    """The command line parsed (:func:`parser`), the sizes chosen, the clock started."""
+    args = parser(name, doc, quick_help).parse_args(argv)
+    mode, chosen = sizes(args, full, quick)
+    started = time.perf_counter()
+    return Begun(args, mode, chosen, started, load_average(), code_measured())
 
 
 def out_path(name: str, args: argparse.Namespace) -> Path:
