@@ -8,7 +8,8 @@
     threadfold recompute --audit|--rebuild [--dry-run] ...   replay threads from their logs
     threadfold prune [--tenant T] [--prefix P] [--metadata K=V] [--idle S] [--dry-run]
     threadfold loadtest [...]                       Locust against the local stack (or --host)
-    threadfold bench [core|pipeline|http|replay|live|lifecycle|context|peer|budget]   the benchmarks
+    threadfold bench [core|pipeline|http|replay|live|lifecycle|context|peer|budget|spread]
+                                                    the benchmarks
 
 Settings come from ``THREADFOLD_*``; ``up`` starts its own redis-server unless
 ``REDIS_URL`` (or ``THREADFOLD_REDIS_URL``) names one.
@@ -61,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="run a benchmark (from a source checkout)")
     bench.add_argument("which", nargs="?", default="core",
                        choices=["core", "pipeline", "http", "replay", "live", "lifecycle",
-                                "context", "peer", "budget"])
+                                "context", "peer", "budget", "spread"])
     bench.add_argument("--quick", action="store_true")
     return parser
 
