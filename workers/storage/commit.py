@@ -21,7 +21,7 @@ from threadfold.workers.storage.lookup import Found
 from threadfold.workers.storage.lua import script
 from threadfold.workers.storage.pages import edit_page, fingerprint, record
 
-SCRIPT: Final = script("commit", "common", "state", "lifecycle")
+SCRIPT: Final = script("commit", "common", "state", "lifecycle", "apply")
 
 #: Calls of many threads merge into one (``run_merged``): per thread, its ARGV counted.
 PER_THREAD: Final = True

@@ -3,7 +3,9 @@
 A script's file holds its own code; the helpers it names are prepended in order
 (``common.lua``: ids, the fence, the backlog; ``state.lua``: the page and index format
 of :mod:`threadfold.workers.storage.pages`, whose sizes are written in as Lua constants
-here, so Python and Lua cannot disagree on them). The files ship as package data.
+here, so Python and Lua cannot disagree on them; ``lifecycle.lua``: a thread's keys by
+its ref, metadata, TTL, removal; ``apply.lua``: a commit's writes, which COMMIT and
+INGEST share). The files ship as package data.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from threadfold.core.metadata import TERM_DIGITS
 from threadfold.workers.redisio.client import Script
 from threadfold.workers.storage.pages import BUCKET_ENTRIES, MAX_PAGE_RECORDS, PAGE_BYTES
 
-Helper = Literal["common", "state", "lifecycle"]
+Helper = Literal["common", "state", "lifecycle", "apply"]
 
 #: The thread keys the lifecycle helper names by a thread's tag and ref (what removing
 #: a thread deletes, and its metadata), and its bucket's keys of a tenant.
