@@ -392,6 +392,7 @@ def build_resources(settings: ApiSettings, waker: AsyncWaker | None = None) -> R
         max_messages=settings.max_messages_per_delta,
         max_deltas=settings.max_deltas_per_request,
     )
+    counters = Metrics(settings.keyspace, "api", settings.metrics_flush_seconds)
     engine = open_athreads(
         settings,
         wakes=waker,
@@ -401,13 +402,14 @@ def build_resources(settings: ApiSettings, waker: AsyncWaker | None = None) -> R
         hub_name=HUB_CLIENT_NAME,
         queue_events=settings.sse_queue_events,
         with_broker=True,
+        metrics=counters,
     )
     cache = settings.json_cache_mb * 1024 * 1024
     return Resources(
         settings,
         engine,
         Authenticator(settings.key_map()),
-        Metrics(settings.keyspace, "api", settings.metrics_flush_seconds),
+        counters,
         JsonFragments(cache) if cache > 0 else None,
         hub=make_hub(engine.threads, settings.sse_max_subscribers),
     )

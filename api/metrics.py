@@ -35,8 +35,11 @@ PREFIX: Final = "threadfold_"
 #: name here is a legacy one, so its 1.0.0 format would be byte for byte the same).
 CONTENT_TYPE: Final = CONTENT_TYPE_PLAIN_0_0_4
 HELP: Final = {
-    "commits": ("counter", "Batches committed by workers."),
-    "entries_applied": ("counter", "Log entries (deltas) applied by workers."),
+    "commits": ("counter", "Batches committed: by workers, and by the API's ingest calls "
+                "(appends to a thread with nothing waiting; a direct client's are not counted)."),
+    "ingest_commits": ("counter", "Of those, the ones the API's ingest calls made."),
+    "entries_applied": ("counter", "Log entries (deltas) applied, by workers and by ingest "
+                        "commits."),
     "commit_conflicts": ("counter", "Commits refused by compare-and-set (stale or concurrent)."),
     "drain_failures": ("counter", "Drains that failed on a poison entry."),
     "quarantines": ("counter", "Threads put in quarantine."),

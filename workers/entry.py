@@ -26,6 +26,7 @@ from celery import Celery
 from threadfold.workers.feed.hub import Hub
 from threadfold.workers.ingest.producer import AsyncProducer, Producer
 from threadfold.workers.ingest.wakeup import AsyncWaker, Waker
+from threadfold.workers.metrics import Metrics
 from threadfold.workers.redisio import maxmemory
 from threadfold.workers.redisio.client import AsyncClient, SyncClient, async_client, sync_client
 from threadfold.workers.runtime.app import CeleryWaker, make_celery
@@ -110,8 +111,10 @@ def producer(settings: Settings, client: SyncClient, wakes: Waker) -> Producer:
     return Producer(client, settings, wakes)
 
 
-def aproducer(settings: Settings, client: AsyncClient, wakes: AsyncWaker) -> AsyncProducer:
-    return AsyncProducer(client, settings, wakes)
+def aproducer(
+    settings: Settings, client: AsyncClient, wakes: AsyncWaker, metrics: Metrics | None = None
+) -> AsyncProducer:
+    return AsyncProducer(client, settings, wakes, metrics=metrics)
 
 
 # -- a process's start --------------------------------------------------------------------

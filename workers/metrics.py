@@ -202,6 +202,16 @@ class Metrics:
         return Call(FLUSH, keys, args)
 
 
+def record_commit(metrics: Metrics, entries: int, lags_ms: Iterable[float]) -> None:
+    """One commit of ``entries`` log entries, each visible ``lags_ms`` after it was
+    appended: a worker's (the entry ids carry their enqueue time) or an ingest call's
+    own (visible in the script that appended it: 0 ms)."""
+    metrics.add("commits")
+    metrics.add("entries_applied", entries)
+    metrics.observe("batch_entries", entries, BATCH_BUCKETS)
+    metrics.observe_many("visible_lag_ms", lags_ms, LAG_BUCKETS_MS)
+
+
 class FlushOutage:
     """The log of a periodic flush while it fails: one warning when an outage starts and
     one line when a flush works again, instead of a line (and a traceback) each period,

@@ -118,6 +118,12 @@ class Settings(BaseSettings):
         description="Merge message chunks of one id with LangChain's "
         "chunk '+', folded strictly left in log order.",
     )
+    ingest_commits: bool = Field(
+        True,
+        description="An append of new messages to a thread with nothing waiting is "
+        "committed by the ingest script itself (visible when the call returns, no "
+        "worker involved); false: every delta waits for a worker.",
+    )
     failure_limit: int = Field(
         5, ge=1, description="Failed drains in a row before a thread is quarantined."
     )

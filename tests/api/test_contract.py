@@ -10,7 +10,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from tests.api.client import api_client, api_settings
-from tests.workers.harness import make_settings, store_for
+from tests.workers.harness import WORKERS_ONLY, make_settings, store_for
 from threadfold.workers.runtime.drain import Drainer
 
 TOKEN_A, TOKEN_B = "a" * 24, "b" * 24
@@ -344,7 +344,7 @@ def test_paging_and_formats_read_the_committed_state(redis_url: str) -> None:
 
 
 def test_read_your_writes_waits_for_the_version_and_says_when_it_timed_out(redis_url: str) -> None:
-    settings = api_settings(redis_url)
+    settings = api_settings(redis_url, **WORKERS_ONLY)
     with api_client(settings) as client:
         version = _post(client, "w", ["first"])["version"]
         late = client.get("/threads/w/state", params={"min_version": version, "wait": "0.2"})

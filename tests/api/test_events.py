@@ -107,6 +107,8 @@ def test_snapshot_then_changes_equal_get_state_at_every_version(stack: Stack) ->
     last = ""
     for step in range(60):
         last = stack.post("t", random_messages(rng, step))
+        if step % 10 == 9:  # several commits whatever the batching: wait for each tenth
+            stack.state("t", min_version=last)
     final = stack.state("t", min_version=last)["version"]
     _follow_until(stream, follower, final)
     close(stream)

@@ -13,7 +13,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.infra.processes import wait_until
-from tests.workers.harness import make_settings, start_api, start_worker
+from tests.workers.harness import WORKERS_ONLY, make_settings, start_api, start_worker
 from threadfold.workers.settings import Settings
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
@@ -79,7 +79,7 @@ def test_no_counter_goes_down_when_workers_stop_die_and_restart(
     redis_url: str, tmp_path: Path
 ) -> None:
     # A short liveness window, so that the wait past it below is short.
-    settings = make_settings(redis_url, metrics_liveness_seconds=2.0)
+    settings = make_settings(redis_url, metrics_liveness_seconds=2.0, **WORKERS_ONLY)
     workers = [start_worker(settings, f"w{i}", tmp_path) for i in range(2)]
     with contextlib.ExitStack() as stack:
         stack.callback(lambda: [worker.kill() for worker in workers])
@@ -108,7 +108,9 @@ def test_a_worker_that_stops_gracefully_flushes_its_last_counts(
     redis_url: str, tmp_path: Path
 ) -> None:
     # Workers flush only when they exit: whatever a scrape shows came from that flush.
-    settings = make_settings(redis_url, metrics_flush_seconds=3600, metrics_liveness_seconds=7200)
+    settings = make_settings(
+        redis_url, **WORKERS_ONLY, metrics_flush_seconds=3600, metrics_liveness_seconds=7200
+    )
     worker = start_worker(settings, "w", tmp_path)
     with contextlib.ExitStack() as stack:
         stack.callback(worker.kill)

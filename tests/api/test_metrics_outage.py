@@ -20,6 +20,7 @@ from starlette.testclient import TestClient
 from tests.api.client import Recorder, api_settings
 from tests.infra.processes import wait_until
 from tests.infra.redis_server import RedisServer
+from tests.workers.harness import WORKERS_ONLY
 from threadfold.api.app import Resources, build_resources, create_app
 
 
@@ -37,6 +38,7 @@ def samples(body: str) -> dict[str, float]:
 def api(server: RedisServer, flush_seconds: float) -> Iterator[tuple[TestClient, Resources]]:
     settings = api_settings(
         server.url,
+        **WORKERS_ONLY,  # a backlog to report while Redis is full
         metrics_flush_seconds=flush_seconds,
         metrics_liveness_seconds=max(60.0, flush_seconds * 2),
     )

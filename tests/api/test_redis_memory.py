@@ -11,6 +11,7 @@ from typing import Any
 
 from tests.api.client import api_client, api_settings
 from tests.infra.redis_server import RedisServer
+from tests.workers.harness import WORKERS_ONLY
 
 
 def fill(server: RedisServer) -> None:
@@ -28,7 +29,7 @@ def free(server: RedisServer) -> None:
 def test_a_full_redis_answers_writes_503_redis_full_with_retry_after_and_readyz_says_why(
     redis_server: RedisServer,
 ) -> None:
-    with api_client(api_settings(redis_server.url)) as client:
+    with api_client(api_settings(redis_server.url, **WORKERS_ONLY)) as client:
         first = client.post("/threads/t/deltas", json={"messages": ["kept"], "delta_id": "a"})
         assert first.status_code == 202
         fill(redis_server)

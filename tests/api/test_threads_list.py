@@ -11,7 +11,7 @@ from starlette.testclient import TestClient
 
 from tests.api.client import api_client, api_settings
 from tests.infra.redis_cluster import RedisCluster
-from tests.workers.harness import make_settings, store_for
+from tests.workers.harness import WORKERS_ONLY, make_settings, store_for
 from threadfold.workers.runtime.drain import Drainer
 
 TOKEN_A, TOKEN_B = "key-a-0123456789abcdef", "key-b-0123456789abcdef"
@@ -34,7 +34,7 @@ def _listed(client: TestClient, query: str = "", **kw: Any) -> list[dict[str, An
 
 
 def test_threads_are_listed_latest_first_with_backlog_lag_and_versions(redis_url: str) -> None:
-    with api_client(api_settings(redis_url)) as client:
+    with api_client(api_settings(redis_url, **WORKERS_ONLY)) as client:
         versions = {name: _post(client, name) for name in ("first", "second", "third")}
         _post(client, "second")  # second is now the latest, with a backlog of 2
         time.sleep(0.02)  # the oldest unapplied delta has an age
@@ -50,7 +50,7 @@ def test_threads_are_listed_latest_first_with_backlog_lag_and_versions(redis_url
 
 
 def test_a_drained_thread_is_listed_with_its_commit_and_no_lag(redis_url: str) -> None:
-    settings = api_settings(redis_url)
+    settings = api_settings(redis_url, **WORKERS_ONLY)
     with api_client(settings) as client:
         version = _post(client, "drained")
         Drainer(store_for(make_settings(redis_url)), make_settings(redis_url)).drain("_/drained")
@@ -65,7 +65,7 @@ def test_a_drained_thread_is_listed_with_its_commit_and_no_lag(redis_url: str) -
 
 
 def test_a_quarantined_thread_is_listed_with_its_reason(redis_url: str) -> None:
-    with api_client(api_settings(redis_url)) as client:
+    with api_client(api_settings(redis_url, **WORKERS_ONLY)) as client:
         version = _post(client, "sick")
         _post(client, "well")
         store = store_for(make_settings(redis_url))

@@ -12,7 +12,7 @@ import pytest
 from tests.client.conftest import Stack
 from tests.client.kinds import new_thread
 from tests.infra.ports import free_port
-from tests.workers.harness import CountingWaker
+from tests.workers.harness import WORKERS_ONLY, CountingWaker
 from threadfold import (
     AsyncClient,
     Change,
@@ -39,7 +39,8 @@ def test_one_delta_per_call_from_several_threads_takes_few_celery_tasks(stack: S
     counting = CountingWaker(CeleryWaker(app, stack.settings.queue))
     # A wider window than the default 5 ms, only so that a loaded machine's slow calls
     # still share publishes: the point is that the client batches without being asked.
-    client = Client(settings=stack.settings, waker=counting, wake_window=0.05)
+    workers_only = stack.settings.model_copy(update=WORKERS_ONLY)
+    client = Client(settings=workers_only, waker=counting, wake_window=0.05)
     threads = [[new_thread() for _ in range(CALLS)] for _ in range(CALLERS)]
     versions: dict[str, str] = {}
 
@@ -70,7 +71,8 @@ def test_asyncio_callers_share_publishes_too(stack: Stack) -> None:
     counting = CountingWaker(CeleryWaker(app, stack.settings.queue))
 
     async def run() -> None:
-        async with AsyncClient(settings=stack.settings, waker=counting, wake_window=0.2) as c:
+        workers_only = stack.settings.model_copy(update=WORKERS_ONLY)
+        async with AsyncClient(settings=workers_only, waker=counting, wake_window=0.2) as c:
 
             async def caller() -> list[tuple[str, str]]:
                 done = []

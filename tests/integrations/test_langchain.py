@@ -30,6 +30,7 @@ from langchain_core.runnables.history import RunnableWithMessageHistory
 from tests.client.conftest import Stack
 from tests.client.kinds import TOKEN, new_thread
 from tests.integrations.recording import AsyncRecording, Recorder, Recording
+from tests.workers.harness import WORKERS_ONLY
 from threadfold import (
     AsyncClient,
     AsyncHttpClient,
@@ -200,7 +201,7 @@ def test_a_history_waits_for_its_own_last_add(stack: Stack) -> None:
     gate = Gate(CeleryWaker(app, stack.settings.queue))
     thread = new_thread()
     try:
-        with Client(settings=stack.settings, waker=gate) as client:
+        with Client(settings=stack.settings.model_copy(update=WORKERS_ONLY), waker=gate) as client:
             blind = ThreadfoldChatMessageHistory(thread, client=client, read_your_writes=False)
             history = ThreadfoldChatMessageHistory(thread, client=client, wait=0.2)
             history.add_messages([HumanMessage("hello", id="h1")])

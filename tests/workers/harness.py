@@ -45,6 +45,12 @@ FAST = {
 }
 
 
+#: For a test of the workers' path (wake-ups, drains, the sweeper, backlogs and what
+#: reports them): every append waits for a worker, as an update or a removal does. An
+#: append the ingest call commits itself is tests/workers/test_ingest_commits.py's.
+WORKERS_ONLY: dict[str, Any] = {"ingest_commits": False}
+
+
 def make_settings(redis_url: str, **overrides: Any) -> Settings:
     values: dict[str, Any] = {**FAST, "redis_url": redis_url, **overrides}
     return Settings(**values)

@@ -10,7 +10,7 @@ import pytest
 import redis
 
 from tests.infra.redis_cluster import RedisCluster
-from tests.workers.harness import make_settings, state_dump, store_for
+from tests.workers.harness import WORKERS_ONLY, make_settings, state_dump, store_for
 from tests.workers.test_concurrency import NoWake
 from threadfold.core import InvalidMessage
 from threadfold.workers.ingest import producer as producer_module
@@ -94,7 +94,7 @@ async def _concurrent(settings: Settings, waker: NoWake) -> list[str]:
 def test_calls_in_one_event_loop_turn_share_one_round_trip(
     redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings = make_settings(redis_url, key_prefix="apc")
+    settings = make_settings(redis_url, key_prefix="apc", **WORKERS_ONLY)
     waker = NoWake()
     sent: list[int] = []
     real = redis_io.arun_many

@@ -18,6 +18,7 @@ import pytest
 
 from tests.infra.processes import wait_until
 from tests.workers.harness import (
+    WORKERS_ONLY,
     CountingWaker,
     Sent,
     make_settings,
@@ -233,7 +234,7 @@ def test_one_delta_per_call_from_several_threads_is_drained_by_a_real_worker(
 ) -> None:
     """The producer shape the waker is for: request threads enqueueing one delta each.
     Every thread's state arrives, through far fewer Celery tasks than threads woken."""
-    settings = make_settings(redis_url)
+    settings = make_settings(redis_url, **WORKERS_ONLY)
     app = make_celery(settings)
     store = store_for(settings)
     counting = CountingWaker(CeleryWaker(app, settings.queue))

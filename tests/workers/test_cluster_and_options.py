@@ -12,6 +12,7 @@ from tests.infra.redis_cluster import RedisCluster
 from tests.infra.redis_server import RedisServer
 from tests.workers.harness import (
     ROOT,
+    WORKERS_ONLY,
     Sent,
     make_settings,
     start_worker,
@@ -159,7 +160,7 @@ def test_streamed_chunks_replace_by_default_and_merge_when_asked(
 
 
 def test_the_sweeper_ignores_a_thread_whose_wake_up_is_live(redis_url: str) -> None:
-    settings = make_settings(redis_url)
+    settings = make_settings(redis_url, **WORKERS_ONLY)
     store = store_for(settings)
     Producer(store.client, settings, NoWake()).enqueue("live", ["x"])
     assert store.dirty(range(settings.buckets)) == ["_/live"]

@@ -11,6 +11,7 @@ import pytest
 
 from tests.infra.redis_cluster import RedisCluster
 from tests.workers.harness import (
+    WORKERS_ONLY,
     Sent,
     make_settings,
     start_worker,
@@ -81,7 +82,7 @@ def test_the_same_drain_run_concurrently_and_repeatedly_applies_each_entry_once(
 
 
 def test_a_stale_worker_committing_late_is_refused_and_changes_nothing(redis_url: str) -> None:
-    settings = make_settings(redis_url)
+    settings = make_settings(redis_url, **WORKERS_ONLY)
     store = store_for(settings)
     producer = Producer(store.client, settings, NoWake())
     producer.enqueue("s", [{"role": "user", "content": "a", "id": "1"}])
@@ -161,7 +162,9 @@ def test_merged_commits_stand_or_fail_each_on_their_own(
     """A drain round sends all its threads' commits as one script call (per slot on a
     cluster): a refused one (its cursor moved) leaves the others applied."""
     url = redis_url if where == "standalone" else redis_cluster.url
-    settings = make_settings(url, cluster=where == "cluster", key_prefix=f"mc{where[0]}")
+    settings = make_settings(
+        url, cluster=where == "cluster", key_prefix=f"mc{where[0]}", **WORKERS_ONLY
+    )
     store = store_for(settings)
     producer = Producer(store.client, settings, NoWake())
     refs = [f"_/m{i}" for i in range(30)]

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tests.sources import python_files
+from tests.workers.harness import WORKERS_ONLY
 from threadfold.workers import entry
 from threadfold.workers.ingest.wakeup import Waker
 from threadfold.workers.ops.processes import RedisServer
@@ -52,7 +53,7 @@ def test_nothing_but_the_entry_module_builds_a_client_store_producer_or_waker() 
 def test_a_store_and_producer_from_settings_append_and_read_with_a_password() -> None:
     password = "entry-secret-pw"  # noqa: S105  # a throwaway
     with RedisServer(password=password) as server:
-        settings = Settings(redis_url=server.url)
+        settings = Settings(redis_url=server.url, **WORKERS_ONLY)
         client = entry.redis(settings, retries=0)
         try:
             woken = Recorded()
@@ -68,7 +69,7 @@ def test_a_store_and_producer_from_settings_append_and_read_with_a_password() ->
 
 def test_the_asyncio_store_reads_what_was_appended() -> None:
     with RedisServer() as server:
-        settings = Settings(redis_url=server.url)
+        settings = Settings(redis_url=server.url, **WORKERS_ONLY)
         sync = entry.redis(settings)
         entry.producer(settings, sync, Recorded()).enqueue("t1", ["hello"])
         sync.close()

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.workers.harness import make_settings, store_for, version_key
+from tests.workers.harness import WORKERS_ONLY, make_settings, store_for, version_key
 from threadfold.core.keys import Keyspace
 from threadfold.workers.ingest.producer import Delta, Producer
 from threadfold.workers.storage.ingest import MAX_THREADS_PER_INGEST, groups_of
@@ -39,7 +39,7 @@ class Woken:
 
 
 def test_a_bulk_over_hundreds_of_threads_answers_each_delta_in_order(redis_url: str) -> None:
-    settings = make_settings(redis_url)
+    settings = make_settings(redis_url, **WORKERS_ONLY)
     store = store_for(settings)
     woken = Woken()
     producer = Producer(store.client, settings, woken)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.workers.harness import Sent, make_settings, state_dump, store_for
+from tests.workers.harness import WORKERS_ONLY, Sent, make_settings, state_dump, store_for
 from tests.workers.test_concurrency import NoWake, _commit_of
 from threadfold.core import dump_messages
 from threadfold.core.codec import encode_stored
@@ -198,7 +198,7 @@ def test_a_drain_that_read_before_a_delete_cannot_commit_into_the_thread_born_ag
 
 
 def test_a_batch_read_before_any_commit_is_refused_after_a_delete(redis_url: str) -> None:
-    settings = make_settings(redis_url)
+    settings = make_settings(redis_url, **WORKERS_ONLY)
     store = store_for(settings)
     producer = Producer(store.client, settings, NoWake())
     producer.enqueue("e", [{"role": "user", "content": "deleted", "id": "m0"}])

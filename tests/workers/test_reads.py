@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.infra.redis_cluster import RedisCluster
-from tests.workers.harness import make_settings, state_dump, store_for
+from tests.workers.harness import WORKERS_ONLY, make_settings, state_dump, store_for
 from threadfold.workers.ingest.producer import Producer
 from threadfold.workers.redisio.client import Call, _pipelined, run_many, run_merged, text
 from threadfold.workers.runtime.drain import Drainer
@@ -68,7 +68,7 @@ def test_a_delete_between_the_steps_leaves_nothing_behind(
 def test_a_commit_between_the_steps_counts_no_attempt(
     redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings = make_settings(redis_url)
+    settings = make_settings(redis_url, **WORKERS_ONLY)
     store = store_for(settings)
     producer = Producer(store.client, settings, NoWake())
     for n in range(3):
@@ -98,7 +98,7 @@ def test_the_fence_built_from_meta_is_the_one_the_scripts_build(redis_url: str) 
 def test_reads_sent_to_the_wrong_cluster_node_are_followed_in_order(
     redis_cluster: RedisCluster,
 ) -> None:
-    settings = make_settings(redis_cluster.url, cluster=True, key_prefix="mv")
+    settings = make_settings(redis_cluster.url, cluster=True, key_prefix="mv", **WORKERS_ONLY)
     store = store_for(settings)
     client: Any = store.client
     Producer(client, settings, NoWake()).enqueue("m", [{"role": "user", "content": "a"}])

@@ -21,6 +21,7 @@ import pytest
 from tests.infra.processes import ManagedProcess, wait_until
 from tests.infra.redis_server import RedisServer
 from tests.workers.harness import (
+    WORKERS_ONLY,
     Sent,
     make_settings,
     start_api,
@@ -184,7 +185,7 @@ def test_a_drain_that_meets_a_full_redis_waits_for_memory_instead_of_failing(
 def test_the_sweeper_goes_on_past_a_full_redis_and_wakes_the_thread_once_freed(
     redis_server: RedisServer,
 ) -> None:
-    settings = make_settings(redis_server.url, wake_ttl_seconds=0.2)
+    settings = make_settings(redis_server.url, wake_ttl_seconds=0.2, **WORKERS_ONLY)
     store = store_for(settings)
     Producer(store.client, settings, NoWake()).enqueue("stalled", ["x"])  # wake-up lost
     flag = settings.keyspace.thread("_/stalled").sched

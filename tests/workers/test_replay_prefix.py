@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.infra.redis_cluster import RedisCluster
-from tests.workers.harness import make_settings, state_dump, store_for
+from tests.workers.harness import WORKERS_ONLY, make_settings, state_dump, store_for
 from tests.workers.replaying import NoWake, Oracle, Writer
 from threadfold.core import dump_messages
 from threadfold.core.codec import encode_messages
@@ -105,7 +105,10 @@ def test_an_audit_racing_trims_and_deletes_never_reports_a_false_difference(
     """Threads of three pages of log each are audited over and over while, one after
     another, each is trimmed for the first time (a commit at retention 0) or deleted
     and written again. Every audit either matches or says why it cannot replay."""
-    settings, store, writer = _setup(redis_url, retention_seconds=3600, batch_size=1000)
+    # The trims are the workers' (a commit at retention 0 below): appends wait for them.
+    settings, store, writer = _setup(
+        redis_url, retention_seconds=3600, batch_size=1000, **WORKERS_ONLY
+    )
     threads = [f"r{i}" for i in range(12)]
     for thread in threads:
         writer.write(thread, 2 * prefix.PAGE + 300, thread)

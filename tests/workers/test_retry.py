@@ -11,6 +11,7 @@ from tests.api.client import api_client, api_settings
 from tests.infra.processes import wait_until
 from tests.workers.harness import (
     ROOT,
+    WORKERS_ONLY,
     make_settings,
     start_worker,
     state_dump,
@@ -130,7 +131,7 @@ def test_retry_skips_the_failed_entry_even_when_entries_before_it_are_pending(
 ) -> None:
     # A quarantine recorded on an entry that is not the first pending one (as drains
     # before the fix above left them): the skip removes that entry, and only that one.
-    settings = make_settings(redis_url)
+    settings = make_settings(redis_url, **WORKERS_ONLY)
     store = store_for(settings)
     producer = Producer(store.client, settings, NoWake())
     before = producer.enqueue("t", [{"role": "user", "content": "pending", "id": "1"}]).version

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.workers.harness import make_settings, store_for
+from tests.workers.harness import WORKERS_ONLY, make_settings, store_for
 from tests.workers.test_concurrency import NoWake
 from threadfold.workers.ingest.producer import Producer
 from threadfold.workers.ops.cli import main
@@ -29,7 +29,7 @@ def _env(settings: Settings, monkeypatch: Any) -> None:
 def test_the_listing_names_backlogs_and_quarantines_with_their_real_backlog(
     redis_url: str, monkeypatch: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    settings = make_settings(redis_url, failure_limit=1)
+    settings = make_settings(redis_url, failure_limit=1, **WORKERS_ONLY)
     store = store_for(settings)
     producer = Producer(store.client, settings, NoWake())
     for n in (1, 2, 3):
@@ -52,7 +52,7 @@ def test_a_listed_thread_shows_its_backlog_even_while_workers_drain(
 ) -> None:
     # The listing and each thread's backlog used to be two reads: a thread drained in
     # between was listed with a backlog of 0. Drain while listing, again and again.
-    settings = make_settings(redis_url)
+    settings = make_settings(redis_url, **WORKERS_ONLY)
     store = store_for(settings)
     producer = Producer(store.client, settings, NoWake())
     refs = [f"_/q{i}" for i in range(600)]

@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 
-from tests.workers.harness import Sent, make_settings, state_dump, store_for, version_key
+from tests.workers.harness import (
+    WORKERS_ONLY,
+    Sent,
+    make_settings,
+    state_dump,
+    store_for,
+    version_key,
+)
 from tests.workers.produce import random_messages
 from tests.workers.test_ingest_groups import Woken
 from threadfold.core import dump_messages
@@ -41,7 +48,9 @@ def _record(sent: Sent, bulk: list[Delta], results: list[Enqueued]) -> None:
 
 
 def _setup(redis_url: str, prefix: str) -> tuple[Settings, Store, Producer, Woken]:
-    settings = make_settings(redis_url, key_prefix=prefix)
+    # The log itself is what these tests read (order, in-flight bulks): every append
+    # waits there for a worker.
+    settings = make_settings(redis_url, key_prefix=prefix, **WORKERS_ONLY)
     store = store_for(settings)
     woken = Woken()
     return settings, store, Producer(store.client, settings, woken), woken

@@ -11,15 +11,17 @@ from typing import Any, cast
 
 import msgspec
 
-from threadfold.core.codec import encode_messages
+from threadfold.core.codec import decode_messages, encode_messages, encode_stored
+from threadfold.core.context import approximate
 from threadfold.core.depth import DEFAULT_MAX_DEPTH, check_depth, containers_at_most
 from threadfold.core.errors import InvalidMessage
 from threadfold.core.ids import IdSource, derived_ids, ensure_ids
 from threadfold.core.keys import DEFAULT_TENANT, InvalidName, make_ref
+from threadfold.core.messages import RemoveMessage, is_chunk
 from threadfold.core.metadata import changes, pairs
 from threadfold.core.servable import check_encoded
 from threadfold.workers.storage.ingest import options
-from threadfold.workers.storage.pages import fingerprints
+from threadfold.workers.storage.pages import fingerprints, unplaced
 
 MAX_DELTA_ID = 200
 
@@ -49,6 +51,10 @@ class Prepared(msgspec.Struct, gc=False):
     mentioned: bytes
     #: The ingest script's opts for the thread (threadfold.workers.storage.ingest.options).
     opts: bytes = b""
+    #: For a delta of appends only, its messages' records as a commit would store
+    #: them, but for their positions (:func:`records_of`): the ingest script may commit
+    #: them itself. Empty otherwise.
+    records: bytes = b""
 
 
 def prepare(
@@ -91,6 +97,24 @@ def prepare(
     return Prepared(ref, delta.delta_id or "", payload, ids, fingerprints(ids), opts)
 
 
+def records_of(payload: bytes) -> bytes:
+    """The records a worker's commit would write for these messages if each were new
+    to the thread (:func:`threadfold.workers.storage.pages.unplaced`: the body, the
+    token count, no position yet), or b"" unless the delta is appends only: no removal,
+    no chunk (merging needs the stored body), no id twice (the second updates the
+    first). Made from the payload decoded, as the worker decodes it, so the bytes are
+    the ones it would store. Whether the ids are new is for the script to see."""
+    messages = decode_messages(payload)
+    parts, seen = [], set()
+    for m in messages:
+        ident = m.id
+        if type(m) is RemoveMessage or is_chunk(m) or ident is None or ident in seen:
+            return b""
+        seen.add(ident)
+        parts.append(unplaced(ident, encode_stored(m), approximate(m)))
+    return b"".join(parts)
+
+
 def _checked_ref(delta: Delta, at: Callable[[str], str]) -> str:
     """The thread's ref, once the delta's own fields (not its messages) are checked."""
     try:
@@ -108,9 +132,11 @@ def _checked_ref(delta: Delta, at: Callable[[str], str]) -> str:
 
 
 def prepare_all(
-    deltas: Sequence[Delta], path: str, new_id: IdSource, max_depth: int
+    deltas: Sequence[Delta], path: str, new_id: IdSource, max_depth: int, *, commits: bool = False
 ) -> list[Prepared]:
-    """``path`` 'deltas' locates errors as deltas[i].<field>; any other is used as is."""
+    """``path`` 'deltas' locates errors as deltas[i].<field>; any other is used as is.
+    ``commits``: give each delta of appends only its records (:func:`records_of`), for
+    the ingest script to commit itself where it can."""
     if not isinstance(deltas, Sequence):
         raise InvalidMessage(path, f"expected a sequence of Delta, got {type(deltas).__name__}")
     prepared = []
@@ -118,5 +144,8 @@ def prepare_all(
         where = f"{path}[{i}]" if path == "deltas" else path
         if not isinstance(d, Delta):
             raise InvalidMessage(where, f"expected a Delta, got {type(d).__name__}")
-        prepared.append(prepare(d, where, new_id, max_depth))
+        p = prepare(d, where, new_id, max_depth)
+        if commits:
+            p.records = records_of(p.payload)
+        prepared.append(p)
     return prepared

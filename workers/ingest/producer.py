@@ -5,7 +5,10 @@ Usable from any Python backend, with or without the HTTP API. One script call ap
 the deltas of many threads (all of a bulk's on one server, a bucket's on a cluster):
 for each thread it drops a retried ``delta_id`` (answering its original version) and
 sets the wake-up flag only if absent; only the caller that set the flag sends the
-Celery task, so one task drains many deltas and batches grow with the backlog.
+Celery task, so one task drains many deltas and batches grow with the backlog. A
+thread's appends of new messages with nothing waiting before them are committed by
+the call itself (``THREADFOLD_INGEST_COMMITS``): no wake-up at all. The calls and their
+answers are :mod:`threadfold.workers.ingest.calls`'.
 
 Everything is validated before anything is appended: a bad delta in a bulk call fails
 the whole call, naming the item, and nothing is written.
@@ -20,121 +23,24 @@ from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import msgspec
-
 from threadfold.core.errors import InvalidMessage
 from threadfold.core.ids import IdSource, uuid4_str
 from threadfold.core.keys import DEFAULT_TENANT
+from threadfold.workers.ingest import calls as bulk
+from threadfold.workers.ingest.calls import Enqueued
 from threadfold.workers.ingest.prepare import MAX_DELTA_ID, Delta, Prepared, prepare, prepare_all
 from threadfold.workers.ingest.wakeup import AsyncWaker, Waker
+from threadfold.workers.metrics import Metrics
 from threadfold.workers.redisio.client import AsyncClient, Call, SyncClient, arun_many, run_many
 from threadfold.workers.redisio.inflight import Stream
 from threadfold.workers.settings import Settings
-from threadfold.workers.storage import ingest
 
-# Delta, prepare and MAX_DELTA_ID are named from here by the clients, the API and the
-# tests since before they had a module of their own (threadfold.workers.ingest.prepare).
+# Delta, prepare, MAX_DELTA_ID and Enqueued are named from here by the clients, the API
+# and the tests since before they had modules of their own (threadfold.workers.ingest.
+# prepare and .calls).
 __all__ = ["MAX_DELTA_ID", "AsyncProducer", "Delta", "Enqueued", "Producer", "prepare"]
 
 log = logging.getLogger("threadfold.producer")
-
-
-# One record per delta: a msgspec Struct, as threadfold.workers.ingest.prepare's are.
-class Enqueued(msgspec.Struct, frozen=True, gc=False):
-    """The outcome of one delta: its version, and whether it was a retried ``delta_id``.
-
-    ``ids`` are the ids of the delta's messages as stored, including the ones stamped on
-    id-less messages (a caller needs them to update or remove those later). With a
-    ``delta_id`` the stamped ids are derived from it, so a retry that is answered as a
-    duplicate reports the same ids as the attempt that was stored.
-    """
-
-    thread_id: str
-    version: str
-    accepted: int
-    duplicate: bool
-    ids: tuple[str, ...]
-
-
-def _group(prepared: Sequence[Prepared]) -> dict[str, list[int]]:
-    """Indices per thread, in order: each thread's deltas are appended in this order."""
-    groups: dict[str, list[int]] = {}
-    for i, p in enumerate(prepared):
-        groups.setdefault(p.ref, []).append(i)
-    return groups
-
-
-def _opts(prepared: Sequence[Prepared], indices: Sequence[int]) -> bytes:
-    """A thread's opts in a call: the first of its deltas' that has any (the metadata
-    of a delta that creates the thread; later deltas find it created)."""
-    for i in indices:
-        if prepared[i].opts:
-            return prepared[i].opts
-    return b""
-
-
-def _calls(
-    settings: Settings, prepared: Sequence[Prepared], groups: dict[str, list[int]]
-) -> tuple[list[Call], list[list[str]]]:
-    """The ingest calls, and the threads each one carries."""
-    ks = settings.keyspace
-    shares = ingest.groups_of(ks, list(groups), settings.cluster)
-    calls = [
-        ingest.call(
-            ks,
-            [
-                (
-                    ref,
-                    [
-                        (prepared[i].delta_id, prepared[i].payload, prepared[i].mentioned)
-                        for i in groups[ref]
-                    ],
-                    _opts(prepared, groups[ref]),
-                )
-                for ref in share
-            ],
-            settings.dedupe_ms,
-            settings.wake_ttl_ms,
-        )
-        for share in shares
-    ]
-    return calls, shares
-
-
-def _outcomes(
-    deltas: Sequence[Delta],
-    prepared: Sequence[Prepared],
-    groups: dict[str, list[int]],
-    shares: Sequence[list[str]],
-    answers: Sequence[Any],
-) -> tuple[list[Enqueued], list[str]]:
-    results: list[Enqueued | None] = [None] * len(deltas)
-    woken: list[str] = []
-    for share, raw in zip(shares, answers, strict=True):
-        parsed = ingest.parse(raw, [len(groups[ref]) for ref in share])
-        for ref, answer in zip(share, parsed, strict=True):
-            if answer.woke:
-                woken.append(ref)
-            for i, version, new in zip(groups[ref], answer.versions, answer.new, strict=True):
-                ids = prepared[i].ids
-                results[i] = Enqueued(deltas[i].thread_id, version, len(ids), not new, ids)
-    return [r for r in results if r is not None], woken
-
-
-def _create_call(settings: Settings, p: Prepared, metadata: Sequence[str | bytes]) -> Call:
-    """One delta appended only if its thread does not exist (a copy's first)."""
-    opts = ingest.options(metadata, only_new=True)
-    group = (p.ref, [(p.delta_id, p.payload, p.mentioned)], opts)
-    return ingest.call(settings.keyspace, [group], settings.dedupe_ms, settings.wake_ttl_ms)
-
-
-def _created(delta: Delta, p: Prepared, raw: Any) -> tuple[Enqueued | None, list[str]]:
-    """The created thread's delta (None when it existed), and the threads to wake."""
-    [answer] = ingest.parse(raw, [1])
-    if answer.exists:
-        return None, []
-    done = Enqueued(delta.thread_id, answer.versions[0], len(p.ids), False, p.ids)
-    return done, [p.ref] if answer.woke else []
 
 
 @dataclass(slots=True)
@@ -161,12 +67,20 @@ class Producer:
     """Synchronous producer."""
 
     def __init__(
-        self, client: SyncClient, settings: Settings, waker: Waker, new_id: IdSource = uuid4_str
+        self,
+        client: SyncClient,
+        settings: Settings,
+        waker: Waker,
+        new_id: IdSource = uuid4_str,
+        metrics: Metrics | None = None,
     ) -> None:
         self.client = client
         self.settings = settings
         self.waker = waker
         self.new_id = new_id
+        #: Where the commits its calls make themselves are counted (a process that
+        #: flushes counters to the fleet's totals: the API's), if anywhere.
+        self.metrics = metrics
 
     def enqueue(
         self,
@@ -226,9 +140,12 @@ class Producer:
     def create(self, delta: Delta, metadata: Sequence[str | bytes]) -> Enqueued | None:
         """Append ``delta`` as a new thread's first, born with ``metadata`` (key, value
         JSON pairs); None, and nothing written, when the thread exists."""
-        [p] = prepare_all([delta], "", self.new_id, self.settings.max_json_depth)
-        [raw] = run_many(self.client, [_create_call(self.settings, p, metadata)])
-        created, woken = _created(delta, p, raw)
+        [p] = prepare_all(
+            [delta], "", self.new_id, self.settings.max_json_depth,
+            commits=self.settings.ingest_commits,
+        )
+        [raw] = run_many(self.client, [bulk.create_call(self.settings, p, metadata)])
+        created, woken = bulk.created(delta, p, raw)
         if woken:
             try:
                 self.waker.wake(woken)
@@ -264,14 +181,22 @@ class Producer:
         return self._finish(staged, answers)
 
     def _stage(self, deltas: Sequence[Delta], path: str) -> _Staged:
-        prepared = prepare_all(deltas, path, self.new_id, self.settings.max_json_depth)
-        groups = _group(prepared)
-        calls, shares = _calls(self.settings, prepared, groups)
+        prepared = prepare_all(
+            deltas, path, self.new_id, self.settings.max_json_depth,
+            commits=self.settings.ingest_commits,
+        )
+        groups = bulk.group(prepared)
+        calls, shares = bulk.calls(self.settings, prepared, groups)
         return _Staged(deltas, prepared, groups, calls, shares)
 
     def _finish(self, staged: _Staged, answers: Sequence[Any]) -> list[Enqueued]:
-        results, woken = _outcomes(
-            staged.deltas, staged.prepared, staged.groups, staged.shares, answers
+        results, woken = bulk.outcomes(
+            staged.deltas,
+            staged.prepared,
+            staged.groups,
+            staged.shares,
+            answers,
+            metrics=self.metrics,
         )
         if woken:
             try:
@@ -309,11 +234,13 @@ class AsyncProducer:
         settings: Settings,
         waker: AsyncWaker,
         new_id: IdSource = uuid4_str,
+        metrics: Metrics | None = None,
     ) -> None:
         self.client = client
         self.settings = settings
         self.waker = waker
         self.new_id = new_id
+        self.metrics = metrics  # as Producer's
         self._waiting: list[_Waiting] = []
         self._flushes: set[asyncio.Task[None]] = set()
 
@@ -329,7 +256,10 @@ class AsyncProducer:
         return (await self.enqueue_many([delta], path="delta"))[0]
 
     async def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Enqueued]:
-        prepared = prepare_all(deltas, path, self.new_id, self.settings.max_json_depth)
+        prepared = prepare_all(
+            deltas, path, self.new_id, self.settings.max_json_depth,
+            commits=self.settings.ingest_commits,
+        )
         loop = asyncio.get_running_loop()
         waiting = _Waiting(deltas, prepared, loop.create_future())
         if not self._waiting:
@@ -339,9 +269,12 @@ class AsyncProducer:
 
     async def create(self, delta: Delta, metadata: Sequence[str | bytes]) -> Enqueued | None:
         """:meth:`Producer.create` for asyncio callers (a call of its own, never shared)."""
-        [p] = prepare_all([delta], "", self.new_id, self.settings.max_json_depth)
-        [raw] = await arun_many(self.client, [_create_call(self.settings, p, metadata)])
-        created, woken = _created(delta, p, raw)
+        [p] = prepare_all(
+            [delta], "", self.new_id, self.settings.max_json_depth,
+            commits=self.settings.ingest_commits,
+        )
+        [raw] = await arun_many(self.client, [bulk.create_call(self.settings, p, metadata)])
+        created, woken = bulk.created(delta, p, raw)
         if woken:
             try:
                 await self.waker.wake(woken)
@@ -359,10 +292,12 @@ class AsyncProducer:
         deltas = [d for w in batch for d in w.deltas]
         prepared = [p for w in batch for p in w.prepared]
         try:
-            groups = _group(prepared)
-            calls, shares = _calls(self.settings, prepared, groups)
+            groups = bulk.group(prepared)
+            calls, shares = bulk.calls(self.settings, prepared, groups)
             answers = await arun_many(self.client, calls)
-            results, woken = _outcomes(deltas, prepared, groups, shares, answers)
+            results, woken = bulk.outcomes(
+                deltas, prepared, groups, shares, answers, metrics=self.metrics
+            )
         except BaseException as exc:
             for w in batch:
                 if not w.done.done():

@@ -1,23 +1,89 @@
 -- One call appends for one or more threads (the producer groups a bulk's threads by
 -- bucket, or all of them on a standalone server): the fixed cost of a script call is
 -- paid once per group instead of once per thread.
--- KEYS per thread: log meta sched dirty threads dedupe dedupe_expiry
--- ARGV: dedupe_ms sched_ms n_threads birth_token, then per thread: ref n opts {delta_id payload fps}*n
+-- KEYS per thread: log meta sched dirty threads dedupe dedupe_expiry pages index feed active expiry
+-- ARGV: dedupe_ms sched_ms n_threads birth_token retention_ms feed_max_events
+--       feed_max_age_ms feed_max_event_bytes ttl_ms,
+--       then per thread: ref n opts {delta_id payload fps records}*n
 --       (delta_id '' = no dedupe; fps: the index fingerprints of the ids the delta
 --       mentions, 4 bytes each, in order; opts '' or lines only_new(0|1), key, value
 --       JSON, ...: the metadata a thread this call creates is born with, and 1 to
---       append only if the thread does not exist, a copy's)
--- -> per thread, in order: woke(0|1, or -1: only_new and the thread exists, nothing
---    written), then {version, new(0|1)} per delta
+--       append only if the thread does not exist, a copy's; records: '' or, for a
+--       delta of appends only (distinct ids, no removal, no chunk), its messages'
+--       records but for their positions, in order (pages.unplaced))
+-- -> per thread, in order: woke(0|1, 2: committed here, or -1: only_new and the thread
+--    exists, nothing written), then {version, new(0|1)} per delta
 -- Every redis.call costs about a microsecond on top of its command: the common path
 -- (no delta_id, flag already set) makes four per thread plus one per delta.
+--
+-- Committed here: when every delta of a thread in the call carries its records, the
+-- thread has no backlog (no entry after its cursor: nothing waits for a worker) and
+-- none of the ids is stored (no fingerprint of them in its index: an id that is would
+-- be an update, whose place a worker finds), the appends are the thread's next
+-- positions whatever a worker would fold, so the call commits them itself, as COMMIT
+-- would (write_commit): no wake-up, no drain, visible on return. Anything else is
+-- appended for a worker, as before.
 local dedupe_ms, sched_ms, threads = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 -- A thread born in this call takes the call's token as its incarnation (see fence()):
 -- 62 random bits, so no key has to remember the last one (a counter per bucket would outlive
 -- every thread of it), and two incarnations of one thread come from two calls.
 local birth_token = ARGV[4]
+local retention_ms, max_events, max_age_ms, max_event_bytes, ttl_ms = tonumber(ARGV[5]),
+  tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
 local now = false
 local out = {}
+local STRIDE = 4   -- ARGV per delta
+
+-- The thread's appends committed here (see the head): whether they were. state: its
+-- meta's COMMIT_READ fields, then 'q', 'n', read before this call appended.
+local function commit_here(t, ref, state, entries)
+  local fps, tails = {}, {}
+  for _, e in ipairs(entries) do
+    local fp, records = e[2], e[3]
+    local at, j = 1, 0
+    while at <= #records do
+      local id_len, body_len = struct.unpack('>I4I4', records, at)
+      local size = 12 + id_len + body_len
+      fps[#fps + 1] = string.sub(fp, 4 * j + 1, 4 * j + 4)
+      tails[#tails + 1] = string.sub(records, at, at + size - 1)
+      at, j = at + size, j + 1
+    end
+  end
+  local seen = {}
+  for _, fpb in ipairs(fps) do   -- one id twice in the call: an update of the first
+    if seen[fpb] then return false end
+    seen[fpb] = true
+  end
+  local buckets = tonumber(state[5] or '0')
+  if buckets > 0 then
+    local match = matcher(t.index, buckets, fps)
+    for _, fpb in ipairs(fps) do
+      if #match(fpb) > 0 then return false end   -- maybe stored (or a fingerprint's twin)
+    end
+  end
+  local position = tonumber(state[11] or '0')
+  local recs, added, upserts = {}, {}, {}
+  for i, tail in ipairs(tails) do
+    local id_len, body_len = struct.unpack('>I4I4', tail)
+    recs[#recs + 1] = position
+    recs[#recs + 1] = struct.pack('>I4', position) .. tail
+    added[#added + 1] = fps[i]
+    added[#added + 1] = position
+    upserts[#upserts + 1] = '\147' .. mp_uint(position)
+      .. mp_str(string.sub(tail, 13, 12 + id_len))
+      .. mp_bin(string.sub(tail, 13 + id_len, 12 + id_len + body_len))
+    position = position + 1
+  end
+  local cursor = entries[#entries][1]
+  local event = appends_event(cursor, state[1] or '0-0', upserts)
+  now = now or now_ms()
+  write_commit(t, state, {
+    cursor = cursor, next_position = position, cleared = false, gone = {}, written = {},
+    dropped = {}, recs = recs, added = added, retention_ms = retention_ms, sched_ms = 0,
+    ref = ref, applied = #entries, max_events = #event <= max_event_bytes and max_events or 0,
+    max_age_ms = max_age_ms, event = event, ttl_ms = ttl_ms, now = now, settled = true})
+  return true
+end
 
 local function ingest(k, ref, n, opts, a)
   local log, meta, sched, dirty, all, dd, ddx = KEYS[k + 1], KEYS[k + 2],
@@ -45,10 +111,19 @@ local function ingest(k, ref, n, opts, a)
     end
     table.remove(changes, 1)
   end
-  local deduping = false
+  local deduping, here = false, true
   for i = 0, n - 1 do
-    if ARGV[a + 3 * i] ~= '' then deduping = true end
+    if ARGV[a + STRIDE * i] ~= '' then deduping = true end
+    if ARGV[a + 3 + STRIDE * i] == '' then here = false end
   end
+  local state = false
+  if here then   -- nothing after the cursor: read off the log itself, as COMMIT does,
+    -- so an entry some other writer added (a poison one, by hand) is waited on too
+    state = redis.call('HMGET', meta, 'c', 'g', 'i', 'm', 'ib', 'pp', 'k', 'x', 'pn',
+                       'q', 'n')
+    here = not state[10] and not has_backlog(log, state[1] or '0-0')
+  end
+  local entries = {}
   if deduping then
     -- Expired delta_ids are dropped by the calls that add new ones: the index stays
     -- bounded by what a window holds, and the whole key lapses a window after the last.
@@ -63,7 +138,8 @@ local function ingest(k, ref, n, opts, a)
   out[woke] = 0
   local first, added, recorded = false, false, false
   for i = 0, n - 1 do
-    local delta_id, payload, ids = ARGV[a + 3 * i], ARGV[a + 1 + 3 * i], ARGV[a + 2 + 3 * i]
+    local at = a + STRIDE * i
+    local delta_id, payload, ids = ARGV[at], ARGV[at + 1], ARGV[at + 2]
     local seen = false
     if delta_id ~= '' then seen = redis.call('HGET', dd, delta_id) end
     if seen then
@@ -85,6 +161,7 @@ local function ingest(k, ref, n, opts, a)
       out[#out + 1] = 1
       first = first or v
       added = v
+      if here then entries[#entries + 1] = {v, ids, ARGV[at + 3]} end
     end
   end
   if not added then return end
@@ -105,6 +182,13 @@ local function ingest(k, ref, n, opts, a)
   -- retry add it before setting the flag; only a commit without backlog or a
   -- quarantine removes it, and they clear the flag with it). A quarantined thread
   -- stays out of the dirty set until an operator retries it.
+  if here and commit_here({meta = meta, pages = KEYS[k + 8], index = KEYS[k + 9], log = log,
+                           sched = sched, dirty = dirty, feed = KEYS[k + 10],
+                           active = KEYS[k + 11], expiry = KEYS[k + 12]},
+                          ref, state, entries) then
+    out[woke] = 2
+    return
+  end
   local quarantined = redis.call('HGET', meta, 'q')
   if not quarantined and redis.call('SET', sched, '1', 'NX', 'PX', sched_ms) then
     redis.call('ZADD', dirty, 'NX', ms_of(first), ref)
@@ -112,10 +196,10 @@ local function ingest(k, ref, n, opts, a)
   end
 end
 
-local a = 5
+local a = 10
 for t = 0, threads - 1 do
   local ref, n = ARGV[a], tonumber(ARGV[a + 1])
-  ingest(7 * t, ref, n, ARGV[a + 2], a + 3)
-  a = a + 3 + 3 * n
+  ingest(12 * t, ref, n, ARGV[a + 2], a + 3)
+  a = a + 3 + STRIDE * n
 end
 return out

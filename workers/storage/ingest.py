@@ -1,5 +1,6 @@
 """INGEST (``ingest.lua``): append deltas to one or more threads, each thread's in
-order, de-duplicated by ``delta_id``, waking the threads that need it."""
+order, de-duplicated by ``delta_id``, waking the threads that need it, or committing a
+thread's appends itself when nothing waits before them (``committed``)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from typing import Any, Final, NamedTuple
 from threadfold.core.keys import Keyspace
 from threadfold.workers.redisio.client import Call, text
 from threadfold.workers.storage.contract import keys_of
+from threadfold.workers.storage.feed_record import FeedLimits
 from threadfold.workers.storage.lua import script
 
-SCRIPT: Final = script("ingest", "common", "lifecycle")
+SCRIPT: Final = script("ingest", "common", "state", "lifecycle", "apply")
 
 #: Per thread.
 PER_THREAD: Final = True
@@ -28,10 +30,17 @@ class Keys(NamedTuple):
     threads: str
     dedupe: str
     dedupe_expiry: str
+    # What a commit here writes besides (as COMMIT's keys name them).
+    pages: str
+    index: str  # type: ignore[assignment]  # the key, as ThreadKeys names it (tuple.index unused)
+    feed: str
+    active: str
+    expiry: str
 
 
 class Args(NamedTuple):
-    """The call's ARGV before its threads' (each: ref n opts {delta_id payload fps}*n)."""
+    """The call's ARGV before its threads' (each: ref n opts {delta_id payload fps
+    records}*n)."""
 
     dedupe_ms: int
     sched_ms: int
@@ -40,14 +49,31 @@ class Args(NamedTuple):
     #: incarnations of one thread differ (with odds of 2^-62 against). An integer, as
     #: the meta hash's listpack stores one in 8 bytes where 16 hex digits take 16.
     birth_token: int
+    #: What a commit here keeps, as a worker's commit would (CommitPlan's fields).
+    retention_ms: int
+    feed_max_events: int
+    feed_max_age_ms: int
+    feed_max_event_bytes: int
+    ttl_ms: int
+
+
+class Here(NamedTuple):
+    """What a commit the call makes itself keeps, as a worker's would (its
+    :class:`~threadfold.workers.storage.commit.CommitPlan` takes the same settings)."""
+
+    retention_ms: int
+    feed: FeedLimits
+    ttl_ms: int
 
 
 #: Most threads in one ingest call (a few hundred microseconds of server time).
 MAX_THREADS_PER_INGEST: Final = 200
 
-#: One thread's part of a call: ``(ref, [(delta_id or '', payload, encoded ids or ''),
-#: ...], opts)``, opts from :func:`options` ('' for none, the common case).
-IngestGroup = tuple[str, Sequence[tuple[str, bytes, bytes]], bytes]
+#: One thread's part of a call: ``(ref, [(delta_id or '', payload, encoded ids or '',
+#: records or ''), ...], opts)``, opts from :func:`options` ('' for none, the common
+#: case), records those of a delta the call may commit itself (appends only:
+#: :func:`threadfold.workers.storage.pages.unplaced` of each message, in order).
+IngestGroup = tuple[str, Sequence[tuple[str, bytes, bytes, bytes]], bytes]
 
 
 def options(metadata: Sequence[str | bytes], *, only_new: bool = False) -> bytes:
@@ -71,6 +97,8 @@ class IngestAnswer:
     woke: bool
     #: An ``only_new`` thread that exists: nothing was written.
     exists: bool = False
+    #: The call committed the thread's appends itself: visible now, nothing to wake.
+    committed: bool = False
 
 
 # Key names per thread, memoized: building eight f-strings per call was a visible share
@@ -80,16 +108,22 @@ def _keys(ks: Keyspace, ref: str) -> Keys:
     return keys_of(Keys, ks.thread(ref))
 
 
-def call(ks: Keyspace, groups: Sequence[IngestGroup], dedupe_ms: int, wake_ms: int) -> Call:
+def call(
+    ks: Keyspace, groups: Sequence[IngestGroup], dedupe_ms: int, wake_ms: int, here: Here
+) -> Call:
     """One call for ``groups``. On a cluster every thread of one call must be in one
     bucket (:func:`groups_of`)."""
     keys: list[str] = []
-    args: list[str | bytes | int] = [*Args(dedupe_ms, wake_ms, len(groups), secrets.randbits(62))]
+    feed = here.feed
+    args: list[str | bytes | int] = [*Args(
+        dedupe_ms, wake_ms, len(groups), secrets.randbits(62), here.retention_ms,
+        feed.max_events, feed.max_age_ms, feed.max_event_bytes, here.ttl_ms,
+    )]
     for ref, deltas, opts in groups:
         keys += _keys(ks, ref)
         args += [ref, len(deltas), opts]
-        for delta_id, payload, mentioned in deltas:
-            args += [delta_id, payload, mentioned]
+        for delta_id, payload, mentioned, records in deltas:
+            args += [delta_id, payload, mentioned, records]
     return Call(SCRIPT, keys, args)
 
 
@@ -119,6 +153,7 @@ def parse(raw: list[Any], counts: Sequence[int]) -> list[IngestAnswer]:
         end = at + 1 + 2 * n
         versions = [text(v) for v in raw[at + 1 : end : 2]]
         new = [flag == 1 for flag in raw[at + 2 : end : 2]]
-        answers.append(IngestAnswer(versions, new, raw[at] == 1, raw[at] == -1))
+        woke = raw[at]
+        answers.append(IngestAnswer(versions, new, woke == 1, woke == -1, woke == 2))
         at = end
     return answers

@@ -4,7 +4,9 @@ The scripts (the ``.lua`` files of this package) read and write these fields by 
 letters; Python names them only through the constants below, so a field's letter, its
 meaning, its writers and its readers are found here (``layout`` is the check of
 :mod:`threadfold.workers.storage.layout`, ``version_of`` the version read below). Letters are
-short because every field is stored in every thread's hash.
+short because every field is stored in every thread's hash. "commit" below is
+``apply.lua``'s ``write_commit``: COMMIT's, and INGEST's when a call commits a thread's
+appends itself (which also reads ``c``, ``q``, ``n``, ``ib`` and COMMIT's fields first).
 
 ======  ================  ==========================  ==============  ========================
 letter  name              meaning                     written by      read by

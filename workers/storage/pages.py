@@ -86,6 +86,19 @@ def record(ident: str, position: int, body: bytes, tokens: int) -> bytes:
     return _pack_header(position, len(raw), len(body), tokens) + raw + body
 
 
+#: A record's header without its position: what the ingest script places (see
+#: :func:`unplaced`).
+_pack_unplaced = struct.Struct(">III").pack
+
+
+def unplaced(ident: str, body: bytes, tokens: int) -> bytes:
+    """A record but for its position (the header's first 4 bytes): an append the
+    ingest script commits itself is given its position there, where the thread's next
+    one is known (``struct.pack('>I4', position) .. unplaced`` is :func:`record`)."""
+    raw = ident.encode()
+    return _pack_unplaced(len(raw), len(body), tokens) + raw + body
+
+
 def split_records(page: bytes, ids: list[bytes], bodies: list[bytes]) -> None:
     """Append the ids and bodies of a page's records to the lists, in order (a whole
     thread's read: no tuple per record)."""

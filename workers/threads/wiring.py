@@ -172,11 +172,13 @@ def open_athreads(  # noqa: PLR0913  # the service's options, by name, as the fr
     hub_name: str = CONNECTION_NAME,
     queue_events: int | None = None,
     with_broker: bool = False,
+    metrics: Metrics | None = None,
 ) -> AsyncEngine:
     """An asyncio service; ``wakes``, when given, is the waker itself (else the
     publishes of ``waker``, or of Celery, gathered over ``wake_window`` seconds).
     ``with_broker``: hold a Celery app for :meth:`AsyncEngine.broker_ready` even when
-    the wake-ups go through ``wakes`` (the API's readiness)."""
+    the wake-ups go through ``wakes`` (the API's readiness). ``metrics``: where the
+    commits its appends make themselves are counted (the API's counters)."""
     app: Celery | None = None
     if wakes is None:
         app, sync_wakes = _celery_and_waker(settings, waker)
@@ -184,7 +186,7 @@ def open_athreads(  # noqa: PLR0913  # the service's options, by name, as the fr
     elif with_broker:
         app = entry.celery(settings)
     client = entry.aredis(settings, retries=0, name=name)
-    producer = entry.aproducer(settings, client, wakes)
+    producer = entry.aproducer(settings, client, wakes, metrics)
     threads = AsyncThreads(
         settings,
         producer,

@@ -19,7 +19,7 @@ from threadfold.core.codec import decode_messages, decode_stored
 from threadfold.core.errors import RedisFull, ThreadfoldError
 from threadfold.core.fold import ThreadFold
 from threadfold.core.messages import REMOVE_ALL_MESSAGES, BaseMessage, is_chunk
-from threadfold.workers.metrics import BATCH_BUCKETS, LAG_BUCKETS_MS, Metrics
+from threadfold.workers.metrics import Metrics, record_commit
 from threadfold.workers.runtime.drain.batch import Batch, read_batches
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.commit import CommitPlan, Committed
@@ -263,11 +263,7 @@ class Drainer:
     def _record(self, decoded: list[tuple[str, list[BaseMessage]]], now_ms: int) -> None:
         """Batch size and enqueue-to-visible lag (entry ids carry their enqueue ms)."""
         metrics = self.metrics
-        metrics.add("commits")
-        metrics.add("entries_applied", len(decoded))
-        metrics.observe("batch_entries", len(decoded), BATCH_BUCKETS)
-        lags = (lag_ms(entry, now_ms) for entry, _ in decoded)
-        metrics.observe_many("visible_lag_ms", lags, LAG_BUCKETS_MS)
+        record_commit(metrics, len(decoded), (lag_ms(entry, now_ms) for entry, _ in decoded))
         if metrics.due():
             self.flush_metrics()
 
