@@ -42,6 +42,21 @@ __all__ = ["MAX_DELTA_ID", "AsyncProducer", "Delta", "Enqueued", "Producer", "pr
 
 log = logging.getLogger("threadfold.producer")
 
+#: A call of at most this many deltas may have its appends committed by the ingest call
+#: itself (with THREADFOLD_INGEST_COMMITS): the interactive shape, one delta or a few
+#: per call (an agent's step, a request), where it makes them visible at once for less
+#: CPU than a worker's drain of one delta. A bigger call, and every bulk of a stream, is
+#: a batch job's or a load generator's: there the deltas of a thread pile up for a
+#: worker, whose commit of many costs less a delta than a commit a call (measured on
+#: this machine, docs/benchmarks.md, issue 24: bulks of 500 one-delta threads, 1.28x
+#: the deltas/s through the workers; one-delta calls, 0.72x the CPU a POST inline).
+COMMIT_CALLS_UP_TO = 16
+
+
+def _commits(settings: Settings, deltas: Sequence[Delta]) -> bool:
+    """Whether the deltas of this call may be committed by the ingest call."""
+    return settings.ingest_commits and len(deltas) <= COMMIT_CALLS_UP_TO
+
 
 @dataclass(slots=True)
 class _Staged:
@@ -95,7 +110,7 @@ class Producer:
 
     def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Enqueued]:
         """Append many deltas for many threads in one round trip; all validated first."""
-        staged = self._stage(deltas, path)
+        staged = self._stage(deltas, path, commits=_commits(self.settings, deltas))
         return self._finish(staged, run_many(self.client, staged.calls))
 
     def enqueue_stream(
@@ -105,6 +120,9 @@ class Producer:
         bulk k+1 is validated and encoded while Redis appends bulk k. Yields each bulk's
         results, in order, once they are in. For batch jobs (replays, rebuilds), in one
         thread: the bulks go over one connection, so each thread's deltas stay in order.
+        Every delta of a stream is folded by the workers, none committed by its ingest
+        call (what a batch job wants is throughput, and a worker's batch of many deltas
+        commits for less a delta).
 
         Bulk k+1 is sent before bulk k is answered only when the two share no thread, so
         a bulk Redis refuses (a server error) never has a later bulk's deltas overtake
@@ -121,7 +139,8 @@ class Producer:
         try:
             for k, deltas in enumerate(bulks):
                 try:
-                    staged = self._stage(deltas, path)
+                    # A batch job's deltas are the workers' to fold (COMMIT_CALLS_UP_TO).
+                    staged = self._stage(deltas, path, commits=False)
                 except InvalidMessage as exc:
                     while waiting:  # what was sent before the bad bulk is answered first
                         yield self._answer(stream, waiting)
@@ -142,7 +161,7 @@ class Producer:
         JSON pairs); None, and nothing written, when the thread exists."""
         [p] = prepare_all(
             [delta], "", self.new_id, self.settings.max_json_depth,
-            commits=self.settings.ingest_commits,
+            commits=_commits(self.settings, [delta]),
         )
         [raw] = run_many(self.client, [bulk.create_call(self.settings, p, metadata)])
         created, woken = bulk.created(delta, p, raw)
@@ -180,10 +199,11 @@ class Producer:
             raise
         return self._finish(staged, answers)
 
-    def _stage(self, deltas: Sequence[Delta], path: str) -> _Staged:
+    def _stage(self, deltas: Sequence[Delta], path: str, *, commits: bool) -> _Staged:
+        """A bulk checked and encoded, with its calls; ``commits``: whether its appends
+        may be committed by the ingest call (:func:`_commits`)."""
         prepared = prepare_all(
-            deltas, path, self.new_id, self.settings.max_json_depth,
-            commits=self.settings.ingest_commits,
+            deltas, path, self.new_id, self.settings.max_json_depth, commits=commits
         )
         groups = bulk.group(prepared)
         calls, shares = bulk.calls(self.settings, prepared, groups)
@@ -258,7 +278,7 @@ class AsyncProducer:
     async def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Enqueued]:
         prepared = prepare_all(
             deltas, path, self.new_id, self.settings.max_json_depth,
-            commits=self.settings.ingest_commits,
+            commits=_commits(self.settings, deltas),
         )
         loop = asyncio.get_running_loop()
         waiting = _Waiting(deltas, prepared, loop.create_future())
@@ -271,7 +291,7 @@ class AsyncProducer:
         """:meth:`Producer.create` for asyncio callers (a call of its own, never shared)."""
         [p] = prepare_all(
             [delta], "", self.new_id, self.settings.max_json_depth,
-            commits=self.settings.ingest_commits,
+            commits=_commits(self.settings, [delta]),
         )
         [raw] = await arun_many(self.client, [bulk.create_call(self.settings, p, metadata)])
         created, woken = bulk.created(delta, p, raw)
