@@ -42,20 +42,15 @@ __all__ = ["MAX_DELTA_ID", "AsyncProducer", "Delta", "Enqueued", "Producer", "pr
 
 log = logging.getLogger("threadfold.producer")
 
-#: A call of at most this many deltas may have its appends committed by the ingest call
-#: itself (with THREADFOLD_INGEST_COMMITS): the interactive shape, one delta or a few
-#: per call (an agent's step, a request), where it makes them visible at once for less
-#: CPU than a worker's drain of one delta. A bigger call, and every bulk of a stream, is
-#: a batch job's or a load generator's: there the deltas of a thread pile up for a
-#: worker, whose commit of many costs less a delta than a commit a call (measured on
-#: this machine, docs/benchmarks.md, issue 24: bulks of 500 one-delta threads, 1.28x
-#: the deltas/s through the workers; one-delta calls, 0.72x the CPU a POST inline).
-COMMIT_CALLS_UP_TO = 16
-
-
-def _commits(settings: Settings, deltas: Sequence[Delta]) -> bool:
-    """Whether the deltas of this call may be committed by the ingest call."""
-    return settings.ingest_commits and len(deltas) <= COMMIT_CALLS_UP_TO
+def _commits(settings: Settings) -> bool:
+    """Whether a call's appends may be committed by the ingest call itself: any call's
+    (an agent's step, a request, a tick's bulk: visible at once, for less CPU than a
+    worker's drain of one delta a thread), but never a stream's (:meth:`Producer.
+    enqueue_stream`, a batch job's: it keeps Redis busy by design, so its threads'
+    deltas pile up for a worker, whose commit of many costs less a delta than a commit
+    a bulk; measured on this machine, docs/benchmarks.md, issue 24: 1.28x the deltas/s
+    through the workers for bulks of 500 one-delta threads)."""
+    return settings.ingest_commits
 
 
 @dataclass(slots=True)
@@ -110,7 +105,7 @@ class Producer:
 
     def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Enqueued]:
         """Append many deltas for many threads in one round trip; all validated first."""
-        staged = self._stage(deltas, path, commits=_commits(self.settings, deltas))
+        staged = self._stage(deltas, path, commits=_commits(self.settings))
         return self._finish(staged, run_many(self.client, staged.calls))
 
     def enqueue_stream(
@@ -139,7 +134,7 @@ class Producer:
         try:
             for k, deltas in enumerate(bulks):
                 try:
-                    # A batch job's deltas are the workers' to fold (COMMIT_CALLS_UP_TO).
+                    # A batch job's deltas are the workers' to fold (see _commits).
                     staged = self._stage(deltas, path, commits=False)
                 except InvalidMessage as exc:
                     while waiting:  # what was sent before the bad bulk is answered first
@@ -161,7 +156,7 @@ class Producer:
         JSON pairs); None, and nothing written, when the thread exists."""
         [p] = prepare_all(
             [delta], "", self.new_id, self.settings.max_json_depth,
-            commits=_commits(self.settings, [delta]),
+            commits=_commits(self.settings),
         )
         [raw] = run_many(self.client, [bulk.create_call(self.settings, p, metadata)])
         created, woken = bulk.created(delta, p, raw)
@@ -278,7 +273,7 @@ class AsyncProducer:
     async def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Enqueued]:
         prepared = prepare_all(
             deltas, path, self.new_id, self.settings.max_json_depth,
-            commits=_commits(self.settings, deltas),
+            commits=_commits(self.settings),
         )
         loop = asyncio.get_running_loop()
         waiting = _Waiting(deltas, prepared, loop.create_future())
@@ -291,7 +286,7 @@ class AsyncProducer:
         """:meth:`Producer.create` for asyncio callers (a call of its own, never shared)."""
         [p] = prepare_all(
             [delta], "", self.new_id, self.settings.max_json_depth,
-            commits=_commits(self.settings, [delta]),
+            commits=_commits(self.settings),
         )
         [raw] = await arun_many(self.client, [bulk.create_call(self.settings, p, metadata)])
         created, woken = bulk.created(delta, p, raw)
