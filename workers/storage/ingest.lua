@@ -2,9 +2,11 @@
 -- bucket, or all of them on a standalone server): the fixed cost of a script call is
 -- paid once per group instead of once per thread.
 -- KEYS per thread: log meta sched dirty threads dedupe dedupe_expiry pages index feed active expiry
+-- (pages .. expiry only in a call that may commit: commits = 1; else 7 keys a thread)
 -- ARGV: dedupe_ms sched_ms n_threads birth_token retention_ms feed_max_events
---       feed_max_age_ms feed_max_event_bytes ttl_ms,
---       then per thread: ref n opts {delta_id payload fps records}*n
+--       feed_max_age_ms feed_max_event_bytes ttl_ms commits(0|1),
+--       then per thread: ref n opts {delta_id payload fps records}*n (records only
+--       when commits = 1: a stream's calls, which never commit, pass no more than before)
 --       (delta_id '' = no dedupe; fps: the index fingerprints of the ids the delta
 --       mentions, 4 bytes each, in order; opts '' or lines only_new(0|1), key, value
 --       JSON, ...: the metadata a thread this call creates is born with, and 1 to
@@ -30,9 +32,11 @@ local dedupe_ms, sched_ms, threads = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3
 local birth_token = ARGV[4]
 local retention_ms, max_events, max_age_ms, max_event_bytes, ttl_ms = tonumber(ARGV[5]),
   tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+local may_commit = ARGV[10] == '1'
 local now = false
 local out = {}
-local STRIDE = 4   -- ARGV per delta
+local STRIDE = may_commit and 4 or 3   -- ARGV per delta
+local KSTRIDE = may_commit and 12 or 7   -- KEYS per thread
 
 -- The thread's appends committed here (see the head): whether they were. state: its
 -- meta's COMMIT_READ fields, then 'q', 'n', read before this call appended.
@@ -111,10 +115,10 @@ local function ingest(k, ref, n, opts, a)
     end
     table.remove(changes, 1)
   end
-  local deduping, here = false, true
+  local deduping, here = false, may_commit
   for i = 0, n - 1 do
     if ARGV[a + STRIDE * i] ~= '' then deduping = true end
-    if ARGV[a + 3 + STRIDE * i] == '' then here = false end
+    if here and ARGV[a + 3 + STRIDE * i] == '' then here = false end
   end
   local state = false
   if here then   -- nothing after the cursor: read off the log itself, as COMMIT does,
@@ -196,10 +200,10 @@ local function ingest(k, ref, n, opts, a)
   end
 end
 
-local a = 10
+local a = 11
 for t = 0, threads - 1 do
   local ref, n = ARGV[a], tonumber(ARGV[a + 1])
-  ingest(12 * t, ref, n, ARGV[a + 2], a + 3)
+  ingest(KSTRIDE * t, ref, n, ARGV[a + 2], a + 3)
   a = a + 3 + STRIDE * n
 end
 return out

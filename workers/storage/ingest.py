@@ -38,6 +38,10 @@ class Keys(NamedTuple):
     expiry: str
 
 
+#: The keys a call that commits nothing passes a thread (Keys up to dedupe_expiry).
+_APPEND_KEYS: Final = 7
+
+
 class Args(NamedTuple):
     """The call's ARGV before its threads' (each: ref n opts {delta_id payload fps
     records}*n)."""
@@ -55,6 +59,10 @@ class Args(NamedTuple):
     feed_max_age_ms: int
     feed_max_event_bytes: int
     ttl_ms: int
+    #: 1 when a delta of the call carries records (it may commit): then each thread
+    #: passes all of Keys and each delta its records; else the first seven keys and
+    #: three arguments a delta, as before commits at ingest (a stream's calls).
+    commits: int
 
 
 class Here(NamedTuple):
@@ -115,15 +123,18 @@ def call(
     bucket (:func:`groups_of`)."""
     keys: list[str] = []
     feed = here.feed
+    commits = any(d[3] for _, deltas, _ in groups for d in deltas)
     args: list[str | bytes | int] = [*Args(
         dedupe_ms, wake_ms, len(groups), secrets.randbits(62), here.retention_ms,
-        feed.max_events, feed.max_age_ms, feed.max_event_bytes, here.ttl_ms,
+        feed.max_events, feed.max_age_ms, feed.max_event_bytes, here.ttl_ms, int(commits),
     )]
+    width = len(Keys._fields) if commits else _APPEND_KEYS
     for ref, deltas, opts in groups:
-        keys += _keys(ks, ref)
+        keys += _keys(ks, ref)[:width]
         args += [ref, len(deltas), opts]
         for delta_id, payload, mentioned, records in deltas:
-            args += [delta_id, payload, mentioned, records]
+            args += [delta_id, payload, mentioned, records] if commits else [
+                delta_id, payload, mentioned]
     return Call(SCRIPT, keys, args)
 
 
