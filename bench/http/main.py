@@ -171,7 +171,7 @@ def _paced(line: stack.Stack, sizes: Sizes, runs: Sequence[Run],
         variant = VARIANTS[name]
         plan = [("target", sizes.paced_rate)]
         if sizes.paced_rate_r2 is not None:
-            plan.append(("issue 24", sizes.paced_rate_r2))
+            plan.append(("issue-24", sizes.paced_rate_r2))
         post = summaries.get((summary.POST, name))
         if sizes.paced_half_max and post is not None:
             plan.append(("half-max", round(post.rps / 2)))

@@ -36,6 +36,7 @@ TINY = http_bench.Sizes(
     paced_seconds=0.5,
     paced_half_max=False,
     paced_rate=40.0,
+    paced_rate_r2=None,
     paced_connections=4,
     paced_grace=10.0,
     warmup_seconds=1,
