@@ -115,9 +115,8 @@ class Producer:
         bulk k+1 is validated and encoded while Redis appends bulk k. Yields each bulk's
         results, in order, once they are in. For batch jobs (replays, rebuilds), in one
         thread: the bulks go over one connection, so each thread's deltas stay in order.
-        Every delta of a stream is folded by the workers, none committed by its ingest
-        call (what a batch job wants is throughput, and a worker's batch of many deltas
-        commits for less a delta).
+        Its deltas are the workers' to fold, never committed by the ingest call
+        (:func:`_commits`).
 
         Bulk k+1 is sent before bulk k is answered only when the two share no thread, so
         a bulk Redis refuses (a server error) never has a later bulk's deltas overtake
@@ -134,7 +133,6 @@ class Producer:
         try:
             for k, deltas in enumerate(bulks):
                 try:
-                    # A batch job's deltas are the workers' to fold (see _commits).
                     staged = self._stage(deltas, path, commits=False)
                 except InvalidMessage as exc:
                     while waiting:  # what was sent before the bad bulk is answered first
