@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.infra.redis_cluster import RedisCluster
 from tests.oracle import Sent, state_dump
 from tests.workers.harness import make_settings, store_for
 from threadfold.core import dump_messages
@@ -149,6 +150,21 @@ def test_a_stream_of_bulks_is_left_to_the_workers(redis_url: str) -> None:
     producer.enqueue_many(bulk)  # a call, however big, commits what it can
     assert woken.refs == [] and len(results) == 6
     assert all(store.status(f"_/c{i}").backlog == 0 for i in range(len(bulk)))  # type: ignore[union-attr]
+
+
+def test_a_cluster_commits_at_ingest_in_each_threads_slot(redis_cluster: RedisCluster) -> None:
+    """Every key a commit here writes is in its thread's slot (a key elsewhere would be
+    refused, CROSSSLOT): threads of many buckets, one call, on a 3-master cluster."""
+    settings = make_settings(redis_cluster.url, cluster=True, key_prefix="icc")
+    store, producer, woken = _producer(settings)
+    done = producer.enqueue_many([Delta(f"c{i}", [f"hello {i}", ("ai", "hi")])
+                                  for i in range(40)])
+    assert woken.refs == [] and len({d.version for d in done}) >= 1
+    for i in range(40):
+        status = store.status(f"_/c{i}")
+        assert status is not None and (status.backlog, status.messages) == (0, 2)
+        assert [m["content"] for m in state_dump(store, f"_/c{i}")] == [f"hello {i}", "hi"]
+        assert layout_problems(store, f"_/c{i}") == []
 
 
 def test_records_of_refuses_what_a_worker_must_fold() -> None:
