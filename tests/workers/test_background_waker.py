@@ -104,16 +104,21 @@ def test_a_steady_stream_of_wake_ups_is_published_once_a_spacing_each_once() -> 
 def test_the_asyncio_coalescing_waker_spaces_a_steady_stream_too() -> None:
     inner = Recording()
 
-    async def stream() -> None:
+    async def stream() -> float:
         waker = CoalescingWaker(inner, window=0.001)
+        start = time.monotonic()
         for i in range(300):
             await waker.wake([f"_/t{i}"])
             await asyncio.sleep(0.001)
         await waker.close()
+        return time.monotonic() - start
 
-    asyncio.run(stream())
+    took = asyncio.run(stream())
     assert sorted(inner.published) == sorted(f"_/t{i}" for i in range(300))
-    assert len(inner.calls) >= 2 and min(_gaps(inner.began)) >= 0.9 * SPACING
+    # Counted, not timed: each publish runs in a thread of asyncio's pool, whose start
+    # on a loaded machine lags by a varying few ms, so the gaps between the starts are
+    # no measure of the spacing. Without it, a publish a window (1-5 ms): 60 or more.
+    assert 2 <= len(inner.calls) <= took / SPACING + 2
 
 
 def test_a_caller_never_waits_for_a_publish() -> None:

@@ -81,11 +81,14 @@ local function commit_here(t, ref, state, entries)
   local cursor = entries[#entries][1]
   local event = appends_event(cursor, state[1] or '0-0', upserts)
   now = now or now_ms()
+  -- Never committed before it was appended: TIME and the stream's id can be a
+  -- millisecond apart either way, and the TTL counts from the later of the two.
+  local at_ms = math.max(now, ms_of(cursor))
   write_commit(t, state, {
     cursor = cursor, next_position = position, cleared = false, gone = {}, written = {},
     dropped = {}, recs = recs, added = added, retention_ms = retention_ms, sched_ms = 0,
     ref = ref, applied = #entries, max_events = #event <= max_event_bytes and max_events or 0,
-    max_age_ms = max_age_ms, event = event, ttl_ms = ttl_ms, now = now, settled = true})
+    max_age_ms = max_age_ms, event = event, ttl_ms = ttl_ms, now = at_ms, settled = true})
   return true
 end
 
