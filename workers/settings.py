@@ -120,9 +120,9 @@ class Settings(BaseSettings):
     )
     ingest_commits: bool = Field(
         True,
-        description="An append of new messages to a thread with nothing waiting is "
-        "committed by the ingest script itself (visible when the call returns, no "
-        "worker involved); false: every delta waits for a worker.",
+        description="A delta to a thread with nothing waiting (new messages, edits and "
+        "removals of stored ones) is committed by the ingest script itself (visible when "
+        "the call returns, no worker involved); false: every delta waits for a worker.",
     )
     failure_limit: int = Field(
         5, ge=1, description="Failed drains in a row before a thread is quarantined."

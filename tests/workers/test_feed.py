@@ -125,7 +125,8 @@ def test_each_event_turns_the_state_before_into_the_state_after(redis_url: str) 
 
 
 def test_every_commit_is_published_as_the_event_it_keeps(redis_url: str) -> None:
-    settings = make_settings(redis_url, key_prefix="feed2", batch_size=3)
+    # A feed long enough to keep every event of the run (a commit may be a delta's own).
+    settings = make_settings(redis_url, key_prefix="feed2", batch_size=3, feed_max_events=1000)
     channel = settings.keyspace.thread("_/f0").feed
     listener = _listen(redis_url, channel)
     store, _ = _run_history(settings, 7, threads=1, deltas=120)

@@ -91,11 +91,32 @@ def test_an_append_to_a_quiet_thread_is_committed_by_the_call(redis_url: str) ->
     assert events[1][2] is not None and [u[:2] for u in events[1][2].upserts] == [(2, "a1")]
 
 
+def test_an_update_and_a_removal_of_stored_ids_are_committed_by_the_call(
+    redis_url: str,
+) -> None:
+    settings = make_settings(redis_url, key_prefix="ic5")
+    store, producer, woken = _producer(settings)
+    producer.enqueue("u", [{"role": "user", "content": f"m{i}", "id": f"m{i}"}
+                           for i in range(40)])  # pages and index buckets of their own
+    edit = producer.enqueue("u", [{"role": "user", "content": "edited", "id": "m3"},
+                                  {"type": "remove", "content": "", "id": "m20"},
+                                  {"role": "ai", "content": "new", "id": "n1"}])
+    assert woken.refs == []
+    status = store.status("_/u")
+    assert status is not None and (status.version, status.backlog) == (edit.version, 0)
+    contents = [m["content"] for m in state_dump(store, "_/u")]
+    assert contents == [f"m{i}" if i != 3 else "edited" for i in range(40) if i != 20] + ["new"]
+    assert layout_problems(store, "_/u") == []
+    event = _feed(store, "_/u")[-1][2]
+    assert event is not None and event.removed == [("m20", 20)]
+    assert [u[:2] for u in event.upserts] == [(3, "m3"), (40, "n1")]
+
+
 @pytest.mark.parametrize(
     ("later", "why"),
     [
-        ([{"role": "user", "content": "edited", "id": "m1"}], "an update of a stored id"),
-        ([{"type": "remove", "content": "", "id": "m1"}], "a removal"),
+        ([{"type": "remove", "content": "", "id": "gone"}], "a removal of an id not stored"),
+        ([{"type": "remove", "content": "", "id": "__remove_all__"}], "a removal of all"),
         ([{"type": "AIMessageChunk", "content": "par", "id": "c1"}], "a chunk"),
         ([{"role": "user", "content": "x", "id": "d"}, {"role": "user", "content": "y",
                                                         "id": "d"}], "one id twice"),
@@ -174,7 +195,9 @@ def test_records_of_refuses_what_a_worker_must_fold() -> None:
                                 for n, m in enumerate(messages)])
 
     plain = records_of(payload(["a", ("ai", "b")]))
-    assert plain and records_of(payload([{"type": "remove", "content": "", "id": "x"}])) == b""
+    assert plain and records_of(payload([{"type": "remove", "content": "", "id": "x"}]))
+    everything = [{"type": "remove", "content": "", "id": "__remove_all__"}]
+    assert records_of(payload(everything)) == b""
     assert records_of(payload([{"type": "AIMessageChunk", "content": "c", "id": "x"}])) == b""
     twice = [{"role": "user", "content": "a", "id": "x"}, {"role": "user", "content": "b",
                                                            "id": "x"}]

@@ -149,7 +149,7 @@ def test_paged_reads_equal_slices_of_the_whole_thread(redis_url: str) -> None:
 
 
 def test_a_drain_that_read_before_a_rebuild_cannot_commit_after_it(redis_url: str) -> None:
-    settings = make_settings(redis_url, retention_seconds=3600)
+    settings = make_settings(redis_url, retention_seconds=3600, **WORKERS_ONLY)
     store = store_for(settings)
     producer = Producer(store.client, settings, NoWake())
     producer.enqueue("r", [{"role": "user", "content": "a", "id": "1"}])
@@ -175,7 +175,7 @@ def test_a_drain_that_read_before_a_delete_cannot_commit_into_the_thread_born_ag
     # deleted stream's last id is forgotten, so the thread born again can reach a
     # cursor it had (here an entry written by hand with that id; also an append in the
     # same millisecond, or a clock stepping back): its incarnation differs.
-    settings = make_settings(redis_url)
+    settings = make_settings(redis_url, **WORKERS_ONLY)
     store = store_for(settings)
     producer = Producer(store.client, settings, NoWake())
     k = settings.keyspace.thread("_/d")

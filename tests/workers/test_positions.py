@@ -12,8 +12,9 @@ thread written again, are read again from the cursor.
 from __future__ import annotations
 
 import random
+from typing import Any
 
-from tests.workers.harness import Sent, make_settings, state_dump, store_for
+from tests.workers.harness import WORKERS_ONLY, Sent, make_settings, state_dump, store_for
 from tests.workers.produce import random_messages
 from threadfold.core import dump_messages
 from threadfold.core.codec import encode_messages
@@ -112,9 +113,9 @@ def test_a_thread_longer_than_luas_unpack_limit_reads_whole(redis_url: str) -> N
     ]
 
 
-def _retained(redis_url: str) -> tuple[Settings, Store, Producer]:
+def _retained(redis_url: str, **overrides: Any) -> tuple[Settings, Store, Producer]:
     """Small batches, applied entries kept in the log (retention)."""
-    settings = make_settings(redis_url, batch_size=5, retention_seconds=3600)
+    settings = make_settings(redis_url, batch_size=5, retention_seconds=3600, **overrides)
     store = store_for(settings)
     return settings, store, Producer(store.client, settings, NoWake())
 
@@ -125,7 +126,7 @@ def test_a_kept_log_is_read_from_the_cursor_by_a_worker_that_never_drained_it(
     # With retention the applied entries stay in the log: a worker without a hint for
     # the thread reads from the log's start, finds only applied entries, and must read
     # again from the cursor instead of taking the thread for drained.
-    settings, store, producer = _retained(redis_url)
+    settings, store, producer = _retained(redis_url, **WORKERS_ONLY)
     sent = Sent()
     for step in range(40):
         messages = [{"role": "user", "content": f"c{step}", "id": f"m{step % 7}"}]

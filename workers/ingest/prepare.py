@@ -17,11 +17,11 @@ from threadfold.core.depth import DEFAULT_MAX_DEPTH, check_depth, containers_at_
 from threadfold.core.errors import InvalidMessage
 from threadfold.core.ids import IdSource, derived_ids, ensure_ids
 from threadfold.core.keys import DEFAULT_TENANT, InvalidName, make_ref
-from threadfold.core.messages import RemoveMessage, is_chunk
+from threadfold.core.messages import REMOVE_ALL_MESSAGES, RemoveMessage, is_chunk
 from threadfold.core.metadata import changes, pairs
 from threadfold.core.servable import check_encoded
 from threadfold.workers.storage.ingest import options
-from threadfold.workers.storage.pages import fingerprints, unplaced
+from threadfold.workers.storage.pages import fingerprints, unplaced, unplaced_removal
 
 MAX_DELTA_ID = 200
 
@@ -98,20 +98,26 @@ def prepare(
 
 
 def records_of(payload: bytes) -> bytes:
-    """The records a worker's commit would write for these messages if each were new
-    to the thread (:func:`threadfold.workers.storage.pages.unplaced`: the body, the
-    token count, no position yet), or b"" unless the delta is appends only: no removal,
-    no chunk (merging needs the stored body), no id twice (the second updates the
-    first). Made from the payload decoded, as the worker decodes it, so the bytes are
-    the ones it would store. Whether the ids are new is for the script to see."""
+    """The records a worker's commit would write for these messages, but for their
+    positions (:func:`threadfold.workers.storage.pages.unplaced`: the body, the token
+    count; an id removed, :func:`~threadfold.workers.storage.pages.unplaced_removal`),
+    for the ingest script to commit the delta itself where it can; or b"" for a delta
+    only a worker folds: one with a chunk (merging needs the stored body), a removal of
+    everything, or an id twice (the second applies to what the first made). Made from
+    the payload decoded, as the worker decodes it, so the bytes are the ones it would
+    store. Whether an id is stored, and so an update or an append, is the script's to
+    see."""
     messages = decode_messages(payload)
     parts, seen = [], set()
     for m in messages:
         ident = m.id
-        if type(m) is RemoveMessage or is_chunk(m) or ident is None or ident in seen:
+        if is_chunk(m) or ident is None or ident in seen or ident == REMOVE_ALL_MESSAGES:
             return b""
         seen.add(ident)
-        parts.append(unplaced(ident, encode_stored(m), approximate(m)))
+        if type(m) is RemoveMessage:
+            parts.append(unplaced_removal(ident))
+        else:
+            parts.append(unplaced(ident, encode_stored(m), approximate(m)))
     return b"".join(parts)
 
 

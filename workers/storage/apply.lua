@@ -97,9 +97,11 @@ local function mp_bin(s) return mp_len(#s, false, 0, '\196', '\197', '\198') .. 
 local function mp_uint(v) return mp_len(v, 0, 127, '\204', '\205', '\206') end
 local function mp_array(n) return mp_len(n, 144, 15, false, '\220', '\221') end
 
--- The change event of appends (no removal, no reset): FeedEvent(version, prev, False,
--- [], [(position, id, body), ...]); upserts: their encoded triples, in position order.
-local function appends_event(version, prev, upserts)
-  return '\149' .. mp_str(version) .. mp_str(prev) .. '\194\144' .. mp_array(#upserts)
-         .. table.concat(upserts)
+-- The change event of a commit without a reset: FeedEvent(version, prev, False,
+-- [(id, position), ...], [(position, id, body), ...]); removed and upserts: their
+-- encoded pairs and triples (the upserts in position order).
+local function change_event(version, prev, removed, upserts)
+  return '\149' .. mp_str(version) .. mp_str(prev) .. '\194'
+         .. mp_array(#removed) .. table.concat(removed)
+         .. mp_array(#upserts) .. table.concat(upserts)
 end

@@ -38,57 +38,129 @@ local out = {}
 local STRIDE = may_commit and 4 or 3   -- ARGV per delta
 local KSTRIDE = may_commit and 12 or 7   -- KEYS per thread
 
--- The thread's appends committed here (see the head): whether they were. state: its
--- meta's COMMIT_READ fields, then 'q', 'n', read before this call appended.
+-- A record's body length that marks a removal of its id (pages.REMOVAL: no body).
+local REMOVAL = 4294967295
+
+-- A page with its records at `edits`' positions replaced (a record) or dropped ('').
+local function edit_records(page, edits)
+  local parts, at, n = {}, 1, #page
+  while at <= n do
+    local p, il, bl = struct.unpack('>I4I4I4', page, at)
+    local size = 16 + il + bl
+    local e = edits[p]
+    if e == nil then
+      parts[#parts + 1] = string.sub(page, at, at + size - 1)
+    elseif e ~= '' then
+      parts[#parts + 1] = e
+    end
+    at = at + size
+  end
+  return table.concat(parts)
+end
+
+-- The thread's deltas committed here (see the head): whether they were. state: its
+-- meta's COMMIT_READ fields, then 'q', 'n', read before this call appended. Each
+-- message is found by its id as a worker finds it (a fingerprint's candidates,
+-- confirmed against the id in the record at that position): a stored one is updated
+-- in place, a new one appended at the next position, a removed one must be stored
+-- (else the fold fails on it: the worker's, which names it).
 local function commit_here(t, ref, state, entries)
-  local fps, tails = {}, {}
+  local items = {}   -- {fingerprint, id, tail or false (a removal), body}
   for _, e in ipairs(entries) do
     local fp, records = e[2], e[3]
     local at, j = 1, 0
     while at <= #records do
       local id_len, body_len = struct.unpack('>I4I4', records, at)
-      local size = 12 + id_len + body_len
-      fps[#fps + 1] = string.sub(fp, 4 * j + 1, 4 * j + 4)
-      tails[#tails + 1] = string.sub(records, at, at + size - 1)
+      local removal = body_len == REMOVAL
+      local size = 12 + id_len + (removal and 0 or body_len)
+      local id = string.sub(records, at + 12, at + 11 + id_len)
+      items[#items + 1] = {string.sub(fp, 4 * j + 1, 4 * j + 4), id,
+                           not removal and string.sub(records, at, at + size - 1),
+                           not removal and string.sub(records, at + 12 + id_len, at + size - 1)}
       at, j = at + size, j + 1
     end
   end
-  local seen = {}
-  for _, fpb in ipairs(fps) do   -- one id twice in the call: an update of the first
-    if seen[fpb] then return false end
-    seen[fpb] = true
+  local seen, fps = {}, {}
+  for i, item in ipairs(items) do   -- one id twice in the call: the worker's to fold
+    if seen[item[1]] then return false end
+    seen[item[1]] = true
+    fps[i] = item[1]
   end
-  local buckets = tonumber(state[5] or '0')
-  if buckets > 0 then
-    local match = matcher(t.index, buckets, fps)
-    for _, fpb in ipairs(fps) do
-      if #match(fpb) > 0 then return false end   -- maybe stored (or a fingerprint's twin)
+  local buckets, per = tonumber(state[5] or '0'), tonumber(state[6] or MAX_PAGE_RECORDS)
+  local match = buckets > 0 and matcher(t.index, buckets, fps)
+  local pages_read, edits = {}, {}   -- page number -> page; -> {position -> record or ''}
+  local function stored(item)   -- the position of the item's id, or false
+    if not match then return false end
+    for _, pos in ipairs(match(item[1])) do
+      local number = page_of(pos, per)
+      local page = pages_read[number]
+      if page == nil then
+        page = redis.call('HGET', t.pages, number) or ''
+        pages_read[number] = page
+      end
+      local at, il = record_at(page, pos)
+      if at and il == #item[2] and string.sub(page, at + 16, at + 15 + il) == item[2] then
+        return pos
+      end
     end
+    return false
   end
   local position = tonumber(state[11] or '0')
-  local recs, added, upserts = {}, {}, {}
-  for i, tail in ipairs(tails) do
-    local id_len, body_len = struct.unpack('>I4I4', tail)
-    recs[#recs + 1] = position
-    recs[#recs + 1] = struct.pack('>I4', position) .. tail
-    added[#added + 1] = fps[i]
-    added[#added + 1] = position
-    upserts[#upserts + 1] = '\147' .. mp_uint(position)
-      .. mp_str(string.sub(tail, 13, 12 + id_len))
-      .. mp_bin(string.sub(tail, 13 + id_len, 12 + id_len + body_len))
-    position = position + 1
+  local recs, added, gone, removed, upserts = {}, {}, {}, {}, {}
+  for _, item in ipairs(items) do
+    local at = stored(item)
+    if not item[3] then   -- a removal
+      if not at then return false end
+      local number = page_of(at, per)
+      edits[number] = edits[number] or {}
+      edits[number][at] = ''
+      gone[#gone + 1] = item[1]
+      gone[#gone + 1] = at
+      removed[#removed + 1] = '\146' .. mp_str(item[2]) .. mp_uint(at)
+    else
+      local record
+      if at then   -- an update, in place
+        record = struct.pack('>I4', at) .. item[3]
+        local number = page_of(at, per)
+        edits[number] = edits[number] or {}
+        edits[number][at] = record
+      else   -- an append
+        at = position
+        position = position + 1
+        record = struct.pack('>I4', at) .. item[3]
+        recs[#recs + 1] = at
+        recs[#recs + 1] = record
+        added[#added + 1] = item[1]
+        added[#added + 1] = at
+      end
+      upserts[#upserts + 1] = {at, '\147' .. mp_uint(at) .. mp_str(item[2]) .. mp_bin(item[4])}
+    end
   end
+  local written, dropped = {}, {}
+  for number, changes in pairs(edits) do
+    local page = edit_records(pages_read[number], changes)
+    if page == '' then
+      dropped[#dropped + 1] = number
+    else
+      written[#written + 1] = number
+      written[#written + 1] = page
+    end
+  end
+  table.sort(upserts, function(x, y) return x[1] < y[1] end)
+  local encoded = {}
+  for i, u in ipairs(upserts) do encoded[i] = u[2] end
   local cursor = entries[#entries][1]
-  local event = appends_event(cursor, state[1] or '0-0', upserts)
+  local event = change_event(cursor, state[1] or '0-0', removed, encoded)
   now = now or now_ms()
   -- Never committed before it was appended: TIME and the stream's id can be a
   -- millisecond apart either way, and the TTL counts from the later of the two.
   local at_ms = math.max(now, ms_of(cursor))
   write_commit(t, state, {
-    cursor = cursor, next_position = position, cleared = false, gone = {}, written = {},
-    dropped = {}, recs = recs, added = added, retention_ms = retention_ms, sched_ms = 0,
-    ref = ref, applied = #entries, max_events = #event <= max_event_bytes and max_events or 0,
-    max_age_ms = max_age_ms, event = event, ttl_ms = ttl_ms, now = at_ms, settled = true})
+    cursor = cursor, next_position = position, cleared = false, gone = gone,
+    written = written, dropped = dropped, recs = recs, added = added,
+    retention_ms = retention_ms, sched_ms = 0, ref = ref, applied = #entries,
+    max_events = #event <= max_event_bytes and max_events or 0, max_age_ms = max_age_ms,
+    event = event, ttl_ms = ttl_ms, now = at_ms, settled = true})
   return true
 end
 

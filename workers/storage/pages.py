@@ -99,6 +99,18 @@ def unplaced(ident: str, body: bytes, tokens: int) -> bytes:
     return _pack_unplaced(len(raw), len(body), tokens) + raw + body
 
 
+#: The body length of an unplaced record that stands for its id's removal (no body):
+#: no body is this long (a value of Redis is at most 512 MB).
+REMOVAL: Final = 0xFFFFFFFF
+
+
+def unplaced_removal(ident: str) -> bytes:
+    """What :func:`unplaced` is for an id the delta removes: its header (body length
+    :data:`REMOVAL`, no token count) and the id, no body."""
+    raw = ident.encode()
+    return _pack_unplaced(len(raw), REMOVAL, 0) + raw
+
+
 def split_records(page: bytes, ids: list[bytes], bodies: list[bytes]) -> None:
     """Append the ids and bodies of a page's records to the lists, in order (a whole
     thread's read: no tuple per record)."""
