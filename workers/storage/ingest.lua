@@ -11,8 +11,9 @@
 --       mentions, 4 bytes each, in order; opts '' or lines only_new(0|1), key, value
 --       JSON, ...: the metadata a thread this call creates is born with, and 1 to
 --       append only if the thread does not exist, a copy's; records: '' or, for a
---       delta of appends only (distinct ids, no removal, no chunk), its messages'
---       records but for their positions, in order (pages.unplaced))
+--       delta the call may commit (distinct ids, no chunk, no removal of everything),
+--       its messages' records but for their positions, in order (pages.unplaced, a
+--       removal's pages.unplaced_removal))
 -- -> per thread, in order: woke(0|1, 2: committed here, or -1: only_new and the thread
 --    exists, nothing written), then {version, new(0|1)} per delta
 -- Every redis.call costs about a microsecond on top of its command: the common path
@@ -20,11 +21,10 @@
 --
 -- Committed here: when every delta of a thread in the call carries its records, the
 -- thread has no backlog (no entry after its cursor: nothing waits for a worker) and
--- none of the ids is stored (no fingerprint of them in its index: an id that is would
--- be an update, whose place a worker finds), the appends are the thread's next
--- positions whatever a worker would fold, so the call commits them itself, as COMMIT
--- would (write_commit): no wake-up, no drain, visible on return. Anything else is
--- appended for a worker, as before.
+-- every id it removes is stored, each id is found as a worker finds it and the call
+-- commits the deltas itself, as COMMIT would (write_commit): a stored id rewritten in
+-- place, a new one at the next position, a removed one taken out; no wake-up, no
+-- drain, visible on return. Anything else is appended for a worker, as before.
 local dedupe_ms, sched_ms, threads = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 -- A thread born in this call takes the call's token as its incarnation (see fence()):
 -- 62 random bits, so no key has to remember the last one (a counter per bucket would outlive
@@ -87,28 +87,12 @@ local function commit_here(t, ref, state, entries)
     fps[i] = item[1]
   end
   local buckets, per = tonumber(state[5] or '0'), tonumber(state[6] or MAX_PAGE_RECORDS)
-  local match = buckets > 0 and matcher(t.index, buckets, fps)
-  local pages_read, edits = {}, {}   -- page number -> page; -> {position -> record or ''}
-  local function stored(item)   -- the position of the item's id, or false
-    if not match then return false end
-    for _, pos in ipairs(match(item[1])) do
-      local number = page_of(pos, per)
-      local page = pages_read[number]
-      if page == nil then
-        page = redis.call('HGET', t.pages, number) or ''
-        pages_read[number] = page
-      end
-      local at, il = record_at(page, pos)
-      if at and il == #item[2] and string.sub(page, at + 16, at + 15 + il) == item[2] then
-        return pos
-      end
-    end
-    return false
-  end
+  local find, pages_read = finder(t.pages, t.index, buckets, per, fps)
+  local edits = {}   -- page number -> {position -> record or ''}
   local position = tonumber(state[11] or '0')
   local recs, added, gone, removed, upserts = {}, {}, {}, {}, {}
   for _, item in ipairs(items) do
-    local at = stored(item)
+    local at = find(item[2], item[1])
     if not item[3] then   -- a removal
       if not at then return false end
       local number = page_of(at, per)

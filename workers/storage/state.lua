@@ -123,9 +123,11 @@ local function matcher(index, buckets, expected)
 end
 
 -- An exact lookup for one thread: (id, fingerprint bytes) -> position and the page
--- holding it (or false): a candidate is confirmed against its record's id.
-local function finder(pages, index, buckets, per)
-  local candidates, pages_read = matcher(index, buckets), {}
+-- holding it (or false): a candidate is confirmed against its record's id. Also
+-- returned: the pages it read, by number (a caller that edits them starts there);
+-- expected: the fingerprints to be looked up, their buckets read in one call.
+local function finder(pages, index, buckets, per, expected)
+  local candidates, pages_read = matcher(index, buckets, expected), {}
   return function(id, fpb)
     for _, pos in ipairs(candidates(fpb)) do
       local number = page_of(pos, per)
@@ -140,7 +142,7 @@ local function finder(pages, index, buckets, per)
       end
     end
     return false
-  end
+  end, pages_read
 end
 
 -- Appends records past every stored position: recs = {pos, record}*, ascending. Only
