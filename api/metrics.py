@@ -36,7 +36,7 @@ PREFIX: Final = "threadfold_"
 CONTENT_TYPE: Final = CONTENT_TYPE_PLAIN_0_0_4
 HELP: Final = {
     "commits": ("counter", "Batches committed: by workers, and by the API's ingest calls "
-                "(appends to a thread with nothing waiting; a direct client's are not counted)."),
+                "(a delta to a thread with nothing waiting; a direct client's are not counted)."),
     "ingest_commits": ("counter", "Of those, the ones the API's ingest calls made."),
     "entries_applied": ("counter", "Log entries (deltas) applied, by workers and by ingest "
                         "commits."),

@@ -4,7 +4,7 @@
 Each thread's deltas go in one script call with the others of its group (all of a
 bulk's on one server, a bucket's on a cluster), in order; each delta's answer is its
 version (or the one a retried ``delta_id`` got first); a thread whose flag the call set
-is to be woken, one whose appends the call committed itself is not.
+is to be woken, one whose deltas the call committed itself is not.
 """
 
 from __future__ import annotations

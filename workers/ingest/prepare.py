@@ -51,9 +51,9 @@ class Prepared(msgspec.Struct, gc=False):
     mentioned: bytes
     #: The ingest script's opts for the thread (threadfold.workers.storage.ingest.options).
     opts: bytes = b""
-    #: For a delta of appends only, its messages' records as a commit would store
-    #: them, but for their positions (:func:`records_of`): the ingest script may commit
-    #: them itself. Empty otherwise.
+    #: Its messages' records as a commit would store them, but for their positions
+    #: (:func:`records_of`): the ingest script may commit the delta itself. Empty for
+    #: a delta only a worker folds, or when not asked for.
     records: bytes = b""
 
 
@@ -141,8 +141,8 @@ def prepare_all(
     deltas: Sequence[Delta], path: str, new_id: IdSource, max_depth: int, *, commits: bool = False
 ) -> list[Prepared]:
     """``path`` 'deltas' locates errors as deltas[i].<field>; any other is used as is.
-    ``commits``: give each delta of appends only its records (:func:`records_of`), for
-    the ingest script to commit itself where it can."""
+    ``commits``: give each delta its records (:func:`records_of`), for the ingest
+    script to commit it itself where it can."""
     if not isinstance(deltas, Sequence):
         raise InvalidMessage(path, f"expected a sequence of Delta, got {type(deltas).__name__}")
     prepared = []

@@ -6,9 +6,12 @@ the deltas of many threads (all of a bulk's on one server, a bucket's on a clust
 for each thread it drops a retried ``delta_id`` (answering its original version) and
 sets the wake-up flag only if absent; only the caller that set the flag sends the
 Celery task, so one task drains many deltas and batches grow with the backlog. A
-thread's appends of new messages with nothing waiting before them are committed by
-the call itself (``THREADFOLD_INGEST_COMMITS``): no wake-up at all. The calls and their
-answers are :mod:`threadfold.workers.ingest.calls`'.
+thread's delta with nothing waiting before it is committed by the call itself
+(``THREADFOLD_INGEST_COMMITS``): no wake-up at all. Not a stream's bulks: a stream
+keeps Redis busy by design, so its threads' deltas pile up for a worker, whose commit
+of many costs less a delta than a commit a bulk (measured, docs/benchmarks.md, issue
+24: 1.28x the deltas/s for bulks of 500 one-delta threads), and no one waits to see
+them. The calls and their answers are :mod:`threadfold.workers.ingest.calls`'.
 
 Everything is validated before anything is appended: a bad delta in a bulk call fails
 the whole call, naming the item, and nothing is written.
@@ -42,15 +45,6 @@ __all__ = ["MAX_DELTA_ID", "AsyncProducer", "Delta", "Enqueued", "Producer", "pr
 
 log = logging.getLogger("threadfold.producer")
 
-def _commits(settings: Settings) -> bool:
-    """Whether a call's appends may be committed by the ingest call itself: any call's
-    (an agent's step, a request, a tick's bulk: visible at once, for less CPU than a
-    worker's drain of one delta a thread), but never a stream's (:meth:`Producer.
-    enqueue_stream`, a batch job's: it keeps Redis busy by design, so its threads'
-    deltas pile up for a worker, whose commit of many costs less a delta than a commit
-    a bulk; measured on this machine, docs/benchmarks.md, issue 24: 1.28x the deltas/s
-    through the workers for bulks of 500 one-delta threads)."""
-    return settings.ingest_commits
 
 
 @dataclass(slots=True)
@@ -105,7 +99,7 @@ class Producer:
 
     def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Enqueued]:
         """Append many deltas for many threads in one round trip; all validated first."""
-        staged = self._stage(deltas, path, commits=_commits(self.settings))
+        staged = self._stage(deltas, path, commits=self.settings.ingest_commits)
         return self._finish(staged, run_many(self.client, staged.calls))
 
     def enqueue_stream(
@@ -115,8 +109,7 @@ class Producer:
         bulk k+1 is validated and encoded while Redis appends bulk k. Yields each bulk's
         results, in order, once they are in. For batch jobs (replays, rebuilds), in one
         thread: the bulks go over one connection, so each thread's deltas stay in order.
-        Its deltas are the workers' to fold, never committed by the ingest call
-        (:func:`_commits`).
+        Its deltas are the workers' to fold (the module's head says why).
 
         Bulk k+1 is sent before bulk k is answered only when the two share no thread, so
         a bulk Redis refuses (a server error) never has a later bulk's deltas overtake
@@ -154,7 +147,7 @@ class Producer:
         JSON pairs); None, and nothing written, when the thread exists."""
         [p] = prepare_all(
             [delta], "", self.new_id, self.settings.max_json_depth,
-            commits=_commits(self.settings),
+            commits=self.settings.ingest_commits,
         )
         [raw] = run_many(self.client, [bulk.create_call(self.settings, p, metadata)])
         created, woken = bulk.created(delta, p, raw)
@@ -193,8 +186,8 @@ class Producer:
         return self._finish(staged, answers)
 
     def _stage(self, deltas: Sequence[Delta], path: str, *, commits: bool) -> _Staged:
-        """A bulk checked and encoded, with its calls; ``commits``: whether its appends
-        may be committed by the ingest call (:func:`_commits`)."""
+        """A bulk checked and encoded, with its calls; ``commits``: whether its deltas
+        may be committed by the ingest call."""
         prepared = prepare_all(
             deltas, path, self.new_id, self.settings.max_json_depth, commits=commits
         )
@@ -271,7 +264,7 @@ class AsyncProducer:
     async def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Enqueued]:
         prepared = prepare_all(
             deltas, path, self.new_id, self.settings.max_json_depth,
-            commits=_commits(self.settings),
+            commits=self.settings.ingest_commits,
         )
         loop = asyncio.get_running_loop()
         waiting = _Waiting(deltas, prepared, loop.create_future())
@@ -284,7 +277,7 @@ class AsyncProducer:
         """:meth:`Producer.create` for asyncio callers (a call of its own, never shared)."""
         [p] = prepare_all(
             [delta], "", self.new_id, self.settings.max_json_depth,
-            commits=_commits(self.settings),
+            commits=self.settings.ingest_commits,
         )
         [raw] = await arun_many(self.client, [bulk.create_call(self.settings, p, metadata)])
         created, woken = bulk.created(delta, p, raw)

@@ -1,5 +1,5 @@
 -- A commit's writes, once the caller knows it stands: COMMIT's after its compare-and-set
--- (a worker folded the batch), INGEST's when it commits a thread's appends itself (see
+-- (a worker folded the batch), INGEST's when it commits a thread's deltas itself (see
 -- ingest.lua). One function, so the two cannot write a version differently.
 
 -- The fields of the meta hash a commit reads first (COMMIT_READ[i] is state[i] below).

@@ -79,8 +79,8 @@ MAX_THREADS_PER_INGEST: Final = 200
 
 #: One thread's part of a call: ``(ref, [(delta_id or '', payload, encoded ids or '',
 #: records or ''), ...], opts)``, opts from :func:`options` ('' for none, the common
-#: case), records those of a delta the call may commit itself (appends only:
-#: :func:`threadfold.workers.storage.pages.unplaced` of each message, in order).
+#: case), records those of a delta the call may commit itself
+#: (:func:`threadfold.workers.ingest.prepare.records_of`; b"" for none).
 IngestGroup = tuple[str, Sequence[tuple[str, bytes, bytes, bytes]], bytes]
 
 
