@@ -23,6 +23,7 @@
         ├── Gone                    410: time travel past what retention kept
         ├── Unavailable             503: Redis or the broker unreachable: retry
         │   ├── RedisFull           503: Redis over maxmemory refuses writes: retry later
+        │   ├── NotReplicated       503: a write no replica confirmed in time: in doubt
         │   └── TooManySubscribers  503: this API process serves its cap of event streams
         └── ServerError             500 and any other 5xx
 
@@ -335,6 +336,15 @@ class RedisFull(Unavailable):
 
     def __init__(self, message: str = FULL, **given: Any) -> None:
         super().__init__(message, **given)
+
+
+class NotReplicated(Unavailable):
+    """A write made on the primary that too few replicas confirmed in time (durability
+    'replica'): in doubt across a failover; a retry with its ``delta_id`` is safe."""
+
+    error_code = "not_replicated"
+    detail_keys: ClassVar[Mapping[str, str]] = {
+        "replicas": "replicas that confirmed the write", "wanted": "replicas waited for"}
 
 
 class TooManySubscribers(Unavailable):

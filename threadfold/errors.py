@@ -17,7 +17,7 @@
         │   └── PoisonEntry      time travel reaches an entry that cannot be folded
         ├── Gone                 410: time travel past what retention kept
         ├── Unavailable          502 / 503 / 504, or the service unreachable: retry later
-        │   └── RedisFull, TooManySubscribers                         503
+        │   └── RedisFull, NotReplicated, TooManySubscribers          503
         └── ServerError          500 and any other 5xx
 
 A direct client raises the very exception (class, status, code, field, pointer) the
@@ -36,6 +36,7 @@ from threadfold.core.errors import (
     InvalidInput,
     MethodNotAllowed,
     NotFound,
+    NotReplicated,
     PayloadTooLarge,
     PoisonEntry,
     RedisFull,
@@ -60,6 +61,7 @@ __all__ = [
     "InvalidInput",
     "MethodNotAllowed",
     "NotFound",
+    "NotReplicated",
     "PayloadTooLarge",
     "PoisonEntry",
     "RedisFull",

@@ -90,11 +90,12 @@ def ahub(
 
 def store(settings: Settings, client: SyncClient | None = None) -> Store:
     """The thread store on ``client`` (by default a new reconnecting one)."""
-    return Store(client if client is not None else redis(settings), settings.keyspace)
+    given = client if client is not None else redis(settings)
+    return Store(given, settings.keyspace, settings.replica_wait)
 
 
 def astore(settings: Settings, client: AsyncClient) -> AsyncStore:
-    return AsyncStore(client, settings.keyspace)
+    return AsyncStore(client, settings.keyspace, settings.replica_wait)
 
 
 def celery(settings: Settings) -> Celery:

@@ -15,6 +15,7 @@ from threadfold.core.depth import DEFAULT_MAX_DEPTH, HIGHEST_MAX_DEPTH
 from threadfold.core.keys import Keyspace
 from threadfold.core.lifecycle import MAX_TTL_SECONDS, MIN_TTL_SECONDS
 from threadfold.workers.redact import url_secrets
+from threadfold.workers.redisio.durable import Wait
 from threadfold.workers.storage.feed_record import FeedLimits
 
 
@@ -124,6 +125,22 @@ class Settings(BaseSettings):
         "removals of stored ones) is committed by the ingest script itself (visible when "
         "the call returns, no worker involved); false: every delta waits for a worker.",
     )
+    durability: Literal["primary", "replica"] = Field(
+        "primary",
+        description="When a write is answered: 'primary' once the primary Redis holds it "
+        "(a failover may lose the last ones, docs/operations.md); 'replica' once WAIT "
+        "confirms durability_replicas replicas hold it (not on a cluster).",
+    )
+    durability_replicas: int = Field(
+        1, ge=1, le=16, description="With durability 'replica': replicas that must confirm."
+    )
+    durability_timeout_ms: int = Field(
+        1000,
+        ge=1,
+        le=60_000,
+        description="With durability 'replica': how long a write waits for its replicas "
+        "before it is answered 503 not_replicated (in doubt: retry with its delta_id).",
+    )
     failure_limit: int = Field(
         5, ge=1, description="Failed drains in a row before a thread is quarantined."
     )
@@ -160,6 +177,14 @@ class Settings(BaseSettings):
         # A live process must flush again before it is taken for gone.
         if self.metrics_liveness_seconds <= self.metrics_flush_seconds:
             raise ValueError("need metrics_flush_seconds < metrics_liveness_seconds")
+        return self
+
+    @model_validator(mode="after")
+    def _replica_durability_has_one_primary(self) -> Settings:
+        # WAIT counts the replicas of the connection's own server: a write spread over a
+        # cluster's primaries would need a wait on each, which is not offered yet.
+        if self.durability == "replica" and self.cluster:
+            raise ValueError("durability 'replica' needs one primary, not a cluster")
         return self
 
     @model_validator(mode="after")
@@ -201,6 +226,14 @@ class Settings(BaseSettings):
         """
         urls = [u.get_secret_value() for u in (self.redis_url, self.broker_url) if u is not None]
         return [secret for url in urls for secret in url_secrets(url)]
+
+    @property
+    def replica_wait(self) -> Wait | None:
+        """What a write waits for before it is answered: durability 'replica''s
+        replicas, or nothing ('primary')."""
+        if self.durability != "replica":
+            return None
+        return Wait(self.durability_replicas, self.durability_timeout_ms)
 
     @property
     def dedupe_ms(self) -> int:

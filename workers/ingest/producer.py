@@ -26,6 +26,9 @@ from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import redis
+import redis.asyncio as aioredis
+
 from threadfold.core.errors import InvalidMessage
 from threadfold.core.ids import IdSource, uuid4_str
 from threadfold.core.keys import DEFAULT_TENANT
@@ -35,6 +38,7 @@ from threadfold.workers.ingest.prepare import MAX_DELTA_ID, Delta, Prepared, pre
 from threadfold.workers.ingest.wakeup import AsyncWaker, Waker
 from threadfold.workers.metrics import Metrics
 from threadfold.workers.redisio.client import AsyncClient, Call, SyncClient, arun_many, run_many
+from threadfold.workers.redisio.durable import arun_waited, run_waited
 from threadfold.workers.redisio.inflight import Stream
 from threadfold.workers.settings import Settings
 
@@ -85,6 +89,8 @@ class Producer:
         #: Where the commits its calls make themselves are counted (a process that
         #: flushes counters to the fleet's totals: the API's), if anywhere.
         self.metrics = metrics
+        #: The replicas a write waits for before it is answered (durability 'replica').
+        self.wait = settings.replica_wait
 
     def enqueue(
         self,
@@ -100,7 +106,13 @@ class Producer:
     def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Enqueued]:
         """Append many deltas for many threads in one round trip; all validated first."""
         staged = self._stage(deltas, path, commits=self.settings.ingest_commits)
-        return self._finish(staged, run_many(self.client, staged.calls))
+        return self._finish(staged, self._run(staged.calls))
+
+    def _run(self, calls: Sequence[Call]) -> list[Any]:
+        if self.wait is None:
+            return run_many(self.client, calls)
+        assert isinstance(self.client, redis.Redis)  # the settings refuse a cluster
+        return run_waited(self.client, calls, self.wait)
 
     def enqueue_stream(
         self, bulks: Iterable[Sequence[Delta]], path: str = "deltas"
@@ -121,7 +133,7 @@ class Producer:
         connection: give deltas a ``delta_id`` to make their retry safe. Leaving the
         loop early still reads the bulk in flight and sends its wake-ups.
         """
-        stream = Stream(self.client)
+        stream = Stream(self.client, self.wait)
         waiting: deque[_Staged] = deque()
         try:
             for k, deltas in enumerate(bulks):
@@ -149,7 +161,7 @@ class Producer:
             [delta], "", self.new_id, self.settings.max_json_depth,
             commits=self.settings.ingest_commits,
         )
-        [raw] = run_many(self.client, [bulk.create_call(self.settings, p, metadata)])
+        [raw] = self._run([bulk.create_call(self.settings, p, metadata)])
         created, woken = bulk.created(delta, p, raw)
         if woken:
             try:
@@ -247,6 +259,7 @@ class AsyncProducer:
         self.waker = waker
         self.new_id = new_id
         self.metrics = metrics  # as Producer's
+        self.wait = settings.replica_wait
         self._waiting: list[_Waiting] = []
         self._flushes: set[asyncio.Task[None]] = set()
 
@@ -279,7 +292,7 @@ class AsyncProducer:
             [delta], "", self.new_id, self.settings.max_json_depth,
             commits=self.settings.ingest_commits,
         )
-        [raw] = await arun_many(self.client, [bulk.create_call(self.settings, p, metadata)])
+        [raw] = await self._run([bulk.create_call(self.settings, p, metadata)])
         created, woken = bulk.created(delta, p, raw)
         if woken:
             try:
@@ -287,6 +300,12 @@ class AsyncProducer:
             except Exception:  # noqa: BLE001  # the delta is stored: see _lost_wake_up
                 _lost_wake_up(woken)
         return created
+
+    async def _run(self, calls: Sequence[Call]) -> list[Any]:
+        if self.wait is None:
+            return await arun_many(self.client, calls)
+        assert isinstance(self.client, aioredis.Redis)  # the settings refuse a cluster
+        return await arun_waited(self.client, calls, self.wait)
 
     def _start_flush(self) -> None:
         batch, self._waiting = self._waiting, []
@@ -300,7 +319,7 @@ class AsyncProducer:
         try:
             groups = bulk.group(prepared)
             calls, shares = bulk.calls(self.settings, prepared, groups)
-            answers = await arun_many(self.client, calls)
+            answers = await self._run(calls)
             results, woken = bulk.outcomes(
                 deltas, prepared, groups, shares, answers, metrics=self.metrics
             )

@@ -20,6 +20,7 @@ from threadfold.workers.redisio.client import (
     resolved,
     run_many,
 )
+from threadfold.workers.redisio.durable import Wait
 
 
 class Stream:
@@ -36,11 +37,14 @@ class Stream:
     re-sent after a lost connection (ingestion is not idempotent without a delta_id):
     the error is raised, and the batches whose replies were not read are in doubt, as
     with a failed ``run_many``. On a cluster each batch runs as ``run_many`` does, one
-    after another (its calls span nodes).
+    after another (its calls span nodes). With a ``wait`` (durability 'replica'), each
+    batch is followed by its ``WAIT`` on the connection and answered only once enough
+    replicas hold it (:mod:`threadfold.workers.redisio.durable`).
     """
 
-    def __init__(self, client: SyncClient) -> None:
+    def __init__(self, client: SyncClient, wait: Wait | None = None) -> None:
         self.client = client
+        self.wait = wait
         self._conn: Any = None
         self._sent: list[Sequence[Item]] = []
 
@@ -52,6 +56,8 @@ class Stream:
         if self._conn is None:
             self._conn = self.client.connection_pool.get_connection()
         packed = pack_calls(calls, range(len(calls)), by_source=True)
+        if self.wait is not None:
+            packed += self.wait.packed
         try:
             # No health check (a PING) while replies are due: it would read one of them.
             self._conn.send_packed_command([packed], check_health=not self._sent)
@@ -71,10 +77,12 @@ class Stream:
         if isinstance(self.client, RedisCluster) or not calls:
             return run_many(self.client, calls)
         try:
-            replies = read_replies(self._conn, len(calls))
+            replies = read_replies(self._conn, len(calls) + (self.wait is not None))
         except BaseException:
             self.close(drop=True)
             raise
+        if self.wait is not None:  # by source: never NOSCRIPT, nothing to re-run
+            return self.wait.checked(calls, replies)
         return resolved(self.client, calls, range(len(calls)), replies)
 
     def close(self, drop: bool = False) -> None:

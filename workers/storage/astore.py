@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from threadfold.core.keys import Keyspace
 from threadfold.workers.redisio.client import AsyncClient, arun
+from threadfold.workers.redisio.durable import Wait, awrite
 from threadfold.workers.storage import context, delete, feed, patch, read_state, status, touch
 from threadfold.workers.storage.context import ContextRead, Direction
 from threadfold.workers.storage.meta import VERSION_FIELDS, version_of
@@ -18,9 +19,12 @@ from threadfold.workers.storage.status import ThreadStatus
 class AsyncStore:
     """Thread reads for the API: consistent pages, status, deletion, readiness."""
 
-    def __init__(self, client: AsyncClient, keyspace: Keyspace) -> None:
+    def __init__(self, client: AsyncClient, keyspace: Keyspace, wait: Wait | None = None) -> None:
         self.client = client
         self.keyspace = keyspace
+        #: What a delete or a patch waits for before it is answered (durability
+        #: 'replica'); a worker's commits never wait (nobody is answered for them).
+        self.wait = wait
 
     async def read_state(
         self, ref: str, mode: str = "all", anchor: str = "", limit: int = -1
@@ -60,13 +64,14 @@ class AsyncStore:
         return feed.parse(await arun(self.client, call))
 
     async def delete(self, ref: str) -> bool:
-        return delete.parse(await arun(self.client, delete.call(self.keyspace.thread(ref))))
+        call = delete.call(self.keyspace.thread(ref))
+        return delete.parse(await awrite(self.client, call, self.wait))
 
     async def patch(
         self, ref: str, ttl: str, pinned: str, ttl_ms: int, changes: Sequence[str | bytes]
     ) -> bool | patch.Refused:
         call = patch.call(self.keyspace.thread(ref), ttl, pinned, ttl_ms, changes)
-        return patch.parse(await arun(self.client, call))
+        return patch.parse(await awrite(self.client, call, self.wait))
 
     async def touch(self, ref: str, ttl_ms: int) -> None:
         await arun(self.client, touch.call(self.keyspace.thread(ref), ttl_ms))

@@ -6,6 +6,7 @@ from collections.abc import Collection, Sequence
 
 from threadfold.core.keys import Keyspace
 from threadfold.workers.redisio.client import SyncClient, run, run_many, run_merged, text
+from threadfold.workers.redisio.durable import Wait, write
 from threadfold.workers.storage import (
     backlog,
     commit,
@@ -35,9 +36,12 @@ from threadfold.workers.storage.status import ThreadStatus
 class Store:
     """Thread state in Redis (standalone or Cluster) for producers, workers and tools."""
 
-    def __init__(self, client: SyncClient, keyspace: Keyspace) -> None:
+    def __init__(self, client: SyncClient, keyspace: Keyspace, wait: Wait | None = None) -> None:
         self.client = client
         self.keyspace = keyspace
+        #: What a delete or a patch waits for before it is answered (durability
+        #: 'replica'); a worker's commits never wait (nobody is answered for them).
+        self.wait = wait
 
     # -- draining --------------------------------------------------------------------------
 
@@ -107,7 +111,7 @@ class Store:
         return feed.parse(run(self.client, call))
 
     def delete(self, ref: str) -> bool:
-        return delete.parse(run(self.client, delete.call(self.keyspace.thread(ref))))
+        return delete.parse(write(self.client, delete.call(self.keyspace.thread(ref)), self.wait))
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -116,7 +120,7 @@ class Store:
     ) -> bool | patch.Refused:
         """Change the thread's metadata, TTL and pin together (see ``patch.lua``)."""
         call = patch.call(self.keyspace.thread(ref), ttl, pinned, ttl_ms, changes)
-        return patch.parse(run(self.client, call))
+        return patch.parse(write(self.client, call, self.wait))
 
     def touch(self, ref: str, ttl_ms: int) -> None:
         """A read restarts the thread's TTL (when reads are to)."""
