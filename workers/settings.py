@@ -15,6 +15,7 @@ from threadfold.core.depth import DEFAULT_MAX_DEPTH, HIGHEST_MAX_DEPTH
 from threadfold.core.keys import Keyspace
 from threadfold.core.lifecycle import MAX_TTL_SECONDS, MIN_TTL_SECONDS
 from threadfold.workers.redact import url_secrets
+from threadfold.workers.redisio import sentinel
 from threadfold.workers.redisio.durable import Wait
 from threadfold.workers.storage.feed_record import FeedLimits
 
@@ -26,12 +27,13 @@ class Settings(BaseSettings):
 
     redis_url: SecretStr = Field(
         SecretStr("redis://127.0.0.1:6379/0"),
-        description="Redis holding thread state: redis://, rediss:// (TLS), a cluster node.",
+        description="Redis holding thread state: redis://, rediss:// (TLS), a cluster node, "
+        "or redis+sentinel://host:port[,host:port...]/service[/db] (Sentinel).",
     )
     broker_url: SecretStr | None = Field(
         None,
-        description="Celery broker: redis://, rediss:// or amqp://. Default: redis_url "
-        "(never a cluster: kombu has no cluster transport).",
+        description="Celery broker: redis://, rediss://, redis+sentinel:// or amqp://. "
+        "Default: redis_url (never a cluster: kombu has no cluster transport).",
     )
     cluster: bool = Field(False, description="redis_url names a Redis Cluster node.")
     key_prefix: str = Field(
@@ -177,6 +179,19 @@ class Settings(BaseSettings):
         # A live process must flush again before it is taken for gone.
         if self.metrics_liveness_seconds <= self.metrics_flush_seconds:
             raise ValueError("need metrics_flush_seconds < metrics_liveness_seconds")
+        return self
+
+    @model_validator(mode="after")
+    def _sentinel_urls_are_whole(self) -> Settings:
+        # Parsed here, once, so a malformed one is refused at the start naming its
+        # variable (the message never quotes the URL: it may hold a password).
+        for name, url in (("redis_url", self.redis_url), ("broker_url", self.broker_url)):
+            try:
+                found = None if url is None else sentinel.parse(url.get_secret_value())
+            except ValueError as exc:
+                raise ValueError(f"{name}: {exc}") from None
+            if found is not None and name == "redis_url" and self.cluster:
+                raise ValueError("redis_url: a Sentinel URL names one primary, not a cluster")
         return self
 
     @model_validator(mode="after")

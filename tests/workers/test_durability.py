@@ -26,6 +26,7 @@ import pytest
 import redis
 
 from tests.infra.processes import wait_until
+from tests.infra.redis_sentinel import QUICK_SYNC
 from tests.infra.redis_server import RedisServer
 from tests.workers.harness import make_settings, start_api, store_for, version_key
 from tests.workers.test_concurrency import NoWake
@@ -67,7 +68,7 @@ def _linked(primary: RedisServer, replica: RedisServer) -> bool:
 
 @pytest.fixture
 def pair() -> Iterator[Pair]:
-    with RedisServer() as primary:
+    with RedisServer(extra_args=QUICK_SYNC) as primary:
         args = ["--replicaof", "127.0.0.1", str(primary.port)]
         with RedisServer(extra_args=args) as replica:
             wait_until(lambda: _linked(primary, replica), 20, message="replica never synced")

@@ -34,6 +34,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
 from threadfold.core.errors import RedisFull
+from threadfold.workers.redisio import sentinel
 
 SyncClient: TypeAlias = "redis.Redis | RedisCluster"
 AsyncClient: TypeAlias = "aioredis.Redis | AsyncRedisCluster"
@@ -117,8 +118,9 @@ def _retry(retries: int, retry_class: Any = Retry) -> dict[str, Any]:
 def sync_client(
     url: str, *, cluster: bool, retries: int = 20, name: str | None = None
 ) -> SyncClient:
-    """A client for thread state; ``retries`` reconnects survive a Redis restart;
-    ``name`` is what ``CLIENT LIST`` shows of its connections (who holds them)."""
+    """A client for thread state; ``retries`` reconnects survive a Redis restart (and a
+    failover, with a Sentinel URL: :mod:`threadfold.workers.redisio.sentinel`); ``name``
+    is what ``CLIENT LIST`` shows of its connections (who holds them)."""
     options: dict[str, Any] = {
         "socket_keepalive": True,
         "health_check_interval": 30,
@@ -126,6 +128,8 @@ def sync_client(
     }
     if name:
         options["client_name"] = name
+    if (watched := sentinel.parse(url)) is not None:
+        return watched.sync_master(options)
     if cluster:
         return RedisCluster.from_url(url, **options)
     return redis.Redis.from_url(url, **options)
@@ -142,6 +146,8 @@ def async_client(
     }
     if name:
         options["client_name"] = name
+    if (watched := sentinel.parse(url)) is not None:
+        return watched.async_master(options)
     if cluster:
         return AsyncRedisCluster.from_url(url, **options)
     return aioredis.Redis.from_url(url, **options)

@@ -22,6 +22,7 @@ from typing import Any
 
 from celery import Celery
 
+from threadfold.workers.redisio.sentinel import kombu_broker
 from threadfold.workers.settings import Settings
 
 DRAIN_TASK = "threadfold.drain"
@@ -29,11 +30,13 @@ SWEEP_TASK = "threadfold.sweep"
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:
+    # A Sentinel URL becomes kombu's sentinel:// list and its master_name option.
+    broker, options = kombu_broker(settings.broker)
     return {
-        "broker_url": settings.broker,
+        "broker_url": broker,
         "broker_connection_retry_on_startup": True,
         "broker_channel_error_retry": True,
-        "broker_transport_options": {"visibility_timeout": settings.visibility_timeout},
+        "broker_transport_options": {"visibility_timeout": settings.visibility_timeout, **options},
         "task_default_queue": settings.queue,
         "task_acks_late": True,
         "task_reject_on_worker_lost": True,
