@@ -5,6 +5,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.infra.fixtures import (
+    broker_url,
     rabbitmq,
     rabbitmq_url,
     redis_cluster,
@@ -23,6 +24,7 @@ def _close_store_clients() -> Iterator[None]:
 
 
 __all__ = [
+    "broker_url",
     "rabbitmq",
     "rabbitmq_url",
     "redis_cluster",

@@ -2,7 +2,7 @@
 
 `redis_url` is the cheap default: one server for the whole session, emptied before each
 test. Ask for `redis_server` when a test kills, restarts or reconfigures its server.
-`rabbitmq_url` is a vhost of the test's own on the machine's RabbitMQ.
+`broker_url` runs a test once per Celery broker: the state's Redis, then RabbitMQ.
 """
 
 from __future__ import annotations
@@ -62,3 +62,15 @@ def rabbitmq_url(rabbitmq: None) -> Iterator[str]:
     """An ``amqp://`` URL of a vhost of the test's own, deleted after it."""
     with rabbit.vhost() as url:
         yield url
+
+
+@pytest.fixture(
+    params=[pytest.param("redis"), pytest.param("rabbitmq", marks=pytest.mark.rabbitmq)]
+)
+def broker_url(request: pytest.FixtureRequest) -> str | None:
+    """The test runs once per broker: None (Celery's broker is the state's Redis, the
+    default), then a RabbitMQ vhost of its own. Give it to ``make_settings``."""
+    if request.param == "redis":
+        return None
+    url: str = request.getfixturevalue("rabbitmq_url")
+    return url
