@@ -4,7 +4,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.infra.fixtures import redis_cluster, redis_server, redis_server_session, redis_url
+from tests.infra.fixtures import (
+    broker_url,
+    rabbitmq,
+    rabbitmq_url,
+    redis_cluster,
+    redis_server,
+    redis_server_session,
+    redis_url,
+)
 from tests.workers.harness import close_clients
 
 
@@ -15,4 +23,12 @@ def _close_store_clients() -> Iterator[None]:
     close_clients()
 
 
-__all__ = ["redis_cluster", "redis_server", "redis_server_session", "redis_url"]
+__all__ = [
+    "broker_url",
+    "rabbitmq",
+    "rabbitmq_url",
+    "redis_cluster",
+    "redis_server",
+    "redis_server_session",
+    "redis_url",
+]

@@ -1,4 +1,5 @@
-"""Through HTTP, end to end: a real API process, real workers, a real redis-server."""
+"""Through HTTP, end to end: a real API process, real workers, a real redis-server, and
+each broker: the state's Redis, then RabbitMQ (the API's wake-ups go through it)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ from threadfold.workers.settings import Settings
 
 
 @pytest.fixture
-def stack(redis_url: str, tmp_path: Path) -> Iterator[tuple[httpx.Client, Settings]]:
-    settings = make_settings(redis_url)
+def stack(
+    redis_url: str, broker_url: str | None, tmp_path: Path
+) -> Iterator[tuple[httpx.Client, Settings]]:
+    settings = make_settings(redis_url, broker_url=broker_url)
     api, url = start_api(settings, tmp_path)
     workers = [start_worker(settings, f"e{i}", tmp_path) for i in range(2)]
     client = httpx.Client(base_url=url, timeout=30)
@@ -83,3 +86,10 @@ def test_metrics_include_the_workers_commits_and_lag(stack: tuple[httpx.Client, 
     text = client.get("/metrics").text
     assert 'threadfold_http_requests_total{route="post_delta",status="202"}' in text
     assert "threadfold_threads_with_backlog 0" in text
+
+
+def test_the_api_is_ready_with_its_broker_answering(stack: tuple[httpx.Client, Settings]) -> None:
+    client, _ = stack
+    response = client.get("/readyz")
+    assert response.status_code == 200, response.text
+    assert response.json() == {"ok": True, "redis": True, "broker": True}

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import BrowserContext, sync_playwright
 
+from tests.infra.missing import missing
+
 #: The flags of a machine whose closed network refuses Chromium's own connections
 #: (updates, sync, QUIC probes): they would hang or fill the log, not fail the test.
 FLAGS = (
@@ -30,15 +32,12 @@ FLAGS = (
 def chromium() -> str:
     """The browser binary: THREADFOLD_CHROMIUM, else Debian's ``chromium`` on the PATH.
 
-    Missing, the test fails under CI (CI=true: ``.ci/run`` installs it, so its absence is
-    a broken CI) and is skipped elsewhere, saying how to get it."""
+    Missing, the test fails under CI (``.ci/run`` installs it) and is skipped elsewhere,
+    saying how to get it."""
     found = os.environ.get("THREADFOLD_CHROMIUM") or shutil.which("chromium")
     if found and Path(found).is_file():
         return found
-    reason = "no Chromium: apt-get install chromium (or set THREADFOLD_CHROMIUM to a binary)"
-    if os.environ.get("CI") == "true":
-        pytest.fail(reason)
-    pytest.skip(reason)
+    missing("no Chromium: apt-get install chromium (or set THREADFOLD_CHROMIUM to a binary)")
 
 
 @contextmanager

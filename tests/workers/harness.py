@@ -6,6 +6,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from celery import Celery
+
 # Re-exported: the tests import these from the harness, as they did before the oracle
 # was a module of its own (bench imports it too).
 from tests.oracle import CountingWaker as CountingWaker  # noqa: PLC0414  # re-exported
@@ -106,3 +108,23 @@ def start_api(
         api.kill()
         raise
     return api, url
+
+
+def waiting_wake_ups(app: Celery, queue: str) -> int:
+    """How many wake-ups wait in ``queue``, on either broker: ready ones, not those a
+    worker holds unacknowledged."""
+    with app.connection_for_write() as conn:
+        return int(conn.default_channel.queue_declare(queue, passive=True).message_count)
+
+
+def lose_waiting_wake_ups(app: Celery, queue: str, expected: int) -> None:
+    """The broker loses the ``expected`` wake-ups waiting in ``queue``: the Redis list is
+    deleted, the RabbitMQ queue purged. On RabbitMQ a message published on one connection
+    reaches its queue after the publish returns; first it is waited for."""
+    wait_until(
+        lambda: waiting_wake_ups(app, queue) == expected,
+        10,
+        message=f"the queue never held {expected} wake-up(s)",
+    )
+    with app.connection_for_write() as conn:
+        assert conn.default_channel.queue_purge(queue) == expected

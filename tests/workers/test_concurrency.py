@@ -111,9 +111,9 @@ def test_a_stale_worker_committing_late_is_refused_and_changes_nothing(redis_url
 
 
 def test_duplicate_wake_ups_sent_to_four_workers_leave_the_state_exact(
-    redis_url: str, tmp_path: Path
+    redis_url: str, broker_url: str | None, tmp_path: Path
 ) -> None:
-    settings = make_settings(redis_url, batch_size=5)
+    settings = make_settings(redis_url, broker_url=broker_url, batch_size=5)
     store = store_for(settings)
     sent = _produce(settings, store, threads=4, deltas=300, seed=11)
     app = make_celery(settings)

@@ -15,6 +15,7 @@ from tests.infra.redis_server import RedisServer
 from tests.workers.harness import (
     WORKERS_ONLY,
     Sent,
+    lose_waiting_wake_ups,
     make_settings,
     start_beat,
     start_worker,
@@ -65,9 +66,9 @@ def _producer_loop(
 
 
 def test_kill_9_of_workers_at_random_moments_loses_nothing_and_applies_nothing_twice(
-    redis_url: str, tmp_path: Path
+    redis_url: str, broker_url: str | None, tmp_path: Path
 ) -> None:
-    settings = make_settings(redis_url, failure_limit=1000, batch_size=20)
+    settings = make_settings(redis_url, broker_url=broker_url, failure_limit=1000, batch_size=20)
     rng = random.Random(3)
     workers = [start_worker(settings, f"k{i}", tmp_path) for i in range(4)]
     beat = start_beat(settings, tmp_path)
@@ -102,9 +103,9 @@ def test_kill_9_of_workers_at_random_moments_loses_nothing_and_applies_nothing_t
 
 
 def test_a_wake_up_that_is_never_sent_is_recovered_by_the_sweeper(
-    redis_url: str, tmp_path: Path
+    redis_url: str, broker_url: str | None, tmp_path: Path
 ) -> None:
-    settings = make_settings(redis_url, **WORKERS_ONLY)
+    settings = make_settings(redis_url, broker_url=broker_url, **WORKERS_ONLY)
     store = store_for(settings)
     lost = NoWake()  # the producer died between the append and sending the task
     producer = Producer(store.client, settings, lost)
@@ -120,13 +121,15 @@ def test_a_wake_up_that_is_never_sent_is_recovered_by_the_sweeper(
         beat.kill()
 
 
-def test_a_lost_broker_message_is_recovered_by_the_sweeper(redis_url: str, tmp_path: Path) -> None:
-    settings = make_settings(redis_url, **WORKERS_ONLY)
+def test_a_lost_broker_message_is_recovered_by_the_sweeper(
+    redis_url: str, broker_url: str | None, tmp_path: Path
+) -> None:
+    settings = make_settings(redis_url, broker_url=broker_url, **WORKERS_ONLY)
     store = store_for(settings)
     app = make_celery(settings)
     producer = Producer(store.client, settings, CeleryWaker(app, settings.queue))
     producer.enqueue("dropped", [{"role": "user", "content": "x", "id": "1"}])
-    assert store.client.delete(settings.queue) == 1  # the broker lost the wake-up
+    lose_waiting_wake_ups(app, settings.queue, expected=1)
     worker = start_worker(settings, "l0", tmp_path)
     beat = start_beat(settings, tmp_path)
     try:
