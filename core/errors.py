@@ -21,6 +21,7 @@
         │   ├── VersionNotReached   min_version not reached in time (also a TimeoutError)
         │   └── PoisonEntry         time travel reaches an entry that cannot be folded
         ├── Gone                    410: time travel past what retention kept
+        ├── RateLimited             429: the tenant is over its share of appends: retry later
         ├── Unavailable             503: Redis or the broker unreachable: retry
         │   ├── RedisFull           503: Redis over maxmemory refuses writes: retry later
         │   ├── NotReplicated       503: a write no replica confirmed in time: in doubt
@@ -43,6 +44,7 @@ layer can raise it and the HTTP clients import it without Redis.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from types import EllipsisType
 from typing import Any, ClassVar, Final
@@ -186,7 +188,7 @@ class RequestError(ThreadfoldError):
         """The headers the API answers with: Retry-After (whole seconds) and the class's."""
         found = dict(self.extra_headers)
         if self.retry_after is not None:
-            found["Retry-After"] = f"{self.retry_after:.0f}"
+            found["Retry-After"] = str(math.ceil(self.retry_after))  # never 0: whole seconds
         return found
 
     def __repr__(self) -> str:
@@ -306,6 +308,13 @@ class Gone(RequestError, LookupError):
     @property
     def oldest(self) -> str | None:
         return _text(self.details.get("oldest_version"))
+
+
+class RateLimited(RequestError):
+    """The tenant is over its share of a process's appends (``THREADFOLD_TENANT_RATE``):
+    nothing of the call was written; retry after ``retry_after`` seconds (429)."""
+
+    status_code, error_code = 429, "rate_limited"
 
 
 class Unavailable(RequestError):

@@ -35,6 +35,10 @@ MAX_FUNCTION = 40
 # The first three are in the storage move's files (issue 15 items 1-3), which the change
 # that set the limits did not edit: their owner may shorten them and drop the entry.
 EXCEPTIONS: dict[str, str] = {
+    "core/errors.py": (
+        "the one error tree: every refusal the service makes is a class here, with its "
+        "status, code and details, and nothing maps them elsewhere"
+    ),
     "api/app.py": (
         "the HTTP API's routes, one table: each a few lines around one call of the thread "
         "service (the SSE endpoint, whose stream needs more, is api/feed.py)"

@@ -16,6 +16,7 @@
         │   ├── VersionNotReached   min_version not reached in time (also a TimeoutError)
         │   └── PoisonEntry      time travel reaches an entry that cannot be folded
         ├── Gone                 410: time travel past what retention kept
+        ├── RateLimited          429: the tenant is over its share of appends
         ├── Unavailable          502 / 503 / 504, or the service unreachable: retry later
         │   └── RedisFull, NotReplicated, TooManySubscribers          503
         └── ServerError          500 and any other 5xx
@@ -39,6 +40,7 @@ from threadfold.core.errors import (
     NotReplicated,
     PayloadTooLarge,
     PoisonEntry,
+    RateLimited,
     RedisFull,
     RequestError,
     RequestTimeout,
@@ -64,6 +66,7 @@ __all__ = [
     "NotReplicated",
     "PayloadTooLarge",
     "PoisonEntry",
+    "RateLimited",
     "RedisFull",
     "RequestError",
     "RequestTimeout",

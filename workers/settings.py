@@ -143,6 +143,16 @@ class Settings(BaseSettings):
         description="With durability 'replica': how long a write waits for its replicas "
         "before it is answered 503 not_replicated (in doubt: retry with its delta_id).",
     )
+    tenant_rate: float = Field(
+        0.0,
+        ge=0,
+        description="Deltas a second one tenant may append through one process (an API "
+        "process, a direct client), on average; over it a call is refused 429 "
+        "rate_limited with Retry-After. 0: no limit.",
+    )
+    tenant_burst: int = Field(
+        2000, ge=1, description="With tenant_rate: deltas a tenant may save up ahead of it."
+    )
     failure_limit: int = Field(
         5, ge=1, description="Failed drains in a row before a thread is quarantined."
     )

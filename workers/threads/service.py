@@ -57,6 +57,7 @@ from threadfold.workers.storage.read_state import StateBodies, StatePage
 from threadfold.workers.storage.status import ThreadStatus
 from threadfold.workers.storage.store import Store
 from threadfold.workers.threads import lifecycle, query, reads
+from threadfold.workers.threads.admission import TenantBudget
 from threadfold.workers.threads.lifecycle import Copy, Prune, Search, Update
 from threadfold.workers.threads.listing import (
     Row,
@@ -238,10 +239,16 @@ def copied(source: str, plan: Copy, page: StatePage, made: Enqueued | None) -> C
 
 class _Checks:
     """What both forms check before any I/O: the request's sizes (the HTTP API's limits;
-    a direct client has none)."""
+    a direct client has none), then the tenant's share of appends (``tenant_rate``)."""
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, settings: Settings) -> None:
         self.limits = limits
+        rate = settings.tenant_rate
+        self.budget = TenantBudget(rate, settings.tenant_burst) if rate > 0 else None
+
+    def admit(self, tenant: str, deltas: int) -> None:
+        if self.budget is not None:
+            self.budget.admit(tenant, deltas)
 
     def sized(self, given: Sequence[Any], field: str, top: int | None, what: str) -> None:
         if top is not None and len(given) > top:
@@ -271,7 +278,7 @@ class Threads:
         self.settings = settings
         self.producer = producer
         self.store = store
-        self.checks = _Checks(limits)
+        self.checks = _Checks(limits, settings)
         self.name = name  # what CLIENT LIST shows of a subscription's connection
 
     def append(
@@ -284,6 +291,7 @@ class Threads:
     ) -> Appended:
         """Append one delta; ``metadata`` is the thread's if this append creates it."""
         self.checks.append(messages, "messages")
+        self.checks.admit(tenant, 1)
         delta = Delta(thread_id, messages, delta_id, tenant, metadata)
         with refusals:
             [result] = self.producer.enqueue_many([delta], path="")
@@ -293,6 +301,7 @@ class Threads:
         """Many deltas, of many threads, in one round trip; all checked before any is
         appended. A delta's metadata is its thread's if it creates the thread."""
         self.checks.bulk(given)
+        self.checks.admit(tenant, len(given))
         with refusals:
             results = self.producer.enqueue_many(deltas(tenant, given), path="deltas")
         return [appended(r) for r in results]
@@ -461,7 +470,7 @@ class AsyncThreads:
         self.settings = settings
         self.producer = producer
         self.store = store
-        self.checks = _Checks(limits)
+        self.checks = _Checks(limits, settings)
         self.limits = limits
         self.name = name
         #: Events a subscription may leave unread before the hub ends it (it is then
@@ -479,6 +488,7 @@ class AsyncThreads:
         metadata: Mapping[str, Any] | None = None,
     ) -> Appended:
         self.checks.append(messages, "messages")
+        self.checks.admit(tenant, 1)
         delta = Delta(thread_id, messages, delta_id, tenant, metadata)
         with refusals:
             [result] = await self.producer.enqueue_many([delta], path="")
@@ -486,6 +496,7 @@ class AsyncThreads:
 
     async def append_many(self, tenant: str, given: Sequence[Given]) -> list[Appended]:
         self.checks.bulk(given)
+        self.checks.admit(tenant, len(given))
         with refusals:
             results = await self.producer.enqueue_many(deltas(tenant, given), path="deltas")
         return [appended(r) for r in results]
