@@ -184,7 +184,7 @@ def measure(sizes: Sizes, say: Callable[[str], None]) -> dict[str, list[dict[str
 
 def render(runs: dict[str, list[dict[str, Any]]]) -> str:
     def med(part: str, mode: str, key: str) -> float:
-        return statistics.median(r[key] for r in runs[part] if r["mode"] == mode)
+        return float(statistics.median(r[key] for r in runs[part] if r["mode"] == mode))
 
     cost = [[mode, f"{med('cost', mode, 'deltas_per_s'):,.0f}",
              f"{med('cost', mode, 'writer_us'):.1f}", f"{med('cost', mode, 'redis_us'):.1f}",

@@ -17,8 +17,11 @@ must keep is the **CPU per delta**, which is what a bigger deployment multiplies
    stack sustains, the other threads' enqueue-to-visible p50/p99 with and without the
    hot thread at the same total rate.
 3. **a flooding tenant**: 3 primaries, 2 workers; a quiet tenant paced alone, then
-   while another tenant floods bulk streams as fast as it can from a process of its
-   own: the quiet tenant's p99 against its baseline. Target: within 2x.
+   while another tenant appends bulks of 500 through ``threadfold.Client`` as fast as
+   it can from a process of its own, first with no share, then held to its share
+   (``THREADFOLD_TENANT_RATE``, the fairness mechanism,
+   :mod:`threadfold.workers.threads.admission`): the quiet tenant's p99 against its
+   baseline. Target: within 2x.
 
 Sample threads of every run are checked against the one-delta-at-a-time fold (a wrong
 state fails the run). The model (``python -m bench.scale.model``) reads this run's
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import multiprocessing
 import statistics
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -41,6 +45,11 @@ from bench.scale.runs import Pace, Shape
 from bench.scale.stack import running
 
 Say = Callable[[str], None]
+#: (name, whether the flood is held to its share, the flooding process's nice value):
+#: niced, the flood's own client takes only what the stack leaves of the two cores, as
+#: a client on a machine of its own would; its Redis and worker load stay.
+FLOODS = (("flooded", False, 0), ("flooded, share", True, 0),
+          ("flooded, client niced", False, 19), ("flooded, share, client niced", True, 19))
 
 
 @dataclass(frozen=True)
@@ -52,10 +61,11 @@ class Sizes:
     pace_seconds: float
     quiet_rate: float
     hot_rate: float
+    flood_share: float
 
 
-FULL = Sizes((1, 3, 6), (1, 2, 4), Shape(3000, 8, 500, 1), 2, 8.0, 300.0, 3000.0)
-QUICK = Sizes((1, 3), (1, 2), Shape(600, 4, 300, 1), 1, 3.0, 200.0, 1500.0)
+FULL = Sizes((1, 3, 6), (1, 2, 4), Shape(3000, 8, 500, 1), 2, 8.0, 300.0, 3000.0, 2000.0)
+QUICK = Sizes((1, 3), (1, 2), Shape(600, 4, 300, 1), 1, 3.0, 200.0, 1500.0, 1000.0)
 
 
 def grid(sizes: Sizes, logs: Path, say: Say) -> list[dict[str, Any]]:
@@ -89,26 +99,37 @@ def hot(sizes: Sizes, logs: Path, say: Say) -> dict[str, Any]:
 
 
 def tenants(sizes: Sizes, logs: Path, say: Say) -> dict[str, Any]:
+    """The quiet tenant alone, then beside a flood without a share, then beside one held
+    to ``flood_share`` deltas a second (the fairness mechanism, THREADFOLD_TENANT_RATE)."""
     quiet = Pace(sizes.quiet_rate, sizes.pace_seconds, 500, tenant="quiet")
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"flood_share": sizes.flood_share}
     with running(3, 2, logs) as st:
         out["alone"] = runs.paced(st, quiet, "q-alone")
         say(f"quiet tenant alone: p99 {out['alone']['p99_ms']:.1f} ms")
-        ctx = multiprocessing.get_context("spawn")
-        stop, counted = ctx.Event(), ctx.Queue()
-        urls = (st.settings.redis_url.get_secret_value(), st.settings.broker)
-        child = ctx.Process(target=runs.flood, args=(urls, sizes.shape, "flood", stop, counted))
-        child.start()
-        try:
-            out["flooded"] = runs.paced(st, quiet, "q-flooded")
-        finally:
-            stop.set()
-            out["flood_deltas"] = counted.get(timeout=120)
-            child.join(30)
-        out["flood_rate"] = out["flood_deltas"] / sizes.pace_seconds
-        say(f"quiet tenant beside a flood of {out['flood_rate']:,.0f} deltas/s: "
-            f"p99 {out['flooded']['p99_ms']:.1f} ms")
+        for name, share, nice in FLOODS:
+            out[name] = _beside_a_flood(st, sizes, quiet, sizes.flood_share if share else 0.0,
+                                        nice=nice, name=name)
+            say(f"quiet tenant {name}: flood {out[name]['flood_rate']:,.0f} deltas/s, "
+                f"p99 {out[name]['p99_ms']:.1f} ms")
     return out
+
+
+def _beside_a_flood(st: Any, sizes: Sizes, quiet: Pace, share: float, *, nice: int,
+                    name: str) -> dict[str, Any]:
+    ctx = multiprocessing.get_context("spawn")
+    stop, counted = ctx.Event(), ctx.Queue()
+    urls = (st.settings.redis_url.get_secret_value(), st.settings.broker)
+    child = ctx.Process(target=runs.flood, args=(urls, sizes.shape, share, stop, counted),
+                        kwargs={"nice": nice})
+    child.start()
+    try:
+        time.sleep(2.0)  # the flood under way (its start-up is not the quiet tenant's)
+        got = runs.paced(st, quiet, "q-" + name.replace(", ", "-").replace(" ", "-"))
+    finally:
+        stop.set()
+        flood_deltas = counted.get(timeout=120)
+        child.join(30)
+    return {**got, "flood_rate": flood_deltas / (sizes.pace_seconds + 2.0)}
 
 
 def checks(results: dict[str, Any]) -> list[Check]:

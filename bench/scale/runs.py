@@ -9,6 +9,7 @@ time fold, a sample of threads each run (every thread would cost more than the r
 
 from __future__ import annotations
 
+import os
 import random
 import statistics
 import threading
@@ -25,8 +26,9 @@ from bench.pipeline.workload import Mix, Planned, schedule, thread_id
 from bench.scale.stack import Stack
 from tests.oracle import Sent, state_dump, version_key
 from threadfold.core import dump_messages
+from threadfold.core.errors import RateLimited
 from threadfold.core.keys import DEFAULT_TENANT
-from threadfold.workers.ingest.producer import Delta, Producer
+from threadfold.workers.ingest.producer import Delta
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage import meta
 
@@ -110,6 +112,12 @@ def batch(st: Stack, shape: Shape, prefix: str, seed: int = 1) -> dict[str, Any]
     return out
 
 
+def _pipeline(st: Stack) -> Any:
+    """A cluster pipeline (one exchange a node) of plain commands."""
+    make: Any = st.client.pipeline  # (untyped in redis-py)
+    return make(transaction=False)
+
+
 def _publishes(clients: Sequence[Any]) -> int:
     """Commits so far: each publishes its thread's change event once, and nothing else
     publishes on the state nodes here (COMMIT's and INGEST's commits alike)."""
@@ -141,7 +149,7 @@ def _wait_applied(st: Stack, counts: dict[str, int], timeout: float = 900.0) -> 
         if not all(w.alive for w in st.workers):
             raise RuntimeError("a worker died during the run")
         refs = list(pending)
-        pipe = st.client.pipeline(transaction=False)
+        pipe = _pipeline(st)
         for ref in refs:
             pipe.hget(keys.thread(ref).meta, meta.APPLIED)
         for ref, applied in zip(refs, pipe.execute(), strict=True):
@@ -177,7 +185,7 @@ class Poller:
             refs = list(self.pending)
         if not refs:
             return
-        pipe = self.st.client.pipeline(transaction=False)
+        pipe = _pipeline(self.st)
         for ref in refs:
             pipe.hget(self.st.settings.keyspace.thread(ref).meta, meta.CURSOR)
         cursors, now = pipe.execute(), time.perf_counter()
@@ -218,7 +226,7 @@ def paced(st: Stack, pace: Pace, prefix: str, seed: int = 2) -> dict[str, Any]:
     polling = threading.Thread(target=poller.run, args=(stop,))
     polling.start()
     mix, rng = Mix(pace.threads + 1, seed), random.Random(seed)
-    sent, began, count = 0, time.perf_counter(), 0
+    sent, began, count, calls = 0, time.perf_counter(), 0, []
     try:
         while (elapsed := time.perf_counter() - began) < pace.seconds:
             due = int(pace.rate * elapsed) + 1 - count
@@ -231,6 +239,7 @@ def paced(st: Stack, pace: Pace, prefix: str, seed: int = 2) -> dict[str, Any]:
             deltas = [_delta(p, prefix, pace.tenant) for p in planned]
             at = time.perf_counter()
             results = st.producer.enqueue_many(deltas)
+            calls.append((time.perf_counter() - at) * 1000)
             mix.learn(planned, results)
             for p, d, r in zip(planned, deltas, results, strict=True):
                 if p.thread != pace.threads:
@@ -241,38 +250,47 @@ def paced(st: Stack, pace: Pace, prefix: str, seed: int = 2) -> dict[str, Any]:
     finally:
         stop.set()
         polling.join(120)
-    lat = sorted(poller.latencies)
+    lat, calls = sorted(poller.latencies), sorted(calls)
     return {"sent": sent, "rate": sent / pace.seconds, "measured": len(lat),
-            "p50_ms": statistics.median(lat) if lat else 0.0,
-            "p99_ms": lat[min(len(lat) - 1, int(len(lat) * 0.99))] if lat else 0.0}
+            "p50_ms": statistics.median(lat) if lat else 0.0, "p99_ms": _p99(lat),
+            "call_p50_ms": statistics.median(calls) if calls else 0.0,
+            "call_p99_ms": _p99(calls)}
+
+
+def _p99(ordered: Sequence[float]) -> float:
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else 0.0
 
 
 def _delta(p: Planned, prefix: str, tenant: str) -> Delta:
     return Delta(thread_id(p.thread, prefix), [p.message], None, tenant)
 
 
-def flood(urls: tuple[str, str], shape: Shape, tenant: str, stop: Any, counted: Any) -> None:
-    """A tenant sending bulk streams as fast as it can until ``stop`` (a process of its
-    own: the flood's CPU is not the measured tenant's): it puts its deltas' count."""
-    from threadfold.workers.redisio.client import sync_client  # noqa: PLC0415  # a child
-    from threadfold.workers.runtime.app import CeleryWaker, make_celery  # noqa: PLC0415
+def flood(urls: tuple[str, str], shape: Shape, rate: float, stop: Any, counted: Any, *,
+          nice: int = 0) -> None:
+    """A tenant appending bulks through the public client as fast as it may until
+    ``stop`` (a process of its own: its CPU is not the measured tenant's); ``rate``
+    is its share (``THREADFOLD_TENANT_RATE``, 0: none): refused calls wait the time the
+    refusal names; ``nice``: its scheduling priority (19: only what the others leave of
+    the cores, as a client on a machine of its own would take). Puts the count of its
+    deltas."""
+    from threadfold import Client  # noqa: PLC0415  # a child process's own
+
+    os.nice(nice)
 
     redis_url, broker_url = urls
-    settings = Settings(redis_url=redis_url, cluster=True, broker_url=broker_url)
-    app = make_celery(settings)
-    producer = Producer(sync_client(redis_url, cluster=True, retries=0), settings,
-                        CeleryWaker(app, settings.queue, settings.refs_per_task))
+    settings = Settings(redis_url=redis_url, cluster=True, broker_url=broker_url,
+                        tenant_rate=rate)
     sent, round_ = 0, 0
-    while not stop.is_set():
-        mix = Mix(shape.threads, round_)
-        bulks = [[Delta(thread_id(t, f"flood{round_}"), [mix.next(t).message], None, tenant)
-                  for t in b]
-                 for b in schedule(shape.threads, shape.per_thread, shape.bulk, shape.run,
-                                   round_)]
-        for answers in producer.enqueue_stream(bulks):
-            sent += len(answers)
-            if stop.is_set():
-                break
-        round_ += 1
+    with Client(settings=settings, tenant="flood") as client:
+        while not stop.is_set():
+            mix = Mix(shape.threads, round_)
+            for b in schedule(shape.threads, shape.per_thread, shape.bulk, shape.run, round_):
+                if stop.is_set():
+                    break
+                given = [(thread_id(t, f"flood{round_}"), [mix.next(t).message]) for t in b]
+                try:
+                    sent += len(client.append_many(given))
+                except RateLimited as exc:
+                    time.sleep(exc.retry_after or 0.01)
+            round_ += 1
     counted.put(sent)
-    app.close()

@@ -41,18 +41,23 @@ def cluster(primaries: int) -> Iterator[list[RedisServer]]:
         for i, node in enumerate(nodes):
             last = SLOTS - 1 if i == primaries - 1 else (i + 1) * share - 1
             with node.probe() as admin:
-                admin.execute_command("CLUSTER", "ADDSLOTSRANGE", i * share, last)
+                _command(admin, "CLUSTER", "ADDSLOTSRANGE", i * share, last)
         with nodes[0].probe() as admin:
             for node in nodes[1:]:
-                admin.execute_command("CLUSTER", "MEET", "127.0.0.1", node.port)
+                _command(admin, "CLUSTER", "MEET", "127.0.0.1", node.port)
         wait_until(lambda: all(_ok(n, primaries) for n in nodes), 60,
                    message="the cluster never came up")
         yield nodes
 
 
+def _command(client: redis.Redis, *args: str | int) -> Any:
+    command: Any = client.execute_command  # (untyped in redis-py)
+    return command(*args)
+
+
 def _ok(node: RedisServer, primaries: int) -> bool:
     with node.probe() as admin:
-        info: Any = admin.execute_command("CLUSTER", "INFO")
+        info = _command(admin, "CLUSTER", "INFO")
     text = info.decode() if isinstance(info, bytes) else str(info)
     fields = dict(line.split(":", 1) for line in text.split() if ":" in line)
     return fields.get("cluster_state") == "ok" and int(fields["cluster_known_nodes"]) == primaries
