@@ -192,10 +192,18 @@ def test_k8s_runs_exactly_one_beat_and_replaces_it_by_recreate() -> None:
     assert container["workingDir"] == "/tmp"  # beat's schedule file
 
 
-def test_no_autoscaler_targets_the_api_or_beat_by_mistake() -> None:
+def test_the_autoscalers_target_the_workers_and_the_api_never_beat() -> None:
     scalers = [o for o in k8s_objects() if o["kind"] in {"ScaledObject", "HorizontalPodAutoscaler"}]
-    assert scalers
-    assert {s["spec"]["scaleTargetRef"]["name"] for s in scalers} == {"threadfold-worker"}
+    targets = sorted(s["spec"]["scaleTargetRef"]["name"] for s in scalers)
+    assert targets == ["threadfold-api", "threadfold-worker"]  # one each; beat stays at one
+
+
+def test_the_api_scales_on_cpu_and_leaves_its_replica_count_to_the_autoscaler() -> None:
+    hpa = k8s_object("HorizontalPodAutoscaler", "threadfold-api")["spec"]
+    assert "replicas" not in k8s_object("Deployment", "threadfold-api")["spec"]
+    assert hpa["minReplicas"] >= 2  # the disruption budget keeps one of them serving
+    (metric,) = hpa["metrics"]
+    assert metric["resource"]["name"] == "cpu"  # (its target: tests/bench/test_scale_model.py)
 
 
 def test_the_autoscaler_scales_workers_on_the_backlog_gauge() -> None:

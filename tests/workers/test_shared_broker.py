@@ -34,7 +34,7 @@ def settings(state: str, broker: str | None) -> Settings:
         ("redis://h:6379/0", "redis://h:6380/0", False),
         ("redis://h:6379/0", "redis://broker:6379/0", False),
         ("redis://h:6379/0", "amqp://u:pw@h:5672//", False),
-        ("redis://h:6379/0", "redis+sentinel://h:26379/tf/1", False),  # the master is not in the URL
+        ("redis://h:6379/0", "redis+sentinel://h:26379/tf/1", False),  # sentinels name it
         ("redis://h:6379/0", "redis://h:notaport/0", False),
     ],
 )
