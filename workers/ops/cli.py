@@ -8,7 +8,8 @@
     threadfold recompute --audit|--rebuild [--dry-run] ...   replay threads from their logs
     threadfold prune [--tenant T] [--prefix P] [--metadata K=V] [--idle S] [--dry-run]
     threadfold loadtest [...]                       Locust against the local stack (or --host)
-    threadfold bench [core|pipeline|http|replay|live|lifecycle|context|peer|budget|spread]
+    threadfold bench [core|pipeline|http|replay|live|lifecycle|context|peer|budget|spread|
+                      failover|scale]
                                                     the benchmarks
 
 Settings come from ``THREADFOLD_*``; ``up`` starts its own redis-server unless
@@ -62,7 +63,8 @@ def _parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="run a benchmark (from a source checkout)")
     bench.add_argument("which", nargs="?", default="core",
                        choices=["core", "pipeline", "http", "replay", "live", "lifecycle",
-                                "context", "peer", "budget", "spread"])
+                                "context", "peer", "budget", "spread", "failover",
+                                "scale"])
     bench.add_argument("--quick", action="store_true")
     return parser
 
