@@ -27,7 +27,7 @@ from tests.oracle import CountingWaker, Sent, state_dump, version_key, wait_drai
 from threadfold.core import dump_messages
 from threadfold.workers.ingest.producer import Enqueued, Producer
 from threadfold.workers.ops.processes import ManagedProcess, wait_until
-from threadfold.workers.redisio.client import sync_client
+from threadfold.workers.redisio.client import SyncClient, sync_client
 from threadfold.workers.runtime.app import CeleryWaker
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage import meta
@@ -144,16 +144,18 @@ def produce(producer: Producer, mix: Mix, bulks: Sequence[list[int]], prefix: st
     return record(planned, send(producer, planned, prefix), prefix)
 
 
-def wait_applied(client: redis.Redis, settings: Settings, counts: Mapping[str, int],
+def wait_applied(client: SyncClient, settings: Settings, counts: Mapping[str, int],
                  workers: Sequence[ManagedProcess], timeout: float = 600.0) -> None:
-    """Until every thread has applied as many entries as it was sent (meta field ``k``)."""
+    """Until every thread has applied as many entries as it was sent (meta field ``k``);
+    on a server or a cluster (a cluster's pipeline is one exchange a node)."""
     ks = settings.keyspace
     pending = dict(counts)
 
     def done() -> bool:
         if not all(w.alive for w in workers):
             raise RuntimeError("a worker died during the run")
-        pipe = client.pipeline(transaction=False)
+        make: Any = client.pipeline  # (untyped for a cluster in redis-py)
+        pipe = make(transaction=False)
         refs = list(pending)
         for ref in refs:
             pipe.hget(ks.thread(ref).meta, meta.APPLIED)

@@ -20,7 +20,7 @@ single-threaded server of CPU:
   measured idle;
 * so on ``C`` cores a configuration of M primaries and W workers runs at
   ``R = (C·u - M·i_n - W·i_w) / (p + w + r + b)`` (``u``: the cores' share this
-  machine gave the run, measured at the 1x1 point), unless one single-threaded
+  machine gave the run, the median of the fitted points'), unless one single-threaded
   process saturates first: the producer (``1/p``), a primary (``M/r``), the workers
   (``W/w``).
 
@@ -104,8 +104,10 @@ def fit(results: dict[str, Any]) -> Costs:
     one = cells[(1, 1)]
     idle_node = statistics.median(c["node_cpu_per_s"] for c in cells.values())
     idle_worker = statistics.median(c["worker_cpu_per_s"] for c in cells.values())
-    busy = one["producer_us"] + one["workers_us"] + one["redis_us"] + one["broker_us"]
-    used = one["rate"] * busy / 1e6 + idle_node + idle_worker
+    # The share of the cores the machine gave the runs: what the fitted points used.
+    used = statistics.median(
+        (cells[k]["rate"] * cells[k]["total_us"] / 1e6) for k in FITTED if k in cells
+    )
     exponent = 1.0
     two = cells.get((1, 2))
     if two and two["commits_per_delta"] != one["commits_per_delta"]:

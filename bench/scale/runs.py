@@ -90,7 +90,7 @@ def batch(st: Stack, shape: Shape, prefix: str, seed: int = 1) -> dict[str, Any]
     published = _publishes(clients[:-1])
     before, began = snapshot(st, clients), time.perf_counter()
     results = e2e.send(st.producer, planned, prefix)
-    _wait_applied(st, counts)
+    e2e.wait_applied(st.client, st.settings, counts, st.workers, timeout=900.0)
     seconds = time.perf_counter() - began
     spent = snapshot(st, clients).minus(before)
     commits = _publishes(clients[:-1]) - published
@@ -138,24 +138,6 @@ def idle(st: Stack, seconds: float = 3.0) -> dict[str, float]:
     spent = snapshot(st, clients).minus(before)
     return {"node_cpu_per_s": sum(spent.nodes) / len(spent.nodes) / seconds,
             "worker_cpu_per_s": spent.workers / len(st.workers) / seconds}
-
-
-def _wait_applied(st: Stack, counts: dict[str, int], timeout: float = 900.0) -> None:
-    keys, pending = st.settings.keyspace, dict(counts)
-    deadline = time.monotonic() + timeout
-    while pending:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{len(pending)} threads not applied")
-        if not all(w.alive for w in st.workers):
-            raise RuntimeError("a worker died during the run")
-        refs = list(pending)
-        pipe = _pipeline(st)
-        for ref in refs:
-            pipe.hget(keys.thread(ref).meta, meta.APPLIED)
-        for ref, applied in zip(refs, pipe.execute(), strict=True):
-            if applied is not None and int(applied) >= pending[ref]:
-                del pending[ref]
-        time.sleep(0.02)
 
 
 def _check(st: Stack, sent: Sent, always: Sequence[str]) -> Check:

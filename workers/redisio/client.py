@@ -179,8 +179,10 @@ def run_many(client: SyncClient, calls: Sequence[Item]) -> list[Any]:
 #: Most calls of one batch a primary is sent at once on a cluster: a bulk goes in
 #: exchanges of this many, each answered before the next is sent, so another client's
 #: call waits behind at most this many of the bulk's in that primary, not the whole
-#: bulk. Measured beside a flooding tenant (docs/scaling.md): a quiet tenant's p99 went
-#: from 2.4x its baseline to 1.85x, at 8% of the flood's rate.
+#: bulk. Measured (docs/scaling.md): a quiet tenant's p99 beside a flooding one went
+#: from 2.4x its baseline to 1.5x; the spread bulk stream through the workers costs
+#: 1.13x the CPU a delta for it (A/B). Bounding only the producers' batches was tried:
+#: the workers then kept up, folded a delta a commit, and all of it cost 1.27x.
 FAIR_CALLS = 16
 
 #: A batch of at most this many calls spanning nodes is sent to every node before any
