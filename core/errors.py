@@ -188,7 +188,7 @@ class RequestError(ThreadfoldError):
         """The headers the API answers with: Retry-After (whole seconds) and the class's."""
         found = dict(self.extra_headers)
         if self.retry_after is not None:
-            found["Retry-After"] = str(math.ceil(self.retry_after))  # never 0: whole seconds
+            found["Retry-After"] = str(max(1, math.ceil(self.retry_after)))  # whole, never 0
         return found
 
     def __repr__(self) -> str:

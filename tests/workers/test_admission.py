@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from tests.workers.harness import make_settings, start_api
 from threadfold.core.errors import RateLimited
-from threadfold.workers.threads.admission import TenantBudget
+from threadfold.workers.threads.admission import MAX_TENANTS, TenantBudget
 
 
 class Clock:
@@ -80,3 +80,12 @@ def test_over_its_share_a_tenant_is_refused_429_while_another_goes_on(
             assert got.status_code == 404
     finally:
         api.kill()
+
+
+def test_a_crowd_of_tenants_is_forgotten_in_halves_not_scanned_on_every_call() -> None:
+    clock = Clock()
+    budget = TenantBudget(1.0, 5, clock)
+    for i in range(MAX_TENANTS + 1):  # every bucket in use: none full to forget
+        budget.admit(f"t{i}", 3)
+    assert len(budget._buckets) <= MAX_TENANTS // 2 + 1
+    budget.admit("t0", 1)  # forgotten: it starts full again

@@ -11,12 +11,13 @@ window docs/operations.md states.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,12 +29,12 @@ import redis
 from tests.infra.processes import wait_until
 from tests.infra.redis_sentinel import QUICK_SYNC
 from tests.infra.redis_server import RedisServer
-from tests.workers.harness import make_settings, start_api, store_for, version_key
+from tests.workers.harness import WORKERS_ONLY, make_settings, start_api, store_for, version_key
 from tests.workers.test_concurrency import NoWake
 from threadfold.core.errors import NotReplicated
 from threadfold.workers import entry
-from threadfold.workers.ingest.producer import Delta, Producer
-from threadfold.workers.redisio.client import sync_client
+from threadfold.workers.ingest.producer import AsyncProducer, Delta, Producer
+from threadfold.workers.redisio.client import async_client, sync_client
 from threadfold.workers.runtime.drain import Drainer
 from threadfold.workers.settings import Settings
 
@@ -224,3 +225,37 @@ def _post(url: str, body: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
 def test_replica_durability_is_refused_on_a_cluster() -> None:
     with pytest.raises(ValueError, match="needs one primary"):
         Settings(cluster=True, durability="replica")
+
+
+@pytest.mark.parametrize("form", ["sync", "asyncio"])
+def test_a_write_no_replica_confirmed_still_wakes_its_thread(pair: Pair, form: str) -> None:
+    """Stored on the primary, it must be folded whatever becomes of the answer: its
+    wake-up is sent before NotReplicated is raised (a retry is answered as a duplicate,
+    which wakes nothing)."""
+    settings = make_settings(pair.primary.url, durability="replica", durability_timeout_ms=150,
+                             **WORKERS_ONLY)
+    woken = NoWake()
+    pair.stall()
+    try:
+        if form == "sync":
+            client = sync_client(pair.primary.url, cluster=False, retries=0)
+            with pytest.raises(NotReplicated):
+                Producer(client, settings, woken).enqueue("w", [{"role": "user", "content": "x"}])
+            client.close()
+        else:
+            asyncio.run(_enqueue_async(settings, woken))
+    finally:
+        pair.resume()
+    assert woken.refs == ["_/w"]
+
+
+async def _enqueue_async(settings: Settings, woken: NoWake) -> None:
+    class Waking:
+        async def wake(self, refs: Sequence[str]) -> None:
+            woken.wake(refs)
+
+    client = async_client(settings.redis_url.get_secret_value(), cluster=False, retries=0)
+    producer = AsyncProducer(client, settings, Waking())
+    with pytest.raises(NotReplicated):
+        await producer.enqueue("w", [{"role": "user", "content": "x"}])
+    await client.aclose()

@@ -43,6 +43,7 @@ from threadfold.core import dump_messages
 from threadfold.errors import Unavailable
 from threadfold.workers.redact import settings_error
 from threadfold.workers.redisio import sentinel
+from threadfold.workers.redisio.client import async_client, sync_client
 from threadfold.workers.runtime.app import celery_config
 from threadfold.workers.settings import Settings
 
@@ -172,12 +173,16 @@ def test_a_sentinel_url_names_the_sentinels_the_service_and_the_database() -> No
     assert sentinel.parse("sentinel://h1:1/tf") == sentinel.SentinelUrl(
         (("h1", 1),), "tf", 0, None, None)
     assert sentinel.parse("redis://h1:1/0") is None
+    bare = sentinel.parse("sentinel://[::1]/tf")
+    assert bare is not None and bare.sentinels == (("::1", 26379),)
 
 
 def test_the_broker_url_becomes_kombus_sentinel_list_and_master_name() -> None:
     url, options = sentinel.kombu_broker("redis+sentinel://:pw@h1:1,h2:2/tf/1")
     assert url == "sentinel://:pw@h1:1/1;sentinel://:pw@h2:2/1"
     assert options["master_name"] == "tf"
+    v6, _ = sentinel.kombu_broker("redis+sentinel://[::1]:26379/tf/1")
+    assert v6 == "sentinel://[::1]:26379/1"
     amqp = "amqp://guest:guest@h:5672/v"
     assert sentinel.kombu_broker(amqp) == (amqp, {})
     config = celery_config(Settings(broker_url="redis+sentinel://h1:1/tf/1"))
@@ -189,7 +194,8 @@ def test_the_broker_url_becomes_kombus_sentinel_list_and_master_name() -> None:
     ("given", "says"),
     [({"redis_url": "redis+sentinel://:s3cret-pw@h1:1"}, "redis_url: a Sentinel URL is"),
      ({"broker_url": "sentinel://:s3cret-pw@h1:1/tf/x"}, "broker_url: a Sentinel URL's database"),
-     ({"redis_url": "redis+sentinel://h1:1/tf", "cluster": True}, "not a cluster")],
+     ({"redis_url": "redis+sentinel://h1:1/tf", "cluster": True}, "not a cluster"),
+     ({"redis_url": "redis+sentinel://:p[s3cret]w@h1:1/tf"}, "cannot be parsed")],
 )
 def test_a_malformed_sentinel_url_is_refused_naming_its_variable_not_its_password(
     given: dict[str, Any], says: str
@@ -198,3 +204,15 @@ def test_a_malformed_sentinel_url_is_refused_naming_its_variable_not_its_passwor
         Settings(**given)
     told = settings_error(caught.value)  # what every process's start reports of it
     assert says in told and "s3cret" not in told
+
+
+def test_the_sentinels_timeout_bounds_their_questions_not_the_primarys_reads() -> None:
+    """A WAIT (durability 'replica') blocks for up to its timeout: the primary's
+    connections must have no read timeout of the sentinels' (0.5 s)."""
+    sync = sync_client("redis+sentinel://127.0.0.1:1/tf/0", cluster=False)
+    asyncio_ = async_client("redis+sentinel://127.0.0.1:1/tf/0", cluster=False)
+    for client in (sync, asyncio_):
+        held: Any = client
+        pool = held.connection_pool
+        assert pool.connection_kwargs.get("socket_timeout") is None
+        assert pool.connection_kwargs["db"] == 0

@@ -20,6 +20,7 @@ the whole call, naming the item, and nothing is written.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import deque
 from collections.abc import Generator, Iterable, Sequence
@@ -29,7 +30,7 @@ from typing import Any
 import redis
 import redis.asyncio as aioredis
 
-from threadfold.core.errors import InvalidMessage
+from threadfold.core.errors import InvalidMessage, NotReplicated
 from threadfold.core.ids import IdSource, uuid4_str
 from threadfold.core.keys import DEFAULT_TENANT
 from threadfold.workers.ingest import calls as bulk
@@ -38,7 +39,7 @@ from threadfold.workers.ingest.prepare import MAX_DELTA_ID, Delta, Prepared, pre
 from threadfold.workers.ingest.wakeup import AsyncWaker, Waker
 from threadfold.workers.metrics import Metrics
 from threadfold.workers.redisio.client import AsyncClient, Call, SyncClient, arun_many, run_many
-from threadfold.workers.redisio.durable import arun_waited, run_waited
+from threadfold.workers.redisio.durable import Waited, arun_waited, run_waited
 from threadfold.workers.redisio.inflight import Stream
 from threadfold.workers.settings import Settings
 
@@ -106,11 +107,15 @@ class Producer:
     def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Enqueued]:
         """Append many deltas for many threads in one round trip; all validated first."""
         staged = self._stage(deltas, path, commits=self.settings.ingest_commits)
-        return self._finish(staged, self._run(staged.calls))
+        answers, short = self._run(staged.calls)
+        results = self._finish(staged, answers)  # stored: their threads woken either way
+        if short is not None:
+            raise short
+        return results
 
-    def _run(self, calls: Sequence[Call]) -> list[Any]:
+    def _run(self, calls: Sequence[Call]) -> Waited:
         if self.wait is None:
-            return run_many(self.client, calls)
+            return run_many(self.client, calls), None
         assert isinstance(self.client, redis.Redis)  # the settings refuse a cluster
         return run_waited(self.client, calls, self.wait)
 
@@ -161,13 +166,15 @@ class Producer:
             [delta], "", self.new_id, self.settings.max_json_depth,
             commits=self.settings.ingest_commits,
         )
-        [raw] = self._run([bulk.create_call(self.settings, p, metadata)])
+        [raw], short = self._run([bulk.create_call(self.settings, p, metadata)])
         created, woken = bulk.created(delta, p, raw)
         if woken:
             try:
                 self.waker.wake(woken)
             except Exception:  # noqa: BLE001  # the delta is stored: see _lost_wake_up
                 _lost_wake_up(woken)
+        if short is not None:
+            raise short
         return created
 
     def _close(self, stream: Stream, waiting: deque[_Staged]) -> None:
@@ -176,7 +183,8 @@ class Producer:
         threads woken before the connection is closed."""
         try:
             while waiting and stream.in_flight:
-                self._answer(stream, waiting)
+                with contextlib.suppress(NotReplicated):  # woken; the first one is raised
+                    self._answer(stream, waiting)
         finally:
             stream.close()
 
@@ -185,17 +193,20 @@ class Producer:
         bulk sent after it is read and its wake-ups sent before the error is raised."""
         staged = waiting.popleft()
         try:
-            answers = stream.receive()
+            answers, short = stream.receive()
         except Exception as exc:
             while waiting and stream.in_flight:
                 try:
-                    later = self._finish(waiting.popleft(), stream.receive())
+                    later = self._finish(waiting.popleft(), stream.receive()[0])
                 except Exception:  # noqa: BLE001  # in doubt, as the first one is
                     break
                 exc.add_note(f"the bulk sent after it was appended ({len(later)} deltas)")
             waiting.clear()
             raise
-        return self._finish(staged, answers)
+        results = self._finish(staged, answers)
+        if short is not None:
+            raise short
+        return results
 
     def _stage(self, deltas: Sequence[Delta], path: str, *, commits: bool) -> _Staged:
         """A bulk checked and encoded, with its calls; ``commits``: whether its deltas
@@ -292,18 +303,20 @@ class AsyncProducer:
             [delta], "", self.new_id, self.settings.max_json_depth,
             commits=self.settings.ingest_commits,
         )
-        [raw] = await self._run([bulk.create_call(self.settings, p, metadata)])
+        [raw], short = await self._run([bulk.create_call(self.settings, p, metadata)])
         created, woken = bulk.created(delta, p, raw)
         if woken:
             try:
                 await self.waker.wake(woken)
             except Exception:  # noqa: BLE001  # the delta is stored: see _lost_wake_up
                 _lost_wake_up(woken)
+        if short is not None:
+            raise short
         return created
 
-    async def _run(self, calls: Sequence[Call]) -> list[Any]:
+    async def _run(self, calls: Sequence[Call]) -> Waited:
         if self.wait is None:
-            return await arun_many(self.client, calls)
+            return await arun_many(self.client, calls), None
         assert isinstance(self.client, aioredis.Redis)  # the settings refuse a cluster
         return await arun_waited(self.client, calls, self.wait)
 
@@ -319,7 +332,7 @@ class AsyncProducer:
         try:
             groups = bulk.group(prepared)
             calls, shares = bulk.calls(self.settings, prepared, groups)
-            answers = await self._run(calls)
+            answers, short = await self._run(calls)
             results, woken = bulk.outcomes(
                 deltas, prepared, groups, shares, answers, metrics=self.metrics
             )
@@ -338,5 +351,8 @@ class AsyncProducer:
         at = 0
         for w in batch:
             if not w.done.done():  # a caller that went away (cancelled) needs no answer
-                w.done.set_result(results[at : at + len(w.deltas)])
+                if short is not None:  # stored and woken, but in doubt across a failover
+                    w.done.set_exception(short)
+                else:
+                    w.done.set_result(results[at : at + len(w.deltas)])
             at += len(w.deltas)

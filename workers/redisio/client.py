@@ -336,14 +336,9 @@ def _run_many_cluster(client: RedisCluster, calls: Sequence[Item]) -> list[Any]:
         by_node.setdefault(node.name, []).append(i)
         clients[node.name] = client.get_redis_connection(node)
     if len(by_node) > 1 and len(calls) <= PARALLEL_CALLS:
-        try:
-            return _in_parallel(client, clients, calls, by_node)
-        except (RedisConnectionError, RedisTimeoutError):
-            # A client that may retry (the workers': every script of theirs is idempotent
-            # or fenced) runs the batches again node by node, each with its retries; a
-            # producer's (no retries) may have appended: in doubt, raised.
-            if not any(_retries(c) for c in clients.values()):
-                raise
+        # A lost connection is raised, as node by node: redis-py builds a cluster's node
+        # clients without retries (the cluster client retries a command, not a batch).
+        return _in_parallel(client, clients, calls, by_node)
     results: list[Any] = [None] * len(calls)
     for name, idx in by_node.items():
         for at in range(0, len(idx), FAIR_CALLS):
@@ -352,11 +347,6 @@ def _run_many_cluster(client: RedisCluster, calls: Sequence[Item]) -> list[Any]:
                                  strict=True):
                 results[i] = result
     return results
-
-
-def _retries(client: redis.Redis) -> int:
-    retry: Any = client.get_retry()
-    return int(retry.get_retries()) if retry is not None else 0
 
 
 def _in_parallel(

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import hiredis
 import redis
@@ -40,6 +40,9 @@ from threadfold.workers.redisio.client import (
     typed,
 )
 
+#: The answers of waited writes, and the refusal to raise after using them (if any).
+Waited: TypeAlias = "tuple[list[Any], NotReplicated | None]"
+
 
 @dataclass(frozen=True, slots=True)
 class Wait:
@@ -53,24 +56,26 @@ class Wait:
         pack: Any = hiredis.pack_command  # (its stub takes one-item tuples only)
         return bytes(pack(("WAIT", self.replicas, self.timeout_ms)))
 
-    def checked(self, calls: Sequence[Item], replies: list[Any]) -> list[Any]:
-        """The calls' replies once the wait's (the last) says enough replicas hold them:
-        a refused call is raised first (nothing of it was written), then a short wait."""
+    def checked(self, calls: Sequence[Item], replies: list[Any]) -> Waited:
+        """The calls' replies, and what to raise once the caller is done with them when
+        too few replicas confirmed (the last reply, the wait's): the writes are on the
+        primary, so a producer still wakes their threads before it raises. A refused call
+        is raised at once (nothing of it was written)."""
         *answers, confirmed = replies
         for answer in answers:
             if isinstance(answer, Exception):
                 raise typed(answer)
         if isinstance(confirmed, Exception):
             raise typed(confirmed)
-        if int(confirmed) < self.replicas:
-            raise NotReplicated(
-                f"the write is on the primary, but {int(confirmed)} of {self.replicas} "
-                f"replica(s) confirmed it within {self.timeout_ms} ms: it may or may not "
-                "survive a failover; retry with the same delta_id (safe)",
-                details={"replicas": int(confirmed), "wanted": self.replicas},
-            )
         assert len(answers) == len(calls)
-        return answers
+        if int(confirmed) >= self.replicas:
+            return answers, None
+        return answers, NotReplicated(
+            f"the write is on the primary, but {int(confirmed)} of {self.replicas} "
+            f"replica(s) confirmed it within {self.timeout_ms} ms: it may or may not "
+            "survive a failover; retry with the same delta_id (safe)",
+            details={"replicas": int(confirmed), "wanted": self.replicas},
+        )
 
 
 def _missing(replies: Sequence[Any]) -> list[int]:
@@ -84,12 +89,12 @@ def _merge(replies: list[Any], missing: Sequence[int], again: Sequence[Any]) -> 
     replies[-1] = again[-1]  # the later wait covers every write of the connection
 
 
-def run_waited(client: redis.Redis, calls: Sequence[Item], wait: Wait) -> list[Any]:
+def run_waited(client: redis.Redis, calls: Sequence[Item], wait: Wait) -> Waited:
     """:func:`~threadfold.workers.redisio.client.run_many` of writes, then their wait, on
     one connection (never retried: a producer's write is retried by its caller, with
     its ``delta_id``)."""
     if not calls:
-        return []
+        return [], None
     pool = client.connection_pool
     conn: Any = pool.get_connection()
     try:
@@ -112,7 +117,10 @@ def write(client: SyncClient, call: Call, wait: Wait | None) -> Any:
     if wait is None:
         return run(client, call)
     assert isinstance(client, redis.Redis)  # the settings refuse a cluster
-    return run_waited(client, [call], wait)[0]
+    [answer], short = run_waited(client, [call], wait)
+    if short is not None:
+        raise short
+    return answer
 
 
 async def awrite(client: AsyncClient, call: Call, wait: Wait | None) -> Any:
@@ -120,7 +128,10 @@ async def awrite(client: AsyncClient, call: Call, wait: Wait | None) -> Any:
     if wait is None:
         return await arun(client, call)
     assert isinstance(client, aioredis.Redis)  # the settings refuse a cluster
-    return (await arun_waited(client, [call], wait))[0]
+    [answer], short = await arun_waited(client, [call], wait)
+    if short is not None:
+        raise short
+    return answer
 
 
 async def _aread(conn: Any, count: int) -> list[Any]:
@@ -133,10 +144,10 @@ async def _aread(conn: Any, count: int) -> list[Any]:
     return replies
 
 
-async def arun_waited(client: aioredis.Redis, calls: Sequence[Item], wait: Wait) -> list[Any]:
+async def arun_waited(client: aioredis.Redis, calls: Sequence[Item], wait: Wait) -> Waited:
     """The asyncio twin of :func:`run_waited`."""
     if not calls:
-        return []
+        return [], None
     pool: Any = client.connection_pool
     conn: Any = await pool.get_connection()
     try:

@@ -20,7 +20,7 @@ from threadfold.workers.redisio.client import (
     resolved,
     run_many,
 )
-from threadfold.workers.redisio.durable import Wait
+from threadfold.workers.redisio.durable import Wait, Waited
 
 
 class Stream:
@@ -71,11 +71,12 @@ class Stream:
         """Batches sent whose replies are not read yet."""
         return len(self._sent)
 
-    def receive(self) -> list[Any]:
-        """The replies of the oldest batch sent and not yet received."""
+    def receive(self) -> Waited:
+        """The replies of the oldest batch sent and not yet received, and (with a wait)
+        the refusal to raise once they are used (:meth:`Wait.checked`)."""
         calls = self._sent.pop(0)
         if isinstance(self.client, RedisCluster) or not calls:
-            return run_many(self.client, calls)
+            return run_many(self.client, calls), None
         try:
             replies = read_replies(self._conn, len(calls) + (self.wait is not None))
         except BaseException:
@@ -83,7 +84,7 @@ class Stream:
             raise
         if self.wait is not None:  # by source: never NOSCRIPT, nothing to re-run
             return self.wait.checked(calls, replies)
-        return resolved(self.client, calls, range(len(calls)), replies)
+        return resolved(self.client, calls, range(len(calls)), replies), None
 
     def close(self, drop: bool = False) -> None:
         """Give the connection back; one with replies unread (or ``drop``: a failed

@@ -33,6 +33,7 @@ from redis.cluster import RedisCluster
 from redis.exceptions import ResponseError
 
 from threadfold.core.errors import ThreadfoldError
+from threadfold.workers.redisio import sentinel
 from threadfold.workers.redisio.client import AsyncClient, SyncClient
 
 log = logging.getLogger("threadfold.maxmemory")
@@ -199,8 +200,11 @@ def check_url(url: str, *, cluster: bool, who: str, timeout: float = 5.0) -> Non
     start before Redis, and ``/readyz`` checks again)."""
     options: dict[str, Any] = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
     try:
+        watched = sentinel.parse(url)
         client: SyncClient = (
-            RedisCluster.from_url(url, **options)
+            watched.sync_master(options)
+            if watched is not None
+            else RedisCluster.from_url(url, **options)
             if cluster
             else redis.Redis.from_url(url, **options)
         )

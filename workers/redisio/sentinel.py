@@ -28,6 +28,7 @@ SCHEMES = frozenset({"redis+sentinel", "sentinel"})
 #: How long a question to one sentinel may take before the next one is asked.
 SENTINEL_TIMEOUT = 0.5
 SENTINEL_PORT = 26379
+_ASKING: dict[str, Any] = {"socket_timeout": SENTINEL_TIMEOUT}
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,14 +45,16 @@ class SentinelUrl:
         return {"db": self.db, "username": self.username, "password": self.password}
 
     def sync_master(self, options: dict[str, Any]) -> redis.Redis:
-        """A client of the current primary, found again after a failover."""
-        watch = Sentinel(list(self.sentinels), socket_timeout=SENTINEL_TIMEOUT)
+        """A client of the current primary, found again after a failover. The timeout
+        is the sentinels' questions' alone (``sentinel_kwargs``): given to Sentinel
+        itself it would also bound every read from the primary, a WAIT's included."""
+        watch = Sentinel(list(self.sentinels), sentinel_kwargs=_ASKING)
         client: redis.Redis = watch.master_for(self.service, **self.master_kwargs(), **options)
         return client
 
     def async_master(self, options: dict[str, Any]) -> aioredis.Redis:
         """The asyncio twin of :meth:`sync_master`."""
-        watch = AsyncSentinel(list(self.sentinels), socket_timeout=SENTINEL_TIMEOUT)
+        watch = AsyncSentinel(list(self.sentinels), sentinel_kwargs=_ASKING)
         client: aioredis.Redis = watch.master_for(
             self.service, **self.master_kwargs(), **options
         )
@@ -67,7 +70,11 @@ def parse(url: str) -> SentinelUrl | None:
     (the message never quotes the URL: it may hold a password)."""
     if not is_sentinel(url):
         return None
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        username, password = parts.username, parts.password
+    except ValueError:  # its own words may quote the URL (a password): not passed on
+        raise ValueError("a Sentinel URL that cannot be parsed (check its brackets)") from None
     hosts = parts.netloc.rpartition("@")[2]
     sentinels = tuple(_host_port(h) for h in hosts.split(",") if h)
     path = [p for p in parts.path.split("/") if p]
@@ -82,16 +89,25 @@ def parse(url: str) -> SentinelUrl | None:
         sentinels,
         unquote(path[0]),
         int(path[1]) if len(path) == 2 else 0,
-        unquote(parts.username) if parts.username else None,
-        unquote(parts.password) if parts.password is not None else None,
+        unquote(username) if username else None,
+        unquote(password) if password is not None else None,
     )
 
 
 def _host_port(text: str) -> tuple[str, int]:
-    host, _, port = text.rpartition(":") if ":" in text else (text, "", "")
+    """``host``, ``host:port``, ``[v6]`` or ``[v6]:port``."""
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port = rest.removeprefix(":")
+    else:
+        host, _, port = text.rpartition(":") if ":" in text else (text, "", "")
     if port and not port.isdigit():
         raise ValueError("a sentinel's port is a number")
-    return host.strip("[]") or "localhost", int(port) if port else SENTINEL_PORT
+    return host or "localhost", int(port) if port else SENTINEL_PORT
+
+
+def _bracketed(host: str) -> str:
+    return f"[{host}]" if ":" in host else host  # an IPv6 address in a URL
 
 
 def kombu_broker(url: str) -> tuple[str, dict[str, Any]]:
@@ -103,5 +119,6 @@ def kombu_broker(url: str) -> tuple[str, dict[str, Any]]:
     auth = ""
     if found.password is not None:
         auth = f"{quote(found.username or '', safe='')}:{quote(found.password, safe='')}@"
-    alt = ";".join(f"sentinel://{auth}{host}:{port}/{found.db}" for host, port in found.sentinels)
+    alt = ";".join(f"sentinel://{auth}{_bracketed(host)}:{port}/{found.db}"
+                   for host, port in found.sentinels)
     return alt, {"master_name": found.service, "sentinel_kwargs": {"socket_timeout": 0.5}}

@@ -25,7 +25,8 @@ from collections.abc import Callable
 from threadfold.core.errors import RateLimited
 
 #: Tenants remembered at most; past it, those whose bucket is full are forgotten (a
-#: full bucket is what a new tenant starts with, so nothing is lost).
+#: full bucket is what a new tenant starts with, so nothing is lost), then, if still
+#: crowded, the least recently seen half (their debts forgiven).
 MAX_TENANTS = 10_000
 #: Floating-point slack: a caller that waited exactly the wait named is admitted.
 _ROUNDING = 1e-9
@@ -64,4 +65,10 @@ class TenantBudget:
     def _forget_full(self, now: float) -> None:
         for tenant, (tokens, at) in list(self._buckets.items()):
             if tokens + (now - at) * self.rate >= self.burst:
+                del self._buckets[tenant]
+        if len(self._buckets) > MAX_TENANTS // 2:
+            # Still crowded (every bucket in use): forget the half least recently seen,
+            # so the next calls do not scan again; they start full, as new tenants do.
+            by_age = sorted(self._buckets.items(), key=lambda item: item[1][1])
+            for tenant, _ in by_age[: len(by_age) // 2]:
                 del self._buckets[tenant]
