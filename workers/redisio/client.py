@@ -417,6 +417,11 @@ async def arun_many(client: AsyncClient, calls: Sequence[Call]) -> list[Any]:
 
 async def _asend_and_read(conn: Any, packed: bytes, count: int) -> list[Any]:
     await conn.send_packed_command([packed])
+    return await aread_replies(conn, count)
+
+
+async def aread_replies(conn: Any, count: int) -> list[Any]:
+    """The asyncio twin of :func:`read_replies`."""
     replies: list[Any] = []
     # One deadline for the whole batch: redis-py arms a timer for every reply, which
     # costs more than taking a short reply from the buffer (a bulk ingest reads 500).

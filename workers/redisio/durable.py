@@ -33,6 +33,7 @@ from threadfold.workers.redisio.client import (
     Call,
     Item,
     SyncClient,
+    aread_replies,
     arun,
     pack_calls,
     read_replies,
@@ -134,16 +135,6 @@ async def awrite(client: AsyncClient, call: Call, wait: Wait | None) -> Any:
     return answer
 
 
-async def _aread(conn: Any, count: int) -> list[Any]:
-    replies: list[Any] = []
-    for _ in range(count):
-        try:
-            replies.append(await conn.read_response())
-        except redis.ResponseError as exc:  # that call's answer (a script error, NOSCRIPT)
-            replies.append(exc)
-    return replies
-
-
 async def arun_waited(client: aioredis.Redis, calls: Sequence[Item], wait: Wait) -> Waited:
     """The asyncio twin of :func:`run_waited`."""
     if not calls:
@@ -152,12 +143,12 @@ async def arun_waited(client: aioredis.Redis, calls: Sequence[Item], wait: Wait)
     conn: Any = await pool.get_connection()
     try:
         await conn.send_packed_command([pack_calls(calls, range(len(calls))) + wait.packed])
-        replies = await _aread(conn, len(calls) + 1)
+        replies = await aread_replies(conn, len(calls) + 1)
         missing = _missing(replies)
         if missing:
             packed = pack_calls(calls, missing, by_source=True) + wait.packed
             await conn.send_packed_command([packed])
-            _merge(replies, missing, await _aread(conn, len(missing) + 1))
+            _merge(replies, missing, await aread_replies(conn, len(missing) + 1))
     except BaseException:
         await conn.disconnect()
         raise
