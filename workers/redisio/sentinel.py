@@ -80,8 +80,8 @@ def parse(url: str) -> SentinelUrl | None:
     path = [p for p in parts.path.split("/") if p]
     if not sentinels or not path or len(path) > 2:
         raise ValueError(
-            "a Sentinel URL is redis+sentinel://[:password@]host:port[,host:port...]"
-            "/service[/db]"
+            "a Sentinel URL is redis+sentinel://host:port[,host:port...]/service[/db], "
+            "a password before the hosts"
         )
     if len(path) == 2 and not path[1].isdigit():
         raise ValueError("a Sentinel URL's database is a number: .../service/db")
