@@ -107,11 +107,7 @@ class Producer:
     def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Enqueued]:
         """Append many deltas for many threads in one round trip; all validated first."""
         staged = self._stage(deltas, path, commits=self.settings.ingest_commits)
-        answers, short = self._run(staged.calls)
-        results = self._finish(staged, answers)  # stored: their threads woken either way
-        if short is not None:
-            raise short
-        return results
+        return self._finish(staged, *self._run(staged.calls))
 
     def _run(self, calls: Sequence[Call]) -> Waited:
         if self.wait is None:
@@ -203,10 +199,7 @@ class Producer:
                 exc.add_note(f"the bulk sent after it was appended ({len(later)} deltas)")
             waiting.clear()
             raise
-        results = self._finish(staged, answers)
-        if short is not None:
-            raise short
-        return results
+        return self._finish(staged, answers, short)
 
     def _stage(self, deltas: Sequence[Delta], path: str, *, commits: bool) -> _Staged:
         """A bulk checked and encoded, with its calls; ``commits``: whether its deltas
@@ -218,7 +211,11 @@ class Producer:
         calls, shares = bulk.calls(self.settings, prepared, groups)
         return _Staged(deltas, prepared, groups, calls, shares)
 
-    def _finish(self, staged: _Staged, answers: Sequence[Any]) -> list[Enqueued]:
+    def _finish(
+        self, staged: _Staged, answers: Sequence[Any], short: NotReplicated | None = None
+    ) -> list[Enqueued]:
+        """The bulk's results, its threads woken; then ``short`` raised, if any (the
+        deltas are stored whatever the replicas did, so they are woken either way)."""
         results, woken = bulk.outcomes(
             staged.deltas,
             staged.prepared,
@@ -232,6 +229,8 @@ class Producer:
                 self.waker.wake(woken)
             except Exception:  # noqa: BLE001  # the deltas are stored: see _lost_wake_up
                 _lost_wake_up(woken)
+        if short is not None:
+            raise short
         return results
 
 
