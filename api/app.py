@@ -15,7 +15,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import msgspec
 import redis
@@ -33,16 +33,6 @@ from threadfold.api.feed import HUB_CLIENT_NAME, get_events, make_hub
 from threadfold.api.fragments import JsonFragments
 from threadfold.api.openapi import document
 from threadfold.api.pipeline import summary
-from threadfold.api.schemas import (
-    BulkAccepted,
-    BulkIn,
-    CopyIn,
-    CountIn,
-    DeltaIn,
-    PruneIn,
-    SearchIn,
-    ThreadPatchIn,
-)
 from threadfold.api.settings import ApiSettings
 from threadfold.core.depth import path_text, too_deep_json
 from threadfold.core.errors import (
@@ -58,7 +48,8 @@ from threadfold.core.errors import (
 )
 from threadfold.workers.feed.hub import Hub
 from threadfold.workers.metrics import LATENCY_BUCKETS_MS, FlushOutage, Metrics
-from threadfold.workers.threads import lifecycle, query
+from threadfold.workers.threads import operations as ops
+from threadfold.workers.threads import query, routes
 from threadfold.workers.threads.service import AsyncThreads, refusals
 from threadfold.workers.threads.wiring import AsyncEngine, AsyncWaker, open_athreads
 
@@ -150,6 +141,24 @@ def _too_deep(body: bytes, limit: int, outer: int) -> InvalidInput:
     return InvalidInput(f"{field}: {reason}", field=field)
 
 
+#: The routes' names in the metrics (``http_requests{route=...}``), kept as dashboards
+#: know them.
+_ROUTE_NAMES: Final = {
+    "append": "post_delta",
+    "append_many": "post_bulk",
+    "state": "get_state",
+    "context": "get_context",
+    "status": "get_status",
+    "threads": "get_threads",
+    "delete": "delete_thread",
+    "update": "patch_thread",
+    "search": "post_search",
+    "count": "post_count",
+    "copy": "post_copy",
+    "prune": "post_prune",
+}
+
+
 def _route(name: str, handler: Handler) -> Handler:
     """Wrap a handler: errors become JSON answers, and every answer is counted."""
 
@@ -177,126 +186,67 @@ def _resources(request: Request) -> Resources:
     return resources
 
 
-async def post_delta(request: Request) -> Response:
-    res = _resources(request)
-    tenant = res.auth.tenant(request.headers.get("authorization"))
-    body = await read_body(request, res.settings, DeltaIn, outer=2)  # {"messages": [...]}
-    # the service checks the id, after the body (as the path and the body came)
-    result = await res.threads.append(
-        tenant, request.path_params["thread_id"], body.messages, body.delta_id, body.metadata
-    )
-    res.metrics.add("deltas_ingested")
-    return json_response(result, 202)
+def _operation(op: type[ops.Op[Any]]) -> Handler:
+    """The route of a thread operation, derived from its entry in the table: the key's
+    tenant, the arguments (the path's, then the query string's or the body's: anything
+    the operation does not declare is refused), the service's run, the answer."""
+    route = op.route
+    assert route is not None
+    outer = _BODY_DEPTH.get(op.name, 3)
+    body = routes.body_type(op) if route.body is not None else None
+    counted = op.name in _INGESTS
+
+    async def handler(request: Request) -> Response:
+        res = _resources(request)
+        tenant = res.auth.tenant(request.headers.get("authorization"))
+        items = request.query_params.multi_items()
+        if body is None:
+            asked = routes.from_query(op, request.path_params, items)
+        else:
+            routes.no_query(items)
+            decoded = await read_body(request, res.settings, body, outer=outer)
+            asked = routes.from_body(op, request.path_params, decoded)
+        fast = _FAST.get(op.name)
+        if fast is not None:
+            fragment = await fast(res, tenant, asked)
+            if fragment is not None:
+                return fragment
+        result = await res.threads.run(tenant, asked)
+        if counted:
+            res.metrics.add("deltas_ingested", len(result) if isinstance(result, list) else 1)
+        if route.answer is None:
+            return Response(status_code=route.status)
+        if isinstance(asked, ops.AppendMany):
+            result = ops.BulkAccepted(result)
+        return json_response(result, route.status)
+
+    return handler
 
 
-async def post_bulk(request: Request) -> Response:
-    res = _resources(request)
-    tenant = res.auth.tenant(request.headers.get("authorization"))
-    # {"deltas": [{"messages": [...]}]}
-    body = await read_body(request, res.settings, BulkIn, outer=4)
-    given = [(d.thread_id, d.messages, d.delta_id, d.metadata) for d in body.deltas]
-    results = await res.threads.append_many(tenant, given)
-    res.metrics.add("deltas_ingested", len(results))
-    return json_response(BulkAccepted(results), 202)
+#: How deep each body holds its messages (levels above a message), for the error of a
+#: body nested too deeply to decode: {"messages": [...]}, {"deltas": [{"messages": [...]}]}.
+_BODY_DEPTH: Final = {"append": 2, "append_many": 4}
+#: The operations that append deltas (the deltas_ingested counter).
+_INGESTS: Final = frozenset({"append", "append_many"})
 
 
-async def get_state(request: Request) -> Response:
-    res = _resources(request)
-    tenant = res.auth.tenant(request.headers.get("authorization"))
-    asked = query.state_query(request.query_params.multi_items(), res.limits)
-    thread_id = request.path_params["thread_id"]
-    if asked.at_version is None and asked.format == "langchain" and res.fragments is not None:
-        found = await res.threads.state_bodies(tenant, thread_id, asked)
-        return json_response(res.fragments.state(thread_id, found))
-    return json_response(await res.threads.state(tenant, thread_id, asked))
+async def _state_fragments(res: Resources, tenant: str, asked: ops.Op[Any]) -> Response | None:
+    """A live LangChain-form state read, answered from the JSON cache
+    (:mod:`threadfold.api.fragments`): its messages as stored, encoded once per version."""
+    if res.fragments is None:
+        return None
+    assert isinstance(asked, ops.ReadState)
+    found = await res.threads.state_bodies(tenant, asked)
+    if found is None:
+        return None
+    return json_response(res.fragments.state(asked.thread_id, found))
 
 
-async def get_context(request: Request) -> Response:
-    res = _resources(request)
-    tenant = res.auth.tenant(request.headers.get("authorization"))
-    asked = query.context_query(request.query_params.multi_items(), res.limits)
-    thread_id = request.path_params["thread_id"]
-    return json_response(await res.threads.context(tenant, thread_id, asked))
-
-
-async def get_status(request: Request) -> Response:
-    res = _resources(request)
-    tenant = res.auth.tenant(request.headers.get("authorization"))
-    return json_response(await res.threads.status(tenant, request.path_params["thread_id"]))
-
-
-async def get_threads(request: Request) -> Response:
-    res = _resources(request)
-    tenant = res.auth.tenant(request.headers.get("authorization"))
-    limit = query.threads_limit(request.query_params.multi_items())
-    return json_response(await res.threads.threads(tenant, limit))
-
-
-async def delete_thread(request: Request) -> Response:
-    res = _resources(request)
-    tenant = res.auth.tenant(request.headers.get("authorization"))
-    await res.threads.delete(tenant, request.path_params["thread_id"])
-    return Response(status_code=204)
-
-
-async def patch_thread(request: Request) -> Response:
-    res = _resources(request)
-    tenant = res.auth.tenant(request.headers.get("authorization"))
-    body = await read_body(request, res.settings, ThreadPatchIn, outer=3)
-    change = lifecycle.update(body.metadata, body.ttl_seconds, body.pinned)
-    return json_response(await res.threads.update(tenant, request.path_params["thread_id"], change))
-
-
-async def post_search(request: Request) -> Response:
-    res = _resources(request)
-    tenant = res.auth.tenant(request.headers.get("authorization"))
-    body = await read_body(request, res.settings, SearchIn, outer=3)
-    asked = lifecycle.searched(
-        metadata=body.metadata,
-        status=body.status,
-        sort=body.sort,
-        limit=body.limit,
-        cursor=body.cursor,
-    )
-    return json_response(await res.threads.search(tenant, asked))
-
-
-async def post_count(request: Request) -> Response:
-    res = _resources(request)
-    tenant = res.auth.tenant(request.headers.get("authorization"))
-    body = await read_body(request, res.settings, CountIn, outer=3)
-    asked = lifecycle.searched(metadata=body.metadata, status=body.status)
-    return json_response(await res.threads.count(tenant, asked))
-
-
-async def post_copy(request: Request) -> Response:
-    res = _resources(request)
-    tenant = res.auth.tenant(request.headers.get("authorization"))
-    body = await read_body(request, res.settings, CopyIn, outer=3)
-    source = query.thread_id(request.path_params["thread_id"])
-    plan = lifecycle.copy_of(
-        tenant,
-        source,
-        body.to,
-        at_version=body.at_version,
-        metadata=body.metadata,
-        delta_id=body.delta_id,
-    )
-    return json_response(await res.threads.copy(tenant, source, plan), 201)
-
-
-async def post_prune(request: Request) -> Response:
-    res = _resources(request)
-    tenant = res.auth.tenant(request.headers.get("authorization"))
-    body = await read_body(request, res.settings, PruneIn, outer=3)
-    asked = lifecycle.pruned(
-        tenant=tenant,
-        prefix=body.prefix,
-        metadata=body.metadata,
-        idle_seconds=body.idle_seconds,
-        dry_run=body.dry_run,
-    )
-    return json_response(await res.threads.prune(asked))
+#: Route hints: the operations whose HTTP answer has a faster path than the service's
+#: result encoded.
+_FAST: Final[dict[str, Callable[[Resources, str, ops.Op[Any]], Awaitable[Response | None]]]] = {
+    "state": _state_fragments
+}
 
 
 async def healthz(request: Request) -> Response:
@@ -346,20 +296,15 @@ async def get_openapi(request: Request) -> Response:
     return json_response(request.app.state.openapi)
 
 
+#: The thread operations' routes come from the table (:mod:`..operations`); these are
+#: the process's own: the event stream, the probes, the metrics, the document.
 ROUTES = [
-    ("/threads/{thread_id}/deltas", "post_delta", post_delta, ["POST"]),
-    ("/deltas", "post_bulk", post_bulk, ["POST"]),
-    ("/threads/{thread_id}/state", "get_state", get_state, ["GET"]),
-    ("/threads/{thread_id}/context", "get_context", get_context, ["GET"]),
-    ("/threads/{thread_id}/status", "get_status", get_status, ["GET"]),
+    *(
+        (op.route.path, _ROUTE_NAMES.get(op.name, op.name), _operation(op), [op.route.method])
+        for op in ops.OPERATIONS
+        if op.route is not None
+    ),
     ("/threads/{thread_id}/events", "get_events", get_events, ["GET"]),
-    ("/threads/{thread_id}/copy", "post_copy", post_copy, ["POST"]),
-    ("/threads/search", "post_search", post_search, ["POST"]),
-    ("/threads/count", "post_count", post_count, ["POST"]),
-    ("/threads/prune", "post_prune", post_prune, ["POST"]),
-    ("/threads/{thread_id}", "delete_thread", delete_thread, ["DELETE"]),
-    ("/threads/{thread_id}", "patch_thread", patch_thread, ["PATCH"]),
-    ("/threads", "get_threads", get_threads, ["GET"]),
     ("/healthz", "healthz", healthz, ["GET"]),
     ("/readyz", "readyz", readyz, ["GET"]),
     ("/metrics", "metrics", get_metrics, ["GET"]),

@@ -29,7 +29,8 @@ from threadfold.workers.feed.hub import Hub
 from threadfold.workers.feed.subscriber import Beat, Ended, Item, Subscriber
 from threadfold.workers.metrics import Metrics
 from threadfold.workers.threads.query import events_query
-from threadfold.workers.threads.service import AsyncThreads, target
+from threadfold.workers.threads.service import AsyncThreads
+from threadfold.workers.threads.steps import target
 
 if TYPE_CHECKING:  # the app imports this module
     from threadfold.api.app import Resources

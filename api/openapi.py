@@ -7,37 +7,19 @@ message-likes are validated by ``core``, not by a schema.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Sequence
+from types import UnionType
+from typing import Annotated, Any, Final, Literal, Union, get_args, get_origin
 
 import msgspec
 
-from threadfold.api.schemas import (
-    BulkAccepted,
-    BulkIn,
-    CopyIn,
-    CountIn,
-    DeltaIn,
-    PipelineOut,
-    PruneIn,
-    SearchIn,
-    ThreadPatchIn,
-)
+from threadfold.api.schemas import PipelineOut
 from threadfold.core import errors
-from threadfold.core.context import COUNTERS, MAX_TOKENS, MESSAGE_TYPES, STRATEGIES
 from threadfold.core.keys import NAME_RULE
 from threadfold.core.render import FORMATS
 from threadfold.workers.feed.events import Change, Deleted, Snapshot
-from threadfold.workers.threads.results import (
-    Appended,
-    Context,
-    Copied,
-    Pruned,
-    Searched,
-    State,
-    Status,
-    ThreadCount,
-    ThreadList,
-)
+from threadfold.workers.threads import operations as ops
+from threadfold.workers.threads import routes
 
 _STR_OR_NULL: Final = {"anyOf": [{"type": "string"}, {"type": "null"}]}
 _COMMON: Final[dict[str, Any]] = {
@@ -196,243 +178,73 @@ def _query(name: str, schema: dict[str, Any], text: str) -> dict[str, Any]:
     return {"name": name, "in": "query", "required": False, "schema": schema, "description": text}
 
 
-# A stream id: ASCII digits (each part is also at most 2**64-1, which a pattern cannot say).
-_VERSION_PATTERN: Final = "^[0-9]{1,20}-[0-9]{1,20}$"
-_STATE_QUERY: Final = [
-    _query(
-        "format",
-        {"enum": list(FORMATS)},
-        "langchain (flat model_dump form, default) "
-        "or openai (what convert_to_openai_messages gives).",
-    ),
-    _query(
-        "min_version",
-        {"type": "string", "pattern": _VERSION_PATTERN},
-        "Wait until the thread's version reaches this one (read-your-writes).",
-    ),
-    _query(
-        "at_version",
-        {"type": "string", "pattern": _VERSION_PATTERN},
-        "Time travel: the exact state as of this version (the version answered is the "
-        "last entry at or before it). 410 before the live version once retention trimmed "
-        "the log; 404 before the thread's first version.",
-    ),
-    _query("wait", {"type": "number", "minimum": 0}, "Longest wait for min_version, seconds."),
-    _query("limit", {"type": "integer", "minimum": 0}, "Page size (default: all messages)."),
-    _query("before", {"type": "string", "minLength": 1}, "Only messages before this message id."),
-    _query("after", {"type": "string", "minLength": 1}, "Only messages after this message id."),
-]
+def _parameter(param: routes.Param) -> dict[str, Any]:
+    """A path or query parameter of an operation, from its field: the schema of its
+    type (null aside: a query string has none) and its Meta's constraints, described."""
+    if param.where == "path":
+        return _THREAD_ID
+    schema = _param_schema(param)
+    text = schema.pop("description", "")
+    found = {"name": param.name, "in": "query", "required": param.required, "schema": schema}
+    if text:
+        found["description"] = text
+    return found
 
 
-_TYPES_PATTERN: Final = "^(" + "|".join(MESSAGE_TYPES) + ")(,(" + "|".join(MESSAGE_TYPES) + "))*$"
-_CONTEXT_QUERY: Final = [
-    {
-        "name": "max_tokens",
-        "in": "query",
-        "required": True,
-        "schema": {"type": "integer", "minimum": 1, "maximum": MAX_TOKENS},
-        "description": "The window's budget, in tokens of the counter.",
-    },
-    _query(
-        "strategy",
-        {"enum": list(STRATEGIES)},
-        "last (default: the newest messages that fit) or first (the oldest), as "
-        "trim_messages' strategy.",
-    ),
-    _query(
-        "include_system",
-        {"enum": ["true", "false"]},
-        "Keep the thread's first message when it is a system message (strategy last only; "
-        "kept even when it alone is past the budget, as LangChain keeps it).",
-    ),
-    _query(
-        "start_on",
-        {"type": "string", "pattern": _TYPES_PATTERN},
-        "Message types (comma-separated) the window's first message other than the system "
-        "one must be of (strategy last only).",
-    ),
-    _query(
-        "end_on",
-        {"type": "string", "pattern": _TYPES_PATTERN},
-        "Message types (comma-separated) the window's last message must be of.",
-    ),
-    _query(
-        "counter",
-        {"enum": list(COUNTERS)},
-        "The token counter: approximate (default) is LangChain's count_tokens_approximately.",
-    ),
-    *(q for q in _STATE_QUERY if q["name"] in ("format", "min_version", "at_version", "wait")),
-]
+def _param_schema(param: routes.Param) -> dict[str, Any]:
+    text = param.meta.description if param.meta is not None else None
+    if get_origin(param.type) is Literal:
+        return {"enum": list(get_args(param.type)), **({"description": text} if text else {})}
+    union = get_args(param.type) if get_origin(param.type) in (Union, UnionType) else ()
+    options = [o for o in (union or (param.type,)) if o is not type(None)]
+    if any(getattr(o, "__origin__", None) is Sequence for o in options):
+        # A list in a query string: message types, comma-separated.
+        schema: dict[str, Any] = {"type": "string", "pattern": ops.TYPES_PATTERN}
+        if param.meta is not None and param.meta.description:
+            schema["description"] = param.meta.description
+        return schema
+    kind: Any = options[0] if len(options) == 1 else param.type
+    hinted = kind if param.meta is None else Annotated[kind, param.meta]
+    return dict(msgspec.json.schema(hinted))
+
+
+def _operation(op: type[ops.Op[Any]]) -> dict[str, Any]:
+    """An operation's entry in the document: its route's summary, parameters, body,
+    success and the statuses it answers with a meaning of its own."""
+    route = op.route
+    assert route is not None
+    entry: dict[str, Any] = {"summary": route.summary}
+    parameters = [_parameter(p) for p in routes.params(op) if p.where != "body"]
+    if parameters:
+        entry["parameters"] = parameters
+    if route.body is not None:
+        entry["requestBody"] = {"required": True, **_json(route.body)}
+    answer = route.answer if route.answer != "" else _result_name(op)
+    success: dict[str, Any] = {"description": _SUCCESS.get(route.status, "OK")}
+    if answer is not None:
+        success |= _json(answer)
+    responses: dict[str, Any] = {str(route.status): success, **_common_errors()}
+    for status, text in route.refusals.items():
+        responses[str(status)] = {"description": text, **_json("ErrorOut")}
+    entry["responses"] = responses
+    return entry
+
+
+def _result_name(op: type[ops.Op[Any]]) -> str:
+    assert op.result is not None
+    return op.result.__name__
+
+
+_SUCCESS: Final = {200: "OK", 201: "Created", 202: "Accepted", 204: "Done, no body"}
 
 
 def _paths() -> dict[str, Any]:
-    # In parts only to keep each function short; the document's order is theirs.
-    return {
-        **_write_paths(),
-        **_thread_paths(),
-        **_lifecycle_paths(),
-        **_watch_paths(),
-        **_probe_paths(),
-    }
-
-
-def _write_paths() -> dict[str, Any]:
-    common = _common_errors()
-    return {
-        "/threads/{thread_id}/deltas": {
-            "post": {
-                "summary": "Append one delta (a list of message-likes) to a thread",
-                "parameters": [_THREAD_ID],
-                "requestBody": {"required": True, **_json("DeltaIn")},
-                "responses": {"202": {"description": "Accepted", **_json("Appended")}, **common},
-            }
-        },
-        "/deltas": {
-            "post": {
-                "summary": "Append many deltas to many threads: all validated, then all appended",
-                "requestBody": {"required": True, **_json("BulkIn")},
-                "responses": {
-                    "202": {"description": "Accepted", **_json("BulkAccepted")},
-                    **common,
-                },
-            }
-        },
-    }
-
-
-def _thread_paths() -> dict[str, Any]:
-    common = _common_errors()
-    return {
-        "/threads/{thread_id}/state": {
-            "get": {
-                "summary": "The merged messages of a thread and their version",
-                "parameters": [_THREAD_ID, *_STATE_QUERY],
-                "responses": {
-                    "200": {"description": "State", **_json("State")},
-                    "409": {
-                        "description": "min_version not reached in time (version_not_reached), "
-                        "or at_version reaches a log entry that cannot be decoded or folded "
-                        "(poison_entry, naming it in entry)",
-                        **_json("ErrorOut"),
-                    },
-                    "410": {
-                        "description": "at_version precedes the live version and retention "
-                        "trimmed the log (gone; oldest_version is the oldest served)",
-                        **_json("ErrorOut"),
-                    },
-                    **common,
-                },
-            }
-        },
-        "/threads/{thread_id}/context": _context_path(),
-        "/threads/{thread_id}/status": {
-            "get": {
-                "summary": "Version, backlog, times, quarantine, metadata, TTL and expiry",
-                "parameters": [_THREAD_ID],
-                "responses": {"200": {"description": "Status", **_json("Status")}, **common},
-            }
-        },
-        "/threads/{thread_id}/events": _events_path(),
-        "/threads/{thread_id}": {
-            "delete": _delete_path(),
-            "patch": _patch_path(),  # with search, copy and prune: _lifecycle_paths
-        },
-    }
-
-
-def _context_path() -> dict[str, Any]:
-    common = _common_errors()
-    return {
-        "get": {
-            "summary": "The thread's messages a model can take: trimmed to max_tokens as "
-            "LangChain's trim_messages trims, tool calls and their answers kept together",
-            "parameters": [_THREAD_ID, *_CONTEXT_QUERY],
-            "responses": {
-                "200": {"description": "Context", **_json("Context")},
-                "409": {
-                    "description": "as on GET state (version_not_reached, poison_entry)",
-                    **_json("ErrorOut"),
-                },
-                "410": {"description": "as on GET state (gone)", **_json("ErrorOut")},
-                **common,
-            },
-        }
-    }
-
-
-def _delete_path() -> dict[str, Any]:
-    return {
-        "summary": "Remove a thread: every key of it and its place in every index",
-        "parameters": [_THREAD_ID],
-        "responses": {"204": {"description": "Deleted"}, **_common_errors()},
-    }
-
-
-def _patch_path() -> dict[str, Any]:
-    return {
-        "summary": "Change a thread's metadata (merged; null deletes a key), its own TTL "
-        "(null: the deployment's) and its pin, together or not at all",
-        "parameters": [_THREAD_ID],
-        "requestBody": {"required": True, **_json("ThreadPatchIn")},
-        "responses": {"200": {"description": "Its status after", **_json("Status")},
-                      **_common_errors()},
-    }
-
-
-def _post(summary: str, body: str, status: str, answer: str, **more: Any) -> dict[str, Any]:
-    return {
-        "post": {
-            "summary": summary,
-            "requestBody": {"required": True, **_json(body)},
-            "responses": {status: {"description": answer, **_json(answer)}, **_common_errors()},
-            **more,
-        }
-    }
-
-
-def _copy_path() -> dict[str, Any]:
-    copy = _post(
-        "A new thread whose state is exactly this one's at at_version (default: now), with "
-        "its metadata (changes laid over it); 409 when `to` exists, 410/409 as time travel",
-        "CopyIn",
-        "201",
-        "Copied",
-        parameters=[_THREAD_ID],
-    )
-    copy["post"]["responses"]["409"] = {
-        "description": "`to` exists (conflict), or at_version reaches an entry that cannot "
-        "be folded (poison_entry)",
-        **_json("ErrorOut"),
-    }
-    copy["post"]["responses"]["410"] = {
-        "description": "at_version precedes what retention kept (gone)",
-        **_json("ErrorOut"),
-    }
-    return copy
-
-
-def _lifecycle_paths() -> dict[str, Any]:
-    """Search, count, copy and prune (docs/lifecycle.md)."""
-    return {
-        "/threads/search": _post(
-            "The tenant's threads holding every given metadata value (and in status), latest "
-            "first by sort; a page of limit with a cursor for the next",
-            "SearchIn",
-            "200",
-            "Searched",
-        ),
-        "/threads/count": _post(
-            "How many threads a search would find", "CountIn", "200", "ThreadCount"
-        ),
-        "/threads/{thread_id}/copy": _copy_path(),
-        "/threads/prune": _post(
-            "Remove the tenant's threads by id prefix, metadata and idle age (never a pinned "
-            "one); dry_run counts them",
-            "PruneIn",
-            "200",
-            "Pruned",
-        ),
-    }
+    paths: dict[str, Any] = {}
+    for op in ops.OPERATIONS:
+        if op.route is not None:
+            paths.setdefault(op.route.path, {})[op.route.method.lower()] = _operation(op)
+    paths["/threads/{thread_id}/events"] = _events_path()
+    return {**paths, **_watch_paths(), **_probe_paths()}
 
 
 def _events_path() -> dict[str, Any]:
@@ -451,7 +263,7 @@ def _events_path() -> dict[str, Any]:
                 ),
                 _query(
                     "after",
-                    {"type": "string", "pattern": _VERSION_PATTERN},
+                    {"type": "string", "pattern": ops.VERSION_PATTERN},
                     "Resume after this version (as the Last-Event-ID header; both given "
                     "and different: 400): every change after it, or a snapshot with "
                     "reason resume_gap when the feed no longer reaches back.",
@@ -481,20 +293,6 @@ def _watch_paths() -> dict[str, Any]:
     """What the page at /ui reads besides a thread's state: threads, the pipeline."""
     common = _common_errors()
     return {
-        "/threads": {
-            "get": {
-                "summary": "The tenant's threads, most recently active first, with their "
-                "version, messages, backlog, lag and quarantine",
-                "parameters": [
-                    _query(
-                        "limit",
-                        {"type": "integer", "minimum": 0, "maximum": 500},
-                        "Most threads listed (default 50).",
-                    )
-                ],
-                "responses": {"200": {"description": "Threads", **_json("ThreadList")}, **common},
-            }
-        },
         "/pipeline": {
             "get": {
                 "summary": "Fleet-wide pipeline totals (ingested, applied, backlog, lag "
@@ -532,27 +330,12 @@ def _probe_paths() -> dict[str, Any]:
 _REF: Final = "#/components/schemas/{name}"
 #: The bodies the document describes (their components; others are referenced from them).
 _BODIES: Final = (
-    DeltaIn,
-    BulkIn,
-    Appended,
-    BulkAccepted,
-    State,
-    Context,
-    Status,
-    ThreadList,
+    *(routes.body_type(op) for op in ops.OPERATIONS if op.route is not None and op.route.body),
+    *(op.result for op in ops.OPERATIONS if op.result is not None),
     PipelineOut,
     Snapshot,
     Change,
     Deleted,
-    ThreadPatchIn,
-    SearchIn,
-    CountIn,
-    CopyIn,
-    PruneIn,
-    Searched,
-    ThreadCount,
-    Copied,
-    Pruned,
 )
 
 
@@ -564,7 +347,7 @@ def document(auth: bool) -> dict[str, Any]:
         components[name]["properties"]["messages"]["items"] = {
             "anyOf": [{"$ref": "#/components/schemas/Message"}, {"type": "object"}]
         }
-    for name in ("DeltaIn", "BulkItem"):
+    for name in ("DeltaIn", "Delta"):
         components[name]["properties"]["messages"]["items"] = {
             "$ref": "#/components/schemas/MessageLike"
         }

@@ -40,6 +40,11 @@ EXCEPTIONS: dict[str, str] = {
         "they share the packing, the reply reading and the NOSCRIPT and redirection "
         "handling, which split apart would import each other"
     ),
+    "workers/threads/operations.py": (
+        "the table of thread operations: one class an operation, with its arguments, their "
+        "descriptions and its route, the one place the service, the API, its document and "
+        "the clients read them from"
+    ),
     "core/errors.py": (
         "the one error tree: every refusal the service makes is a class here, with its "
         "status, code and details, and nothing maps them elsewhere"
@@ -47,20 +52,6 @@ EXCEPTIONS: dict[str, str] = {
     "api/app.py": (
         "the HTTP API's routes, one table: each a few lines around one call of the thread "
         "service (the SSE endpoint, whose stream needs more, is api/feed.py)"
-    ),
-    "threadfold/http.py": (
-        "the two HTTP clients, sync and asyncio, side by side with every method of the "
-        "client contract in each, each a line around one exchange of wire.py"
-    ),
-    "api/openapi.py": (
-        "the OpenAPI document: its paths written by hand (what each route takes and "
-        "answers), its components from the bodies' Structs and the error tree; one "
-        "module, so the document reads top to bottom as a client sees it"
-    ),
-    "workers/threads/service.py": (
-        "the thread service: every operation a thread has, in its sync and its asyncio "
-        "class, side by side so that the two forms are read (and kept) as one; what they "
-        "share without I/O is already in query.py, reads.py, results.py and errors.py"
     ),
     "workers/runtime/drain/__init__.py:Drainer._round": (
         "a drain round over many threads in order: batches read, decoded, ids looked up "

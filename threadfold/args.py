@@ -4,25 +4,14 @@ service's, :mod:`threadfold.workers.threads.query`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Iterable, Mapping
 
 from threadfold.core.errors import InvalidInput
 from threadfold.types import DeltaLike
+from threadfold.workers.threads.operations import Delta
 
 
-class DeltaArgs(NamedTuple):
-    """One delta of ``append_many``, whatever form it was given in."""
-
-    thread_id: str
-    messages: Sequence[Any]
-    delta_id: str | None
-    #: The metadata of the thread this delta creates, if it does (a mapping's key, an
-    #: object's attribute; a tuple carries none).
-    metadata: Mapping[str, Any] | None = None
-
-
-def deltas(items: Iterable[DeltaLike]) -> list[DeltaArgs]:
+def deltas(items: Iterable[DeltaLike]) -> list[Delta]:
     """The deltas of ``append_many``: pairs ``(thread_id, messages)``, triples with a
     ``delta_id``, mappings with those keys, or objects with those attributes."""
     if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
@@ -32,25 +21,32 @@ def deltas(items: Iterable[DeltaLike]) -> list[DeltaArgs]:
     return [_one(item, i) for i, item in enumerate(items)]
 
 
-def _one(item: object, i: int) -> DeltaArgs:
+def _one(item: object, i: int) -> Delta:
     where = f"deltas[{i}]"
+    if isinstance(item, Delta):
+        return item
     if isinstance(item, tuple) and len(item) in (2, 3):
-        return DeltaArgs(item[0], item[1], item[2] if len(item) == 3 else None)
+        return Delta(
+            thread_id=item[0], messages=item[1], delta_id=item[2] if len(item) == 3 else None
+        )
     if isinstance(item, Mapping):
         if "thread_id" not in item or "messages" not in item:
             missing = "thread_id" if "thread_id" not in item else "messages"
             raise InvalidInput(
                 f"{where}.{missing}: required field is missing", field=f"{where}.{missing}"
             )
-        return DeltaArgs(
-            item["thread_id"], item["messages"], item.get("delta_id"), item.get("metadata")
+        return Delta(
+            thread_id=item["thread_id"],
+            messages=item["messages"],
+            delta_id=item.get("delta_id"),
+            metadata=item.get("metadata"),
         )
     if hasattr(item, "thread_id") and hasattr(item, "messages"):
-        return DeltaArgs(
-            item.thread_id,
-            item.messages,
-            getattr(item, "delta_id", None),
-            getattr(item, "metadata", None),
+        return Delta(
+            thread_id=item.thread_id,
+            messages=item.messages,
+            delta_id=getattr(item, "delta_id", None),
+            metadata=getattr(item, "metadata", None),
         )
     raise InvalidInput(
         f"{where}: expected (thread_id, messages), (thread_id, messages, delta_id), a mapping "

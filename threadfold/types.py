@@ -127,6 +127,8 @@ class ClientProtocol(Protocol):
 
     def wait_for(self, thread_id: str, version: str, timeout: float) -> str: ...
 
+    def threads(self, *, limit: int = 50) -> ThreadList: ...
+
     def update(
         self,
         thread_id: str,
@@ -232,6 +234,8 @@ class AsyncClientProtocol(Protocol):
     async def delete(self, thread_id: str) -> None: ...
 
     async def wait_for(self, thread_id: str, version: str, timeout: float) -> str: ...
+
+    async def threads(self, *, limit: int = 50) -> ThreadList: ...
 
     async def update(
         self,

@@ -1,38 +1,33 @@
-"""The HTTP API's requests and answers, without I/O: what the sync and the asyncio HTTP
-clients send for each call, and how they read what comes back.
+"""The HTTP API's requests and answers, without I/O: what an HTTP client sends for an
+operation of the table (:mod:`threadfold.workers.threads.operations`), derived from its
+route, and how it reads what comes back.
 
-Every append carries a ``delta_id`` (one is made when the caller gave none), so that
-sending it again after a lost answer is applied once: the API answers a retried
-``delta_id`` with the first attempt's version and ids.
+The path's parameters go in the URL, the others in the query string (a GET) or the
+JSON body, left out when they are their defaults. Every append and copy carries a
+``delta_id`` (one is made when the caller gave none), so that sending it again after a
+lost answer is applied once: the API answers a retried ``delta_id`` with the first
+attempt's result.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar, cast
 from urllib.parse import quote
 
+import httpx
 import msgspec
 
-from threadfold import args
 from threadfold.core.dump import dump_message
 from threadfold.core.ids import uuid4_str
 from threadfold.core.messages import BaseMessage
 from threadfold.errors import InvalidInput, RequestError, ServerError, from_answer
-from threadfold.types import (
-    Appended,
-    Context,
-    Copied,
-    DeltaLike,
-    Pruned,
-    Searched,
-    State,
-    Status,
-)
-from threadfold.workers.threads import query
-from threadfold.workers.threads.results import ThreadCount
+from threadfold.retry import RetryPolicy, retried, unreachable
+from threadfold.workers.threads import operations as ops
+from threadfold.workers.threads import query, routes
+from threadfold.workers.threads.results import Appended
 
 T = TypeVar("T")
 
@@ -49,26 +44,6 @@ class Exchange(Generic[T]):
     body: bytes | None = None
     wait: float = 0.0  # seconds the server may hold the answer (read-your-writes)
     gone_is_done: bool = False
-
-
-class _Bulk(msgspec.Struct):
-    results: list[Appended]
-
-
-_ENCODER = msgspec.json.Encoder()
-_APPENDED = msgspec.json.Decoder(Appended)
-_BULK = msgspec.json.Decoder(_Bulk)
-_STATE = msgspec.json.Decoder(State)
-_CONTEXT = msgspec.json.Decoder(Context)
-_STATUS = msgspec.json.Decoder(Status)
-_SEARCHED = msgspec.json.Decoder(Searched)
-_COUNT = msgspec.json.Decoder(ThreadCount)
-_COPIED = msgspec.json.Decoder(Copied)
-_PRUNED = msgspec.json.Decoder(Pruned)
-
-
-def thread_path(thread_id: str, tail: str = "") -> str:
-    return f"/threads/{quote(query.thread_id(thread_id), safe='')}{tail}"
 
 
 # An AI message's fields that the API's dict form (LangChain's) does not take back as
@@ -98,225 +73,158 @@ def message_json(item: Any) -> Any:
     return dumped
 
 
-def _messages(messages: Sequence[Any]) -> Any:
-    if isinstance(messages, list | tuple):
-        return [message_json(m) for m in messages]
-    return messages  # not a list: the API names the field in its refusal
+def _json_hook(item: Any) -> Any:
+    dumped = message_json(item)
+    if dumped is item:  # nothing JSON can carry
+        raise TypeError(f"{type(item).__name__} is not JSON")
+    return dumped
 
 
-def _encode(body: Any, field: str) -> bytes:
-    try:
-        return _ENCODER.encode(body)
-    except (TypeError, msgspec.EncodeError) as exc:
-        raise InvalidInput(f"{field}: cannot be sent as JSON: {exc}", field=field) from exc
+_ENCODER: Final = msgspec.json.Encoder(enc_hook=_json_hook)
 
 
-def _as_own(result: Appended, own: bool) -> Appended:
-    # A delta_id this client made is seen twice only when the client sent it again
-    # itself (a lost answer): to the caller that is one append, not a duplicate.
-    return msgspec.structs.replace(result, duplicate=False) if own else result
+def thread_path(thread_id: str, tail: str = "") -> str:
+    return f"/threads/{quote(query.thread_id(thread_id), safe='')}{tail}"
 
 
-def append(
-    thread_id: str,
-    messages: Sequence[Any],
-    delta_id: str | None,
-    metadata: Mapping[str, Any] | None = None,
-) -> Exchange[Appended]:
-    own = delta_id is None
-    body = {"messages": _messages(messages), "delta_id": uuid4_str() if own else delta_id}
-    if metadata is not None:
-        body["metadata"] = metadata
+def exchange(op: ops.Op[T]) -> Exchange[T]:
+    """The request that runs ``op`` over HTTP, and how its answer is read."""
+    if isinstance(op, ops.WaitFor):
+        return _wait_for(op)  # type: ignore[return-value]  # WaitFor is an Op[str]
+    op, own = _with_delta_ids(op)
+    route = op.route
+    assert route is not None
+    path = route.path
+    if "{thread_id}" in path:  # checked here: an id that is not one never reaches a URL
+        path = path.replace("{thread_id}", quote(query.thread_id(op.thread_id), safe=""))  # type: ignore[attr-defined]
+    read = _reader(op, own)
+    if route.body is not None:
+        return Exchange(route.method, path, read, body=_body(op), gone_is_done=False)
+    params = _params(op)
+    wait = getattr(op, "wait", None)
+    # How long the server may hold the answer: a wait it will refuse holds nothing.
+    held = wait if isinstance(wait, int | float) and 0 < wait < math.inf else 0.0
     return Exchange(
-        "POST",
-        thread_path(thread_id, "/deltas"),
-        lambda raw: _as_own(_decode(_APPENDED, raw), own),
-        body=_encode(body, "messages"),
+        route.method,
+        path,
+        read,
+        params=params,
+        wait=float(held),
+        gone_is_done=route.method == "DELETE",
     )
 
 
-def append_many(deltas: Iterable[DeltaLike]) -> Exchange[list[Appended]]:
-    items, own = [], []
-    for i, d in enumerate(args.deltas(deltas)):
-        own.append(d.delta_id is None)
-        item = {
-            "thread_id": d.thread_id,
-            "messages": _messages(d.messages),
-            "delta_id": uuid4_str() if d.delta_id is None else d.delta_id,
-        }
-        if d.metadata is not None:
-            item["metadata"] = d.metadata
-        items.append(_encode(item, f"deltas[{i}].messages"))
-    body = b'{"deltas":[' + b",".join(items) + b"]}"
-
-    def read(raw: bytes) -> list[Appended]:
-        results = _decode(_BULK, raw).results
-        return [_as_own(r, o) for r, o in zip(results, own, strict=True)]
-
-    return Exchange("POST", "/deltas", read, body=body)
-
-
-def state(  # noqa: PLR0913  # the read's query parameters, by name, as GET /state takes them
-    thread_id: str,
-    *,
-    format: str,
-    min_version: str | None,
-    wait: float | None,
-    limit: int | None,
-    after: str | None,
-    before: str | None,
-    at_version: str | None,
-) -> Exchange[State]:
-    given = {
-        "format": format,
-        "min_version": min_version,
-        "wait": wait,
-        "limit": limit,
-        "after": after,
-        "before": before,
-        "at_version": at_version,
-    }
-    return _read(thread_path(thread_id, "/state"), lambda raw: _decode(_STATE, raw), given)
-
-
-def context(  # noqa: PLR0913  # the read's query parameters, by name, as GET /context takes them
-    thread_id: str,
-    *,
-    max_tokens: object,
-    strategy: str,
-    include_system: object,
-    start_on: object,
-    end_on: object,
-    counter: str,
-    format: str,
-    min_version: str | None,
-    wait: float | None,
-    at_version: str | None,
-) -> Exchange[Context]:
-    given = {
-        "max_tokens": max_tokens,
-        "strategy": strategy,
-        "include_system": _flag(include_system),
-        "start_on": _types(start_on),
-        "end_on": _types(end_on),
-        "counter": counter,
-        "format": format,
-        "min_version": min_version,
-        "wait": wait,
-        "at_version": at_version,
-    }
-    return _read(thread_path(thread_id, "/context"), lambda raw: _decode(_CONTEXT, raw), given)
-
-
-def _read(path: str, read: Callable[[bytes], T], given: Mapping[str, object]) -> Exchange[T]:
-    """A GET whose answer the server may hold for ``given["wait"]`` seconds (the parameters
-    left unset are not sent)."""
-    params = {k: _param(v) for k, v in given.items() if v is not None}
-    # How long the server may hold the answer: a wait it will refuse holds nothing.
-    wait = given.get("wait")
-    held = wait if isinstance(wait, int | float) and 0 < wait < math.inf else 0.0
-    return Exchange("GET", path, read, params=params, wait=float(held))
-
-
-def _flag(value: object) -> object:
-    """A boolean as the query string says it (anything else is sent for the API to refuse,
-    naming the parameter)."""
-    if value is True or value is False:
-        return "true" if value else "false"
-    return value
-
-
-def _types(value: object) -> object:
-    """Message types, comma-separated (a single type as it is)."""
-    if isinstance(value, list | tuple):
-        return ",".join(str(v) for v in value)
-    return value
-
-
-def _param(value: object) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
-def status(thread_id: str) -> Exchange[Status]:
-    return Exchange("GET", thread_path(thread_id, "/status"), lambda raw: _decode(_STATUS, raw))
-
-
-def delete(thread_id: str) -> Exchange[None]:
-    return Exchange("DELETE", thread_path(thread_id), lambda raw: None, gone_is_done=True)
-
-
-def wait_for(thread_id: str, version: str, timeout: float) -> Exchange[str]:
-    wanted, seconds = query.version(version), query.timeout(timeout)
-    params = {"min_version": wanted, "wait": _param(seconds), "limit": "0"}
+def _wait_for(op: ops.WaitFor) -> Exchange[str]:
+    """``wait_for`` over HTTP: a state read of no messages, held until the version."""
+    wanted, seconds = op.checked()
+    read = ops.ReadState(thread_id=op.thread_id, min_version=wanted, wait=seconds, limit=0)
+    state = exchange(read)
     return Exchange(
-        "GET",
-        thread_path(thread_id, "/state"),
-        lambda raw: _decode(_STATE, raw).version,
-        params=params,
+        state.method,
+        state.path,
+        lambda raw: state.read(raw).version,
+        params=state.params,
         wait=seconds,
     )
 
 
-def update(
-    thread_id: str, metadata: object, ttl_seconds: object, pinned: object
-) -> Exchange[Status]:
-    """PATCH: only the fields given (UNSET is left out; None is sent: the default)."""
-    fields = {"metadata": metadata, "ttl_seconds": ttl_seconds, "pinned": pinned}
-    body = {k: v for k, v in fields.items() if v is not msgspec.UNSET}
-    return Exchange(
-        "PATCH",
-        thread_path(thread_id),
-        lambda raw: _decode(_STATUS, raw),
-        body=_encode(body, "metadata"),
-    )
+def _with_delta_ids(op: ops.Op[T]) -> tuple[ops.Op[T], list[bool]]:
+    """``op`` with a ``delta_id`` made for each append (and copy) that has none, and
+    which ones this client made: a delta_id this client made is seen twice only when
+    the client sent it again itself (a lost answer), which to the caller is one
+    append, not a duplicate."""
+    if isinstance(op, ops.AppendMany):
+        own = [d.delta_id is None for d in op.deltas]
+        made = [
+            msgspec.structs.replace(d, delta_id=uuid4_str()) if mine else d
+            for d, mine in zip(op.deltas, own, strict=True)
+        ]
+        return cast(ops.Op[T], msgspec.structs.replace(op, deltas=made)), own
+    if isinstance(op, ops.Append | ops.Copy) and op.delta_id is None:
+        return cast(ops.Op[T], msgspec.structs.replace(op, delta_id=uuid4_str())), [True]
+    return op, [False]
 
 
-def search(body: Mapping[str, Any]) -> Exchange[Searched]:
-    return Exchange(
-        "POST",
-        "/threads/search",
-        lambda raw: _decode(_SEARCHED, raw),
-        body=_encode(_present(body), "metadata"),
-    )
+def _reader(op: ops.Op[T], own: list[bool]) -> Callable[[bytes], T]:
+    kind = type(op).result
+    if kind is None:
+        return lambda raw: None  # type: ignore[return-value]  # an Op[None]
+    decoder = msgspec.json.Decoder(kind)
+    if isinstance(op, ops.AppendMany):
+
+        def read_bulk(raw: bytes) -> T:
+            results = _decode(decoder, raw).results
+            return [_as_own(r, o) for r, o in zip(results, own, strict=True)]  # type: ignore[return-value]
+
+        return read_bulk
+    if isinstance(op, ops.Append):
+        return lambda raw: _as_own(_decode(decoder, raw), own[0])  # type: ignore[return-value]
+    return lambda raw: _decode(decoder, raw)
 
 
-def count(body: Mapping[str, Any]) -> Exchange[int]:
-    return Exchange(
-        "POST",
-        "/threads/count",
-        lambda raw: _decode(_COUNT, raw).count,
-        body=_encode(_present(body), "metadata"),
-    )
+def _as_own(result: Appended, own: bool) -> Appended:
+    return msgspec.structs.replace(result, duplicate=False) if own else result
 
 
-def copy(
-    thread_id: str, to: str, at_version: str | None, metadata: Mapping[str, Any] | None
-) -> Exchange[Copied]:
-    """A copy carries a ``delta_id`` of its own, as an append does: its retry after a
-    lost answer is answered with the copy it made, not a 409."""
-    body = _present({"to": to, "at_version": at_version, "metadata": metadata})
-    body["delta_id"] = uuid4_str()
-    return Exchange(
-        "POST",
-        thread_path(thread_id, "/copy"),
-        lambda raw: _decode(_COPIED, raw),
-        body=_encode(body, "metadata"),
-    )
+def _fields(op: ops.Op[Any], where: str) -> dict[str, Any]:
+    """The operation's fields carried ``where`` ('query' or 'body'), those at their
+    defaults left out (the API's defaults are the same table's)."""
+    given = {}
+    for param in routes.params(type(op)):
+        if param.where != where:
+            continue
+        value = getattr(op, param.name)
+        if value is msgspec.UNSET or (not param.required and value == param.default):
+            continue
+        given[param.name] = value
+    return given
 
 
-def prune(body: Mapping[str, Any]) -> Exchange[Pruned]:
-    return Exchange(
-        "POST",
-        "/threads/prune",
-        lambda raw: _decode(_PRUNED, raw),
-        body=_encode(_present(body), "metadata"),
-    )
+def _body(op: ops.Op[Any]) -> bytes:
+    body = _fields(op, "body")
+    try:
+        return _ENCODER.encode(body)
+    except (TypeError, msgspec.EncodeError) as exc:
+        field = _unencodable(body, "")
+        raise InvalidInput(f"{field}: cannot be sent as JSON: {exc}", field=field) from exc
 
 
-def _present(body: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in body.items() if v is not None}
+def _unencodable(value: Any, path: str) -> str:
+    """Where in ``value`` the first thing JSON cannot carry is (the refusal's field): a
+    field of the body, a delta's field, down to a messages list."""
+    if isinstance(value, Mapping) and not path:
+        items: Sequence[tuple[str, Any]] = list(value.items())
+    elif isinstance(value, msgspec.Struct):
+        items = [(f, getattr(value, f)) for f in value.__struct_fields__]
+    elif isinstance(value, list | tuple) and path.endswith("deltas"):
+        items = [(f"[{i}]", v) for i, v in enumerate(value)]
+    else:
+        return path
+    for name, item in items:
+        where = f"{path}{name}" if name.startswith("[") else f"{path}.{name}".lstrip(".")
+        try:
+            _ENCODER.encode(item)
+        except (TypeError, msgspec.EncodeError):
+            return _unencodable(item, where)
+    return path
+
+
+def _params(op: ops.Op[Any]) -> dict[str, str]:
+    given = _fields(op, "query")
+    return {name: _param(value) for name, value in given.items() if value is not None}
+
+
+def _param(value: object) -> str:
+    """A value as the query string says it: booleans true/false, lists of message types
+    comma-separated, whole numbers without a point (anything else is sent as it is, for
+    the API to refuse naming the parameter)."""
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
 def _decode(decoder: msgspec.json.Decoder[T], raw: bytes) -> T:
@@ -335,3 +243,58 @@ def failure(status: int, raw: bytes, retry_after: str | None) -> RequestError:
     except msgspec.DecodeError:
         return from_answer(status, None, retry_after, raw.decode("utf-8", "replace"))
     return from_answer(status, body, retry_after)
+
+
+class Remote:
+    """What an HTTP client holds besides its connection pool: where to go, how to
+    authenticate, when to retry, and how one attempt's answer is judged."""
+
+    def __init__(  # the HTTP clients' own arguments, passed on by name
+        self,
+        base_url: str,
+        api_key: str | None,
+        *,
+        timeout: float,
+        retries: int,
+        backoff: float,
+        max_backoff: float,
+    ) -> None:
+        url = httpx.URL(base_url)
+        if url.scheme not in ("http", "https") or not url.host:
+            raise ValueError("base_url: expected an http:// or https:// URL with a host")
+        self.base_url = base_url
+        # What messages and reprs show of it: no credentials.
+        self.shown_url = str(url.copy_with(username=None, password=None))
+        self.policy = RetryPolicy(retries, backoff, max_backoff)
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not (0 < timeout < math.inf)
+        ):
+            raise ValueError(f"timeout: expected a finite number of seconds > 0, got {timeout!r}")
+        self.timeout = float(timeout)
+        self.headers = {"accept": "application/json", "content-type": "application/json"}
+        if api_key is not None:
+            self.headers["authorization"] = f"Bearer {api_key}"
+
+    def timeout_of(self, exchange: Exchange[Any]) -> httpx.Timeout:
+        # A read-your-writes read may be held by the server for its wait.
+        return httpx.Timeout(self.timeout, read=self.timeout + exchange.wait)
+
+    def answer(self, exchange: Exchange[T], response: httpx.Response, attempt: int) -> T:
+        """The call's result, or the RequestError its answer is, raised."""
+        if response.is_success:
+            return exchange.read(response.content)
+        if response.status_code == 404 and attempt > 0 and exchange.gone_is_done:
+            return exchange.read(b"")
+        raise failure(response.status_code, response.content, response.headers.get("retry-after"))
+
+    def unreachable(self, exc: httpx.TransportError) -> RequestError:
+        found = unreachable(exc, self.shown_url)
+        if found is None:
+            raise exc
+        found.__cause__ = exc
+        return found
+
+    def give_up(self, failed: RequestError, attempt: int) -> bool:
+        return not retried(failed) or attempt >= self.policy.retries

@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
+import msgspec
 import redis
 from langchain_core.messages import messages_from_dict, trim_messages
 
@@ -54,6 +55,7 @@ from threadfold.workers.runtime.drain import Drainer
 from threadfold.workers.storage import context as context_script
 from threadfold.workers.storage.layout import layout_problems
 from threadfold.workers.storage.store import Store
+from threadfold.workers.threads import operations as ops
 from threadfold.workers.threads import query
 from threadfold.workers.threads.service import Threads
 
@@ -162,7 +164,7 @@ def _info_reply(admin: redis.Redis) -> float:
 
 
 def _measure_reads(threads: Threads, admin: redis.Redis, thread: str,
-                   asked: query.ContextQuery, reads: int, *,
+                   asked: ops.ReadContext, reads: int, *,
                    info_reply: float) -> dict[str, float]:
     services.reset_stats(admin)
     redis_before = redis_cpu(admin)
@@ -171,7 +173,7 @@ def _measure_reads(threads: Threads, admin: redis.Redis, thread: str,
     wall: list[float] = []
     for _ in range(reads):
         started = time.perf_counter()
-        threads.context("_", thread, asked)
+        threads.context("_", msgspec.structs.replace(asked, thread_id=thread))
         wall.append(time.perf_counter() - started)
     sent = _sent(admin) - sent_before - info_reply
     cpu = time.process_time() - cpu_before
@@ -197,12 +199,13 @@ def _check(threads: Threads, store: Store, thread: str, n: int) -> list[Failure]
         failures.append(Failure(f"{thread} fill", f"{len(whole.messages)} messages, not {n}"))
     lc = None
     if n <= 1_000:
-        dumped = threads.state("_", thread, query.query()).messages
+        dumped = threads.state("_", ops.ReadState(thread_id=thread)).messages
         lc = messages_from_dict([{"type": m["type"], "data": m} for m in dumped])
     for name, trim in READS:
-        asked = query.context(max_tokens=BUDGET, **trim)
-        got = [m["id"] for m in threads.context("_", thread, asked).messages]
-        expected = [i.message.id for i in window(Span(sized(whole.messages)), asked.trim).items]
+        asked = ops.ReadContext(thread_id=thread, max_tokens=BUDGET, **trim)
+        got = [m["id"] for m in threads.context("_", asked).messages]
+        trimmed = asked.checked(query.NO_LIMITS).trim
+        expected = [i.message.id for i in window(Span(sized(whole.messages)), trimmed).items]
         if got != expected:
             failures.append(Failure(f"{thread} {name}", "the read's window is not the state's"))
         if lc is not None:
@@ -224,7 +227,7 @@ def _today(threads: Threads, admin: redis.Redis, thread: str, times: int, *,
     started = time.perf_counter()
     for _ in range(times):
         at = time.perf_counter()
-        dumped = threads.state("_", thread, query.query()).messages
+        dumped = threads.state("_", ops.ReadState(thread_id=thread)).messages
         phases["state"] += time.perf_counter() - at
         at = time.perf_counter()
         lc = messages_from_dict([{"type": m["type"], "data": m} for m in dumped])
@@ -266,7 +269,7 @@ def measure(sizes: Sizes, say: Progress) -> dict[str, Any]:
             order = THREADS if r % 2 == 0 else THREADS[::-1]
             turn: dict[str, Any] = {"order": order}
             for read, trim in READS:
-                asked = query.context(max_tokens=BUDGET, **trim)
+                asked = ops.ReadContext(thread_id="", max_tokens=BUDGET, **trim)
                 turn[read] = {t: _measure_reads(threads, admin, t, asked, sizes.reads,
                                                 info_reply=info_reply) for t in order}
             rounds.append(turn)

@@ -23,7 +23,7 @@ from threadfold import (
     State,
     Status,
 )
-from threadfold.types import UNSET, Context, Copied, Pruned, Searched, Unset
+from threadfold.types import UNSET, Context, Copied, Pruned, Searched, ThreadList, Unset
 from threadfold.workers.settings import Settings
 
 KINDS = ["Client", "AsyncClient", "HttpClient", "AsyncHttpClient"]
@@ -99,6 +99,9 @@ class Synced:
 
     def wait_for(self, thread_id: str, version: str, timeout: float) -> str:
         return self.runner.run(self.inner.wait_for(thread_id, version, timeout))
+
+    def threads(self, *, limit: int = 50) -> ThreadList:
+        return self.runner.run(self.inner.threads(limit=limit))
 
     def update(
         self,

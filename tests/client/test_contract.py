@@ -170,6 +170,18 @@ def test_status_of_a_drained_thread(client: ClientProtocol) -> None:
     assert status.quarantine_reason is None and status.attempts == 0
 
 
+def test_the_threads_list_leads_with_the_latest_thread(client: ClientProtocol) -> None:
+    thread = new_thread()
+    done = client.append(thread, ["a", "b"])
+    client.wait_for(thread, done.version, WAIT)
+    [latest] = client.threads(limit=1).threads
+    assert (latest.thread_id, latest.version, latest.messages) == (thread, done.version, 2)
+    assert client.threads(limit=0).threads == ()
+    with pytest.raises(InvalidInput) as caught:
+        client.threads(limit=10_000)
+    assert caught.value.field == "limit"
+
+
 def test_a_deleted_thread_is_not_found(client: ClientProtocol) -> None:
     thread = new_thread()
     done = client.append(thread, ["x"])

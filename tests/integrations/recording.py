@@ -25,7 +25,7 @@ from threadfold import (
     Status,
 )
 from threadfold.core import dump_messages
-from threadfold.types import UNSET, Context, Copied, Pruned, Searched, Unset
+from threadfold.types import UNSET, Context, Copied, Pruned, Searched, ThreadList, Unset
 
 
 class Recorder:
@@ -111,6 +111,9 @@ class Recording:
 
     def wait_for(self, thread_id: str, version: str, timeout: float) -> str:
         return self.inner.wait_for(thread_id, version, timeout)
+
+    def threads(self, *, limit: int = 50) -> ThreadList:
+        return self.inner.threads(limit=limit)
 
     def update(
         self,
@@ -241,6 +244,9 @@ class AsyncRecording:
 
     async def wait_for(self, thread_id: str, version: str, timeout: float) -> str:
         return await self.inner.wait_for(thread_id, version, timeout)
+
+    async def threads(self, *, limit: int = 50) -> ThreadList:
+        return await self.inner.threads(limit=limit)
 
     async def update(
         self,

@@ -22,7 +22,7 @@ from threadfold.workers.storage import context as context_script
 from threadfold.workers.storage.context import Direction
 from threadfold.workers.storage.layout import layout_problems
 from threadfold.workers.storage.store import Store
-from threadfold.workers.threads import query
+from threadfold.workers.threads import operations as ops
 from threadfold.workers.threads.service import Threads
 
 
@@ -84,10 +84,11 @@ _TRIMS = st.builds(
 ).filter(lambda t: t.strategy == "last" or not (t.include_system or t.start_on))
 
 
-def _asked(t: Trim) -> query.ContextQuery:
-    return query.context(
-        max_tokens=t.max_tokens, strategy=t.strategy, include_system=t.include_system,
-        start_on=list(t.start_on) or None, end_on=list(t.end_on) or None,
+def _asked(thread: str, t: Trim) -> ops.ReadContext:
+    return ops.ReadContext(
+        thread_id=thread, max_tokens=t.max_tokens, strategy=t.strategy,
+        include_system=t.include_system, start_on=list(t.start_on) or None,
+        end_on=list(t.end_on) or None,
     )
 
 
@@ -106,7 +107,7 @@ def test_a_read_makes_the_window_the_whole_state_makes(
     threads = Threads(config, Producer(store.client, config, NoWake()), store)
     for t in trims:
         expected = window(Span(sized(whole.messages)), t)
-        got = threads.context("_", thread, _asked(t))
+        got = threads.context("_", _asked(thread, t))
         assert [m["id"] for m in got.messages] == [i.message.id for i in expected.items]
         assert (got.tokens, got.adjusted, got.version) == (
             expected.tokens, expected.adjusted, whole.version)
@@ -138,7 +139,9 @@ def test_a_window_of_a_long_thread_reads_only_its_pages(redis_url: str) -> None:
         assert _pages_sent(store, "_/long", "last", budget) <= needed + 1
         assert _pages_sent(store, "_/long", "first", budget) <= needed + 1
     threads = Threads(config, producer, store)
-    got = threads.context("_", "long", query.context(max_tokens=1_000, include_system=True))
+    got = threads.context(
+        "_", ops.ReadContext(thread_id="long", max_tokens=1_000, include_system=True)
+    )
     assert got.messages[0]["id"] == "s" and got.messages[-1]["id"] == "u19999"
     assert got.total == 20_000 - 14_900 + 1
     whole = store.read_state("_/long")
@@ -146,7 +149,7 @@ def test_a_window_of_a_long_thread_reads_only_its_pages(redis_url: str) -> None:
     for t in (Trim(1_000, include_system=True), Trim(5, include_system=True),
               Trim(3_000, "first"), Trim(500, end_on=("system",)), Trim(10**6)):
         expected = window(Span(sized(whole.messages)), t)
-        read = threads.context("_", "long", _asked(t))
+        read = threads.context("_", _asked("long", t))
         assert [m["id"] for m in read.messages] == [i.message.id for i in expected.items]
 
 
@@ -159,5 +162,5 @@ def test_a_context_read_on_a_cluster(redis_cluster: RedisCluster) -> None:
     threads = Threads(config, Producer(store.client, config, NoWake()), store)
     for t in (Trim(300), Trim(500, include_system=True, start_on=("human",)), Trim(200, "first")):
         expected = window(Span(sized(whole.messages)), t)
-        got = threads.context("_", thread, _asked(t))
+        got = threads.context("_", _asked(thread, t))
         assert [m["id"] for m in got.messages] == [i.message.id for i in expected.items]

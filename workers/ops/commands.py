@@ -29,7 +29,7 @@ from threadfold.workers.runtime import recompute
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.store import Store
 from threadfold.workers.threads import lifecycle
-from threadfold.workers.threads.listing import prune_threads
+from threadfold.workers.threads._sync.listing import prune_threads
 
 
 class CommandError(ThreadfoldError):

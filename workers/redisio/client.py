@@ -165,6 +165,11 @@ def run(client: SyncClient, call: Call) -> Any:
         raise typed(exc) from exc
 
 
+def is_cluster(client: SyncClient | AsyncClient) -> bool:
+    """Whether ``client`` talks to a Redis Cluster (each call a request of its own)."""
+    return isinstance(client, RedisCluster | AsyncRedisCluster)
+
+
 def run_many(client: SyncClient, calls: Sequence[Item]) -> list[Any]:
     """Run many script calls (and plain commands) in one pipelined round trip (one per
     node on a cluster). Plain commands' replies are as Redis sent them (nested lists of

@@ -7,9 +7,10 @@ from collections.abc import Mapping
 from typing import Final, NamedTuple
 
 from threadfold.core.keys import Keyspace
+from threadfold.core.lifecycle import StatusName
 from threadfold.workers.redisio.client import Call
 from threadfold.workers.storage.lua import script
-from threadfold.workers.storage.search import StatusName, terms
+from threadfold.workers.storage.search import terms
 
 SCRIPT: Final = script("count", "common", "lifecycle")
 

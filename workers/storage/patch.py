@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
 from threadfold.core.keys import ThreadKeys
+from threadfold.core.lifecycle import TTL_DEFAULT, TTL_KEEP
 from threadfold.core.metadata import MAX_KEYS, MAX_TOTAL_BYTES
 from threadfold.workers.redisio.client import Call, text
 from threadfold.workers.storage.contract import keys_of
@@ -16,8 +17,8 @@ from threadfold.workers.storage.lua import script
 SCRIPT: Final = script("patch", "common", "lifecycle")
 
 #: A TTL change: unchanged, back to the deployment's default, or ms.
-KEEP: Final = ""
-DEFAULT: Final = "-"
+KEEP: Final = TTL_KEEP
+DEFAULT: Final = TTL_DEFAULT
 
 
 class Keys(NamedTuple):

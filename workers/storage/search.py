@@ -6,18 +6,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from threadfold.core.keys import Keyspace
+from threadfold.core.lifecycle import Order, StatusName
 from threadfold.workers.redisio.client import Call, text
 from threadfold.workers.storage.lua import script
 
 SCRIPT: Final = script("search", "common", "lifecycle")
 
 #: What a search is sorted by: last activity (a commit, or the creation), or creation.
-Order = Literal["activity", "created"]
 #: A thread's status: idle (nothing to apply), busy (a backlog), quarantined.
-StatusName = Literal["idle", "busy", "quarantined"]
 
 
 class Keys(NamedTuple):

@@ -28,7 +28,7 @@ from threadfold.workers.storage.commit import CommitPlan, Committed
 from threadfold.workers.storage.context import ContextRead, Direction
 from threadfold.workers.storage.lookup import Found
 from threadfold.workers.storage.meta import VERSION_FIELDS, version_of
-from threadfold.workers.storage.read_state import StatePage, WholeThread
+from threadfold.workers.storage.read_state import StateBodies, StatePage, WholeThread
 from threadfold.workers.storage.retry import Retried
 from threadfold.workers.storage.status import ThreadStatus
 
@@ -84,6 +84,13 @@ class Store:
     ) -> StatePage | None:
         call = read_state.call(self.keyspace.thread(ref), mode, anchor, limit)
         return read_state.parse(run(self.client, call), mode, limit)
+
+    def read_state_bodies(
+        self, ref: str, mode: str = "all", anchor: str = "", limit: int = -1
+    ) -> StateBodies | None:
+        """:meth:`read_state` without decoding the messages."""
+        call = read_state.call(self.keyspace.thread(ref), mode, anchor, limit)
+        return read_state.parse_bodies(run(self.client, call), mode, limit)
 
     def read_context(self, ref: str, direction: Direction, want: int) -> ContextRead | None:
         """The pages a context window needs: from the thread's end (or start) until

@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -22,11 +22,15 @@ import msgspec
 
 from threadfold.core import metadata as md
 from threadfold.core.errors import BadRequest, InvalidInput
-from threadfold.core.keys import InvalidName, Keyspace, check_name, make_ref
-from threadfold.core.lifecycle import MAX_TTL_SECONDS, MIN_TTL_SECONDS
-from threadfold.workers.redisio.client import Call
-from threadfold.workers.storage import count, patch, prune, search
-from threadfold.workers.storage.search import Order, Part, StatusName
+from threadfold.core.keys import InvalidName, check_name, make_ref
+from threadfold.core.lifecycle import (
+    MAX_TTL_SECONDS,
+    MIN_TTL_SECONDS,
+    TTL_DEFAULT,
+    TTL_KEEP,
+    Order,
+    StatusName,
+)
 from threadfold.workers.threads.query import version as check_version
 
 #: A search page's ``limit``: its default and its largest.
@@ -51,12 +55,12 @@ class Update:
     """A checked update: metadata changes, and the TTL and pin if given."""
 
     metadata: md.Changes = field(default_factory=dict)
-    ttl: str = patch.KEEP  # patch.KEEP, patch.DEFAULT, or ms
+    ttl: str = TTL_KEEP  # TTL_KEEP, TTL_DEFAULT, or ms
     pinned: str = ""  # '', '1', '0'
 
     @property
     def empty(self) -> bool:
-        return not self.metadata and self.ttl == patch.KEEP and not self.pinned
+        return not self.metadata and self.ttl == TTL_KEEP and not self.pinned
 
 
 def ttl_ms_of(value: object, name: str = "ttl_seconds") -> int:
@@ -77,9 +81,9 @@ def update(
 ) -> Update:
     """The arguments of an update, each checked (unset ones unchanged)."""
     changes: md.Changes = {} if metadata is _UNSET else md.changes(metadata)
-    ttl = patch.KEEP
+    ttl = TTL_KEEP
     if ttl_seconds is None:
-        ttl = patch.DEFAULT
+        ttl = TTL_DEFAULT
     elif ttl_seconds is not _UNSET:
         ttl = str(ttl_ms_of(ttl_seconds))
     pin = ""
@@ -90,16 +94,17 @@ def update(
     return Update(changes, ttl, pin)
 
 
-def refused(found: patch.Refused) -> InvalidInput:
-    if found.limit == "keys":
+def refused(limit: str, reached: int) -> InvalidInput:
+    """The refusal of metadata past a thread's ``limit`` ('keys' or 'bytes')."""
+    if limit == "keys":
         return InvalidInput(
             f"metadata: a thread holds at most {md.MAX_KEYS} keys; this would make "
-            f"{found.reached}",
+            f"{reached}",
             field="metadata",
         )
     return InvalidInput(
         f"metadata: a thread holds at most {md.MAX_TOTAL_BYTES} bytes of keys and values; "
-        f"this would make {found.reached}",
+        f"this would make {reached}",
         field="metadata",
     )
 
@@ -188,48 +193,6 @@ def _after(value: object, s: Search) -> tuple[int, str]:
     return score, ref
 
 
-def search_calls(ks: Keyspace, tenant: str, s: Search, after: tuple[int, str] | None) -> list[Call]:
-    return [
-        search.call(
-            ks,
-            bucket,
-            tenant,
-            s.order,
-            metadata=s.metadata,
-            status=s.status,
-            after=after,
-            limit=s.limit,
-            budget=BUDGET,
-        )
-        for bucket in range(ks.buckets)
-    ]
-
-
-def count_calls(ks: Keyspace, tenant: str, s: Search) -> list[Call]:
-    return [
-        count.call(ks, bucket, tenant, metadata=s.metadata, status=s.status)
-        for bucket in range(ks.buckets)
-    ]
-
-
-def merge(
-    parts: Sequence[Part], limit: int
-) -> tuple[list[tuple[int, str]], tuple[int, str] | None]:
-    """The page the buckets' parts settle, latest first, and where the next starts
-    (None: nothing is left). A bucket that stopped looking at its frontier may hold
-    more past it, so nothing past the least advanced frontier is in this page."""
-    found = sorted((item for p in parts for item in p.found), reverse=True)
-    frontiers = [p.frontier for p in parts if p.frontier is not None]
-    bound = max(frontiers) if frontiers else None
-    if bound is not None:
-        found = [item for item in found if item >= bound]
-    page = found[:limit]
-    full = any(len(p.found) >= limit for p in parts)
-    if page and (len(found) > limit or full):
-        return page, page[-1]
-    return page, bound
-
-
 # -- prune ------------------------------------------------------------------------------------
 
 
@@ -287,22 +250,6 @@ def pruned(
     return Prune(tenant, prefix, terms, idle, dry_run)
 
 
-def prune_calls(ks: Keyspace, bucket: int, refs: Sequence[str], p: Prune) -> list[Call]:
-    """The calls that prune ``refs`` (a bucket's threads) as ``p`` asks."""
-    wanted = [ref for ref in refs if p.wants(ref)]
-    return [
-        prune.call(
-            ks,
-            bucket,
-            wanted[i : i + prune.PER_CALL],
-            dry_run=p.dry_run,
-            idle_ms=p.idle_ms,
-            metadata=p.metadata,
-        )
-        for i in range(0, len(wanted), prune.PER_CALL)
-    ]
-
-
 # -- copy -------------------------------------------------------------------------------------
 
 
@@ -326,9 +273,9 @@ class Copy:
             else:
                 merged[key] = value
         if len(merged) > md.MAX_KEYS:
-            raise refused(patch.Refused("keys", len(merged)))
+            raise refused("keys", len(merged))
         if md.total_bytes(merged) > md.MAX_TOTAL_BYTES:
-            raise refused(patch.Refused("bytes", md.total_bytes(merged)))
+            raise refused("bytes", md.total_bytes(merged))
         return md.pairs(dict(merged))
 
 

@@ -1,166 +1,100 @@
-"""A tenant's threads: most recently active first (``GET /threads``), found by a
-search, counted, pruned. Each is one call per bucket, pipelined in one round trip (or
-on a cluster each sent straight to its slot's node, :data:`CLUSTER_WAVE` at a time),
-then the found threads' status.
-
-The list is two exchanges.
-First every bucket's candidates (:mod:`threadfold.workers.storage.threads_recent`, one
-call per bucket: pipelined in one round trip, or on a cluster each sent straight to its
-slot's node, :data:`CLUSTER_WAVE` at a time), merged into the ``limit`` latest; then
-those threads' status (:mod:`threadfold.workers.storage.status`), each read at once.
-A thread deleted between the two is left out; one written between them shows with its
-newer row.
+"""What a list of threads is, beside the exchanges that find it
+(``workers/threads/_async/listing.py`` and its generated sync form): a row per thread,
+built from the status the second exchange read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Final
 
-from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
-
 from threadfold.core.keys import Keyspace
-from threadfold.workers.redisio.client import (
-    AsyncClient,
-    Call,
-    SyncClient,
-    arun_many,
-    run_many,
-    text,
-)
-from threadfold.workers.storage import prune, search, status, threads_recent
+from threadfold.workers.redisio.client import Call
+from threadfold.workers.storage import count, prune, search, status
+from threadfold.workers.storage.search import Part
 from threadfold.workers.storage.status import ThreadStatus
-from threadfold.workers.threads import lifecycle
-from threadfold.workers.threads.lifecycle import Prune, Search
+from threadfold.workers.threads.lifecycle import BUDGET, Prune, Search
 
 #: Calls in flight at once on a cluster, where each is a request of its own: redis-py's
 #: cluster client holds at most 100 connections per node and refuses a request above
 #: them (1,024 buckets at once were refused), and the API's other requests share them.
 CLUSTER_WAVE: Final = 50
 
-
+#: A found thread: its ref, its status, its activity time (ms).
 Row = tuple[str, ThreadStatus, int]
 
 
-def _candidates(keyspace: Keyspace, tenant: str, limit: int) -> list[Call]:
-    return [
-        threads_recent.call(keyspace, bucket, tenant, limit) for bucket in range(keyspace.buckets)
-    ]
-
-
-def _rows(latest: Sequence[tuple[str, int]], answers: Sequence[Any]) -> list[Row]:
+def rows(latest: Sequence[tuple[str, int]], answers: Sequence[Any]) -> list[Row]:
+    """The found threads with their status (one deleted between the exchanges is left
+    out)."""
     found = []
     for (ref, activity), raw in zip(latest, answers, strict=True):
         row = status.parse(raw)
-        if row is not None:  # deleted between the two exchanges
+        if row is not None:
             found.append((ref, row, activity))
     return found
 
 
-def _statuses(keyspace: Keyspace, refs: Sequence[str], ttl_ms: int) -> list[Call]:
-    return [status.call(keyspace.thread(ref), ttl_ms) for ref in refs]
-
-
-def threads_of(
-    client: SyncClient, keyspace: Keyspace, tenant: str, limit: int, ttl_ms: int = 0
-) -> list[Row]:
-    """``tenant``'s ``limit`` most recently active threads, latest first: each ref with
-    its status and its activity time (ms of its last commit or append, the later)."""
-    if limit <= 0:
-        return []
-    latest = threads_recent.parse(run_many(client, _candidates(keyspace, tenant, limit)), limit)
-    calls = _statuses(keyspace, [ref for ref, _ in latest], ttl_ms)
-    return _rows(latest, run_many(client, calls))
-
-
-async def recent_threads(
-    client: AsyncClient, keyspace: Keyspace, tenant: str, limit: int, ttl_ms: int = 0
-) -> list[Row]:
-    """:func:`threads_of` for asyncio callers."""
-    if limit <= 0:
-        return []
-    latest = threads_recent.parse(await _run(client, _candidates(keyspace, tenant, limit)), limit)
-    rows = await _run(client, _statuses(keyspace, [ref for ref, _ in latest], ttl_ms))
-    return _rows(latest, rows)
-
-
-async def _run(client: AsyncClient, calls: Sequence[Call]) -> list[Any]:
-    if not isinstance(client, AsyncRedisCluster):
-        return await arun_many(client, calls)
-    answers: list[Any] = []
-    for start in range(0, len(calls), CLUSTER_WAVE):
-        answers += await arun_many(client, calls[start : start + CLUSTER_WAVE])
-    return answers
-
-
-# -- search, count, prune ----------------------------------------------------------------
-
-def search_threads(
-    client: SyncClient, keyspace: Keyspace, tenant: str, s: Search, ttl_ms: int = 0
-) -> tuple[list[Row], tuple[int, str] | None]:
-    """A page of ``tenant``'s threads ``s`` finds, in its order, and the position the
-    next page starts after (None: no more)."""
-    page: list[tuple[int, str]] = []
-    after = s.after
-    for _ in range(lifecycle.ROUNDS):
-        parts = [search.parse(raw) for raw in run_many(client, lifecycle.search_calls(
-            keyspace, tenant, s, after))]
-        found, after = lifecycle.merge(parts, s.limit - len(page))
-        page += found
-        if len(page) >= s.limit or after is None:
-            break
-    refs = [ref for _, ref in page]
-    return _rows(_scored(page), run_many(client, _statuses(keyspace, refs, ttl_ms))), after
-
-
-async def asearch_threads(
-    client: AsyncClient, keyspace: Keyspace, tenant: str, s: Search, ttl_ms: int = 0
-) -> tuple[list[Row], tuple[int, str] | None]:
-    """:func:`search_threads` for asyncio callers."""
-    page: list[tuple[int, str]] = []
-    after = s.after
-    for _ in range(lifecycle.ROUNDS):
-        answers = await _run(client, lifecycle.search_calls(keyspace, tenant, s, after))
-        found, after = lifecycle.merge([search.parse(raw) for raw in answers], s.limit - len(page))
-        page += found
-        if len(page) >= s.limit or after is None:
-            break
-    refs = [ref for _, ref in page]
-    return _rows(_scored(page), await _run(client, _statuses(keyspace, refs, ttl_ms))), after
-
-
-def _scored(page: Sequence[tuple[int, str]]) -> list[tuple[str, int]]:
+def scored(page: Sequence[tuple[int, str]]) -> list[tuple[str, int]]:
     return [(ref, score) for score, ref in page]
 
 
-def count_threads(client: SyncClient, keyspace: Keyspace, tenant: str, s: Search) -> int:
-    return sum(int(n) for n in run_many(client, lifecycle.count_calls(keyspace, tenant, s)))
+# -- a search, a count, a prune: one call per bucket ---------------------------------------
 
 
-async def acount_threads(client: AsyncClient, keyspace: Keyspace, tenant: str, s: Search) -> int:
-    return sum(int(n) for n in await _run(client, lifecycle.count_calls(keyspace, tenant, s)))
+def search_calls(ks: Keyspace, tenant: str, s: Search, after: tuple[int, str] | None) -> list[Call]:
+    return [
+        search.call(
+            ks,
+            bucket,
+            tenant,
+            s.order,
+            metadata=s.metadata,
+            status=s.status,
+            after=after,
+            limit=s.limit,
+            budget=BUDGET,
+        )
+        for bucket in range(ks.buckets)
+    ]
 
 
-def prune_threads(
-    client: SyncClient, keyspace: Keyspace, p: Prune, progress: Callable[[int], None] | None = None
-) -> int:
-    """Prune as ``p`` asks, bucket by bucket (``progress`` is told each bucket done):
-    the threads removed (or counted, on a dry run)."""
-    removed = 0
-    for bucket in range(keyspace.buckets):
-        refs = [text(r) for r in client.smembers(keyspace.bucket_keys(bucket).threads)]
-        calls = lifecycle.prune_calls(keyspace, bucket, refs, p)
-        removed += sum(prune.parse(raw) for raw in run_many(client, calls)) if calls else 0
-        if progress is not None:
-            progress(1)
-    return removed
+def count_calls(ks: Keyspace, tenant: str, s: Search) -> list[Call]:
+    return [
+        count.call(ks, bucket, tenant, metadata=s.metadata, status=s.status)
+        for bucket in range(ks.buckets)
+    ]
 
 
-async def aprune_threads(client: AsyncClient, keyspace: Keyspace, p: Prune) -> int:
-    """:func:`prune_threads` for asyncio callers."""
-    removed = 0
-    for bucket in range(keyspace.buckets):
-        members = await client.smembers(keyspace.bucket_keys(bucket).threads)
-        calls = lifecycle.prune_calls(keyspace, bucket, [text(r) for r in members], p)
-        removed += sum(prune.parse(raw) for raw in await _run(client, calls)) if calls else 0
-    return removed
+def merge(
+    parts: Sequence[Part], limit: int
+) -> tuple[list[tuple[int, str]], tuple[int, str] | None]:
+    """The page the buckets' parts settle, latest first, and where the next starts
+    (None: nothing is left). A bucket that stopped looking at its frontier may hold
+    more past it, so nothing past the least advanced frontier is in this page."""
+    found = sorted((item for p in parts for item in p.found), reverse=True)
+    frontiers = [p.frontier for p in parts if p.frontier is not None]
+    bound = max(frontiers) if frontiers else None
+    if bound is not None:
+        found = [item for item in found if item >= bound]
+    page = found[:limit]
+    full = any(len(p.found) >= limit for p in parts)
+    if page and (len(found) > limit or full):
+        return page, page[-1]
+    return page, bound
+
+
+def prune_calls(ks: Keyspace, bucket: int, refs: Sequence[str], p: Prune) -> list[Call]:
+    """The calls that prune ``refs`` (a bucket's threads) as ``p`` asks."""
+    wanted = [ref for ref in refs if p.wants(ref)]
+    return [
+        prune.call(
+            ks,
+            bucket,
+            wanted[i : i + prune.PER_CALL],
+            dry_run=p.dry_run,
+            idle_ms=p.idle_ms,
+            metadata=p.metadata,
+        )
+        for i in range(0, len(wanted), prune.PER_CALL)
+    ]

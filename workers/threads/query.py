@@ -353,10 +353,9 @@ def context_query(items: Iterable[tuple[str, str]], limits: Limits) -> ContextQu
     )
 
 
-def threads_limit(items: Iterable[tuple[str, str]]) -> int:
-    """``GET /threads``'s query string: ``limit`` alone (refused as a state query's)."""
-    given = _number(pairs(items, ("limit",)).get("limit"), "limit", integer=True)
-    return THREADS_LIMIT if given is None else _limit(given, THREADS_MAX)
+def threads_limit(value: object) -> int:
+    """The threads list's ``limit`` (checked as a state read's)."""
+    return _limit(value, THREADS_MAX)
 
 
 def events_query(

@@ -1,0 +1,98 @@
+"""The HTTP clients (``threadfold.AsyncHttpClient``, and ``threadfold.HttpClient``
+generated from it): the front over a remote deployment's HTTP API (httpx).
+
+Each operation is sent as :mod:`threadfold.wire` derives its request from the table.
+Connections are pooled and kept alive (one client serves many calls; the sync one is
+thread-safe); calls that got no answer, or a 502/503/504, are sent again with backoff
+(:mod:`threadfold.retry`), appends with the same ``delta_id``, so each is applied once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import TypeVar
+
+import httpx
+
+from threadfold import feed_reader, wire
+from threadfold._async.front import AsyncFront
+from threadfold.errors import ClientClosed, RequestError
+from threadfold.feed import Event
+from threadfold.types import Format
+from threadfold.workers.threads import operations as ops
+
+T = TypeVar("T")
+
+
+class AsyncHttpClient(AsyncFront):
+    """The HTTP API of a deployment at ``base_url``, with ``api_key`` as its bearer token
+    when it has keys. ``timeout`` bounds each attempt (a read's ``wait`` is added to it);
+    ``retries``, ``backoff`` and ``max_backoff``: see :class:`threadfold.retry.RetryPolicy`."""
+
+    def __init__(  # the connection's settings, by name
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        *,
+        timeout: float = 10.0,
+        retries: int = 3,
+        backoff: float = 0.1,
+        max_backoff: float = 2.0,
+    ) -> None:
+        self.remote = wire.Remote(
+            base_url,
+            api_key,
+            timeout=timeout,
+            retries=retries,
+            backoff=backoff,
+            max_backoff=max_backoff,
+        )
+        self._http = httpx.AsyncClient(base_url=base_url, headers=self.remote.headers)
+        self._closed = False
+
+    async def _run(self, op: ops.Op[T]) -> T:
+        if self._closed:
+            raise ClientClosed("this client is closed")
+        return await self._call(wire.exchange(op))
+
+    async def _call(self, exchange: wire.Exchange[T]) -> T:
+        remote = self.remote
+        attempt = 0
+        while True:
+            try:
+                response = await self._http.request(
+                    exchange.method,
+                    exchange.path,
+                    params=exchange.params,
+                    content=exchange.body,
+                    timeout=remote.timeout_of(exchange),
+                )
+                return remote.answer(exchange, response, attempt)
+            except httpx.TransportError as exc:
+                failed = remote.unreachable(exc)
+            except RequestError as exc:
+                failed = exc
+            if remote.give_up(failed, attempt):
+                raise failed
+            await asyncio.sleep(remote.policy.delay(attempt, failed))
+            attempt += 1
+
+    def subscribe(
+        self, thread_id: str, *, after: str | None = None, format: Format = "langchain"
+    ) -> AsyncIterator[Event]:
+        """The thread's events (``GET /threads/{id}/events``): a snapshot unless resuming
+        ``after`` a version, then one change per version; reopened with the last id
+        whenever the stream ends (:mod:`threadfold.feed_reader`)."""
+        if self._closed:
+            raise ClientClosed("this client is closed")
+        remote = self.remote
+        reader = feed_reader.Reader(thread_id, after, format, remote.shown_url)
+        return feed_reader.afollow(self._http, reader, remote.policy, remote.timeout)
+
+    async def close(self) -> None:
+        self._closed = True
+        await self._http.aclose()
+
+    def __repr__(self) -> str:  # never the API key
+        return f"<threadfold.{type(self).__name__} {self.remote.shown_url}>"

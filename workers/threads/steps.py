@@ -1,0 +1,225 @@
+"""What the thread service does around its I/O, the same in both forms: the refusals of
+the engine's failures, a checked thread, the answers built from what storage returned,
+and the checks every operation makes before any I/O.
+
+Like :mod:`.query`, nothing here waits on Redis: the service's two forms
+(``_async/service.py`` and the ``_sync`` one generated from it) call these between
+their awaits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import redis
+
+from threadfold.core import REMOVE_ALL_MESSAGES
+from threadfold.core.errors import (
+    Conflict,
+    InvalidInput,
+    InvalidMessage,
+    RedisFull,
+    Unavailable,
+    never_written,
+)
+from threadfold.core.keys import make_ref
+from threadfold.core.metadata import decoded
+from threadfold.core.metadata import pairs as md_pairs
+from threadfold.workers.ingest.prepare import Delta
+from threadfold.workers.ingest.producer import Enqueued
+from threadfold.workers.settings import Settings
+from threadfold.workers.storage.patch import Refused
+from threadfold.workers.storage.read_state import StatePage
+from threadfold.workers.storage.status import ThreadStatus
+from threadfold.workers.threads import lifecycle, operations, query
+from threadfold.workers.threads.admission import TenantBudget
+from threadfold.workers.threads.lifecycle import Copy, Search
+from threadfold.workers.threads.listing import Row
+from threadfold.workers.threads.query import Limits
+from threadfold.workers.threads.results import (
+    Appended,
+    Copied,
+    Searched,
+    Skipped,
+    Status,
+    ThreadRow,
+)
+
+UNREACHABLE: Final = "thread state is unreachable; retry (an append with the same delta_id)"
+
+
+class _Refusals:
+    """``with refusals:``: the engine's failures as the tree's refusals, a message
+    LangChain would not accept (422, its path the field), an unreachable Redis (503), a
+    full one (503). One object, entered by every operation: a class, not a
+    ``contextlib.contextmanager``, whose generator and wrapper each call would build
+    (bench.ab.handlers, the API's instructions per POST against the code before the
+    service: x1.026-1.033 with that, x1.013 with this)."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: object
+    ) -> None:
+        if exc is None:
+            return
+        if isinstance(exc, InvalidMessage):
+            raise InvalidInput(str(exc), field=exc.path or None) from exc
+        if isinstance(exc, redis.ConnectionError | redis.TimeoutError):
+            raise Unavailable(UNREACHABLE) from exc
+        # A script's refusal is already the tree's RedisFull (redisio.client.typed); a
+        # plain command's is redis-py's own.
+        if isinstance(exc, redis.exceptions.OutOfMemoryError):  # an operator's to mend
+            raise RedisFull() from exc
+
+
+refusals: Final = _Refusals()
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A checked thread: its id, and its ref in the tenant's keyspace."""
+
+    thread_id: str
+    ref: str
+
+
+def target(tenant: str, thread_id: str) -> Target:
+    name = query.thread_id(thread_id)
+    return Target(name, make_ref(tenant, name))
+
+
+def deltas(tenant: str, given: Sequence[operations.Delta]) -> list[Delta]:
+    """The deltas of an append, in the tenant (the producer checks every id, message and
+    metadata)."""
+    return [Delta(d.thread_id, d.messages, d.delta_id, tenant, d.metadata) for d in given]
+
+
+def appended(result: Enqueued) -> Appended:
+    return Appended(result.thread_id, result.version, result.accepted, result.duplicate, result.ids)
+
+
+def status_of(thread_id: str, found: ThreadStatus | None) -> Status:
+    if found is None:
+        raise never_written(thread_id)
+    return Status(
+        thread_id,
+        found.version,
+        found.last_enqueued,
+        found.backlog,
+        found.messages,
+        found.last_commit_ms,
+        found.attempts,
+        bool(found.quarantined),
+        found.quarantined or None,
+        found.quarantined_entry or None,
+        found.dirty_since_ms,
+        tuple(Skipped(s.entry, s.reason, s.at_ms) for s in found.skipped),
+        **_lifetime(found),
+    )
+
+
+def _lifetime(found: ThreadStatus) -> dict[str, Any]:
+    """What a status and a row show of a thread's metadata and lifetime."""
+    return {
+        "metadata": decoded(found.metadata),
+        "created_ms": found.created_ms,
+        "ttl_seconds": None if found.ttl_ms is None else found.ttl_ms / 1000,
+        "pinned": found.pinned,
+        "expires_at_ms": found.expires_ms,
+    }
+
+
+def row_of(ref: str, found: ThreadStatus, activity: int) -> ThreadRow:
+    return ThreadRow(
+        ref.partition("/")[2],  # as stored, unchecked: a list never fails on one row
+        found.version,
+        found.messages,
+        found.backlog,
+        found.lag_ms,
+        bool(found.quarantined),
+        found.quarantined or None,
+        found.last_commit_ms,
+        activity,
+        found.last_enqueued,
+        **_lifetime(found),
+    )
+
+
+def patched(found: bool | Refused, thread_id: str) -> None:
+    """An update's answer: done, or why not."""
+    if isinstance(found, Refused):
+        raise lifecycle.refused(found.limit, found.reached)
+    if not found:
+        raise never_written(thread_id)
+
+
+def searched(s: Search, rows: Sequence[Row], after: tuple[int, str] | None) -> Searched:
+    threads = tuple(row_of(ref, row, activity) for ref, row, activity in rows)
+    return Searched(threads, None if after is None else lifecycle.cursor_of(s, after))
+
+
+#: A copy of an empty state: a thread must start with a delta, and this one leaves it
+#: empty (RemoveMessage of every message, on nothing).
+_EMPTY: Final = ({"type": "remove", "id": REMOVE_ALL_MESSAGES, "content": ""},)
+
+
+def copy_delta(tenant: str, plan: Copy, page: StatePage) -> Delta:
+    """The copy's first delta: the source's messages, ids and all, in order (on an empty
+    thread, ``add_messages`` of them is exactly them)."""
+    return Delta(plan.to, list(page.messages) or list(_EMPTY), plan.delta_id, tenant)
+
+
+def copied(source: str, plan: Copy, page: StatePage, made: Enqueued | None) -> Copied:
+    """The copy's answer (a retry of one with its delta_id is answered as it was)."""
+    if made is None:
+        raise Conflict(f"thread {plan.to!r} exists; a copy makes a new thread", field="to")
+    return Copied(plan.to, source, page.version, made.version, page.total)
+
+
+class Checks:
+    """What both forms check before any I/O: the request's sizes (the HTTP API's limits;
+    a direct client has none), then the tenant's share of appends (``tenant_rate``)."""
+
+    def __init__(self, limits: Limits, settings: Settings) -> None:
+        self.limits = limits
+        rate = settings.tenant_rate
+        self.budget = TenantBudget(rate, settings.tenant_burst) if rate > 0 else None
+
+    def admit(self, tenant: str, deltas: int) -> None:
+        if self.budget is not None:
+            self.budget.admit(tenant, deltas)
+
+    def sized(self, given: Sequence[Any], field: str, top: int | None, what: str) -> None:
+        if top is not None and len(given) > top:
+            raise InvalidInput(f"{field}: at most {top} {what}", field=field)
+
+    def append(self, messages: Sequence[Any], field: str) -> None:
+        self.sized(messages, field, self.limits.max_messages, "messages per delta")
+
+    def bulk(self, given: Sequence[operations.Delta]) -> None:
+        self.sized(given, "deltas", self.limits.max_deltas, "deltas per request")
+        for i, item in enumerate(given):
+            self.append(item.messages, f"deltas[{i}].messages")
+
+
+__all__ = [
+    "UNREACHABLE",
+    "Checks",
+    "Delta",
+    "Target",
+    "appended",
+    "copied",
+    "copy_delta",
+    "deltas",
+    "md_pairs",
+    "patched",
+    "refusals",
+    "row_of",
+    "searched",
+    "status_of",
+    "target",
+]
