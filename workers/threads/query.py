@@ -1,13 +1,13 @@
 """The arguments of a thread operation, checked once for every door: a thread id, a
-tenant, a version, a format, a timeout, and a state read's query, whether it comes as
-Python values (a direct client's keyword arguments) or as a query string (the HTTP
-API's name-value pairs, whose numbers are ASCII digits). A refusal names the argument.
+tenant, a version, a format, a timeout, a state read's and a context read's query. The
+operations of the table (:mod:`.operations`) call these on their raw arguments, whether
+a direct client gave them or the HTTP API parsed them from a query string
+(:mod:`.routes`). A refusal names the argument.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Final
@@ -27,33 +27,9 @@ from threadfold.core.keys import InvalidName, check_name
 from threadfold.core.render import FORMATS, Format
 from threadfold.core.versions import InvalidVersion, parse_version
 
-#: The names ``GET /threads/{id}/state`` takes (the keyword arguments of ``state()``).
-STATE_QUERY: Final = ("format", "min_version", "at_version", "wait", "limit", "before", "after")
-
-#: The names ``GET /threads/{id}/context`` takes (the keyword arguments of ``context()``).
-CONTEXT_QUERY: Final = (
-    "max_tokens",
-    "strategy",
-    "include_system",
-    "start_on",
-    "end_on",
-    "counter",
-    "format",
-    "min_version",
-    "at_version",
-    "wait",
-)
-
 #: The threads list's ``limit``: its default and its largest.
 THREADS_LIMIT: Final = 50
 THREADS_MAX: Final = 500
-
-# Numbers in ASCII digits only: int() and float() also take ' 3', '3_0', '+3', 'nan',
-# 'infinity' and other scripts' digits ('٣' is 3). A leading '-' is let through to the
-# range check, whose message says more.
-_INTEGER: Final = re.compile(r"-?[0-9]{1,20}")
-_NUMBER: Final = re.compile(r"-?(?:[0-9]{1,20}(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,4})?")
-
 
 @dataclass(frozen=True, slots=True)
 class Limits:
@@ -261,7 +237,7 @@ def context(  # noqa: PLR0913  # trim_messages' arguments and a state read's, by
     wait: object = None,
     limits: Limits = NO_LIMITS,
 ) -> ContextQuery:
-    """The arguments of a context read, checked one by one (the HTTP API's order).
+    """The arguments of a context read, checked one by one.
     ``start_on`` and ``include_system`` go with ``strategy="last"`` only, as LangChain
     refuses them with ``"first"``."""
     budget = token_budget(max_tokens)
@@ -299,58 +275,6 @@ def pairs(items: Iterable[tuple[str, str]], allowed: Collection[str]) -> dict[st
             raise BadRequest(f"{name}: given more than once", field=name)
         found[name] = value
     return found
-
-
-def _number(text: str | None, name: str, *, integer: bool) -> float | int | None:
-    if text is None:
-        return None
-    if (_INTEGER if integer else _NUMBER).fullmatch(text) is None:
-        kind = "an integer" if integer else "a number"
-        raise BadRequest(f"{name}: expected {kind} in ASCII digits, got {text!r}", field=name)
-    return int(text) if integer else float(text)
-
-
-def state_query(items: Iterable[tuple[str, str]], limits: Limits) -> Query:
-    """``GET /threads/{id}/state``'s query string as a :class:`Query`."""
-    given = pairs(items, STATE_QUERY)
-    return query(
-        format=given.get("format", "langchain"),
-        min_version=given.get("min_version"),
-        at_version=given.get("at_version"),
-        wait=_number(given.get("wait"), "wait", integer=False),
-        limit=_number(given.get("limit"), "limit", integer=True),
-        before=given.get("before"),
-        after=given.get("after"),
-        limits=limits,
-    )
-
-
-_BOOLEANS: Final = {"true": True, "false": False}
-
-
-def context_query(items: Iterable[tuple[str, str]], limits: Limits) -> ContextQuery:
-    """``GET /threads/{id}/context``'s query string as a :class:`ContextQuery`; a list
-    of message types is comma-separated (``start_on=human,ai``)."""
-    given = pairs(items, CONTEXT_QUERY)
-    flag = given.get("include_system", "false")
-    if flag not in _BOOLEANS:
-        raise BadRequest(
-            f"include_system: expected true or false, got {flag!r}", field="include_system"
-        )
-    start, end = given.get("start_on"), given.get("end_on")
-    return context(
-        max_tokens=_number(given.get("max_tokens"), "max_tokens", integer=True),
-        strategy=given.get("strategy", "last"),
-        include_system=_BOOLEANS[flag],
-        start_on=None if start is None else start.split(","),
-        end_on=None if end is None else end.split(","),
-        counter=given.get("counter", "approximate"),
-        format=given.get("format", "langchain"),
-        min_version=given.get("min_version"),
-        at_version=given.get("at_version"),
-        wait=_number(given.get("wait"), "wait", integer=False),
-        limits=limits,
-    )
 
 
 def threads_limit(value: object) -> int:
