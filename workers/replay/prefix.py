@@ -201,7 +201,7 @@ class PrefixRead:
                 "yet)",
                 first_version=found.birth,
             )
-        if isinstance(found, prefix.Gone):
+        if isinstance(found, prefix.Trimmed):
             raise NotReplayable(
                 self.ref,
                 Reason.TRIMMED,
