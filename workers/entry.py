@@ -28,7 +28,7 @@ from threadfold.workers.ingest.producer import AsyncProducer, Producer
 from threadfold.workers.ingest.wakeup import AsyncWaker, Waker
 from threadfold.workers.metrics import Metrics
 from threadfold.workers.redisio import maxmemory
-from threadfold.workers.redisio.client import AsyncClient, SyncClient, async_client, sync_client
+from threadfold.workers.redisio.client import AsyncRedis, SyncRedis, async_client, sync_client
 from threadfold.workers.runtime.app import CeleryWaker, make_celery
 from threadfold.workers.runtime.shared_broker import warn_if_shared
 from threadfold.workers.settings import Settings
@@ -42,13 +42,13 @@ WORKER_LOG = logging.getLogger("threadfold.worker")
 RECONNECT = 20
 
 
-def redis(settings: Settings, *, retries: int = RECONNECT, name: str | None = None) -> SyncClient:
+def redis(settings: Settings, *, retries: int = RECONNECT, name: str | None = None) -> SyncRedis:
     """A client for the state Redis of ``settings`` (``name``: what ``CLIENT LIST`` shows)."""
     url = settings.redis_url.get_secret_value()
     return sync_client(url, cluster=settings.cluster, retries=retries, name=name)
 
 
-def aredis(settings: Settings, *, retries: int = RECONNECT, name: str | None = None) -> AsyncClient:
+def aredis(settings: Settings, *, retries: int = RECONNECT, name: str | None = None) -> AsyncRedis:
     """The asyncio twin of :func:`redis`."""
     url = settings.redis_url.get_secret_value()
     return async_client(url, cluster=settings.cluster, retries=retries, name=name)
@@ -88,13 +88,13 @@ def ahub(
     )
 
 
-def store(settings: Settings, client: SyncClient | None = None) -> Store:
+def store(settings: Settings, client: SyncRedis | None = None) -> Store:
     """The thread store on ``client`` (by default a new reconnecting one)."""
     given = client if client is not None else redis(settings)
     return Store(given, settings.keyspace, settings.replica_wait)
 
 
-def astore(settings: Settings, client: AsyncClient) -> AsyncStore:
+def astore(settings: Settings, client: AsyncRedis) -> AsyncStore:
     return AsyncStore(client, settings.keyspace, settings.replica_wait)
 
 
@@ -108,12 +108,12 @@ def waker(settings: Settings, app: Celery) -> CeleryWaker:
     return CeleryWaker(app, settings.queue, settings.refs_per_task)
 
 
-def producer(settings: Settings, client: SyncClient, wakes: Waker) -> Producer:
+def producer(settings: Settings, client: SyncRedis, wakes: Waker) -> Producer:
     return Producer(client, settings, wakes)
 
 
 def aproducer(
-    settings: Settings, client: AsyncClient, wakes: AsyncWaker, metrics: Metrics | None = None
+    settings: Settings, client: AsyncRedis, wakes: AsyncWaker, metrics: Metrics | None = None
 ) -> AsyncProducer:
     return AsyncProducer(client, settings, wakes, metrics=metrics)
 
@@ -151,7 +151,7 @@ def at_celery_start(settings: Settings, who: str) -> Callable[..., None]:
     return check
 
 
-async def arefuse_an_evicting_redis(client: AsyncClient, who: str, log: logging.Logger) -> None:
+async def arefuse_an_evicting_redis(client: AsyncRedis, who: str, log: logging.Logger) -> None:
     """The API's start: raises :class:`maxmemory.EvictingPolicy` on a state Redis that
     evicts keys (the exception fails the lifespan, and uvicorn exits with its message);
     an unreachable Redis only warns (/readyz checks again)."""

@@ -27,7 +27,7 @@ from tests.oracle import CountingWaker, Sent, state_dump, version_key, wait_drai
 from threadfold.core import dump_messages
 from threadfold.workers.ingest.producer import Enqueued, Producer
 from threadfold.workers.ops.processes import ManagedProcess, wait_until
-from threadfold.workers.redisio.client import SyncClient, sync_client
+from threadfold.workers.redisio.client import SyncRedis, sync_client
 from threadfold.workers.runtime.app import CeleryWaker
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage import meta
@@ -144,7 +144,7 @@ def produce(producer: Producer, mix: Mix, bulks: Sequence[list[int]], prefix: st
     return record(planned, send(producer, planned, prefix), prefix)
 
 
-def wait_applied(client: SyncClient, settings: Settings, counts: Mapping[str, int],
+def wait_applied(client: SyncRedis, settings: Settings, counts: Mapping[str, int],
                  workers: Sequence[ManagedProcess], timeout: float = 600.0) -> None:
     """Until every thread has applied as many entries as it was sent (meta field ``k``);
     on a server or a cluster (a cluster's pipeline is one exchange a node)."""

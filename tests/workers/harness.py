@@ -28,7 +28,7 @@ from threadfold.workers.ops.processes import (
     start_service,
     wait_until,
 )
-from threadfold.workers.redisio.client import SyncClient
+from threadfold.workers.redisio.client import SyncRedis
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.store import Store
 
@@ -78,7 +78,7 @@ def _child(
     return start_service(argv, settings, log, {"PYTHONPATH": str(ROOT), **(extra or {})}, ROOT)
 
 
-OPEN_CLIENTS: list[SyncClient] = []
+OPEN_CLIENTS: list[SyncRedis] = []
 
 
 def store_for(settings: Settings) -> Store:

@@ -38,7 +38,7 @@ from threadfold.workers.ingest.calls import Enqueued
 from threadfold.workers.ingest.prepare import MAX_DELTA_ID, Delta, Prepared, prepare, prepare_all
 from threadfold.workers.ingest.wakeup import AsyncWaker, Waker
 from threadfold.workers.metrics import Metrics
-from threadfold.workers.redisio.client import AsyncClient, Call, SyncClient, arun_many, run_many
+from threadfold.workers.redisio.client import AsyncRedis, Call, SyncRedis, arun_many, run_many
 from threadfold.workers.redisio.durable import Waited, arun_waited, run_waited
 from threadfold.workers.redisio.inflight import Stream
 from threadfold.workers.settings import Settings
@@ -77,7 +77,7 @@ class Producer:
 
     def __init__(
         self,
-        client: SyncClient,
+        client: SyncRedis,
         settings: Settings,
         waker: Waker,
         new_id: IdSource = uuid4_str,
@@ -258,7 +258,7 @@ class AsyncProducer:
 
     def __init__(
         self,
-        client: AsyncClient,
+        client: AsyncRedis,
         settings: Settings,
         waker: AsyncWaker,
         new_id: IdSource = uuid4_str,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from threadfold.core.keys import Keyspace
-from threadfold.workers.redisio.client import AsyncClient, arun
+from threadfold.workers.redisio.client import AsyncRedis, arun
 from threadfold.workers.redisio.durable import Wait, awrite
 from threadfold.workers.storage import context, delete, feed, patch, read_state, status, touch
 from threadfold.workers.storage.context import ContextRead, Direction
@@ -19,7 +19,7 @@ from threadfold.workers.storage.status import ThreadStatus
 class AsyncStore:
     """Thread reads for the API: consistent pages, status, deletion, readiness."""
 
-    def __init__(self, client: AsyncClient, keyspace: Keyspace, wait: Wait | None = None) -> None:
+    def __init__(self, client: AsyncRedis, keyspace: Keyspace, wait: Wait | None = None) -> None:
         self.client = client
         self.keyspace = keyspace
         #: What a delete or a patch waits for before it is answered (durability

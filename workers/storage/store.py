@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from threadfold.core.keys import Keyspace
-from threadfold.workers.redisio.client import SyncClient, run, run_many, run_merged, text
+from threadfold.workers.redisio.client import SyncRedis, run, run_many, run_merged, text
 from threadfold.workers.redisio.durable import Wait, write
 from threadfold.workers.storage import (
     backlog,
@@ -36,7 +36,7 @@ from threadfold.workers.storage.status import ThreadStatus
 class Store:
     """Thread state in Redis (standalone or Cluster) for producers, workers and tools."""
 
-    def __init__(self, client: SyncClient, keyspace: Keyspace, wait: Wait | None = None) -> None:
+    def __init__(self, client: SyncRedis, keyspace: Keyspace, wait: Wait | None = None) -> None:
         self.client = client
         self.keyspace = keyspace
         #: What a delete or a patch waits for before it is answered (durability

@@ -21,9 +21,9 @@ from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 
 from threadfold.core.keys import Keyspace
 from threadfold.workers.redisio.client import (
-    AsyncClient,
+    AsyncRedis,
     Call,
-    SyncClient,
+    SyncRedis,
     arun_many,
     run_many,
     text,
@@ -62,7 +62,7 @@ def _statuses(keyspace: Keyspace, refs: Sequence[str], ttl_ms: int) -> list[Call
 
 
 def threads_of(
-    client: SyncClient, keyspace: Keyspace, tenant: str, limit: int, ttl_ms: int = 0
+    client: SyncRedis, keyspace: Keyspace, tenant: str, limit: int, ttl_ms: int = 0
 ) -> list[Row]:
     """``tenant``'s ``limit`` most recently active threads, latest first: each ref with
     its status and its activity time (ms of its last commit or append, the later)."""
@@ -74,7 +74,7 @@ def threads_of(
 
 
 async def recent_threads(
-    client: AsyncClient, keyspace: Keyspace, tenant: str, limit: int, ttl_ms: int = 0
+    client: AsyncRedis, keyspace: Keyspace, tenant: str, limit: int, ttl_ms: int = 0
 ) -> list[Row]:
     """:func:`threads_of` for asyncio callers."""
     if limit <= 0:
@@ -84,7 +84,7 @@ async def recent_threads(
     return _rows(latest, rows)
 
 
-async def _run(client: AsyncClient, calls: Sequence[Call]) -> list[Any]:
+async def _run(client: AsyncRedis, calls: Sequence[Call]) -> list[Any]:
     if not isinstance(client, AsyncRedisCluster):
         return await arun_many(client, calls)
     answers: list[Any] = []
@@ -96,7 +96,7 @@ async def _run(client: AsyncClient, calls: Sequence[Call]) -> list[Any]:
 # -- search, count, prune ----------------------------------------------------------------
 
 def search_threads(
-    client: SyncClient, keyspace: Keyspace, tenant: str, s: Search, ttl_ms: int = 0
+    client: SyncRedis, keyspace: Keyspace, tenant: str, s: Search, ttl_ms: int = 0
 ) -> tuple[list[Row], tuple[int, str] | None]:
     """A page of ``tenant``'s threads ``s`` finds, in its order, and the position the
     next page starts after (None: no more)."""
@@ -114,7 +114,7 @@ def search_threads(
 
 
 async def asearch_threads(
-    client: AsyncClient, keyspace: Keyspace, tenant: str, s: Search, ttl_ms: int = 0
+    client: AsyncRedis, keyspace: Keyspace, tenant: str, s: Search, ttl_ms: int = 0
 ) -> tuple[list[Row], tuple[int, str] | None]:
     """:func:`search_threads` for asyncio callers."""
     page: list[tuple[int, str]] = []
@@ -133,16 +133,16 @@ def _scored(page: Sequence[tuple[int, str]]) -> list[tuple[str, int]]:
     return [(ref, score) for score, ref in page]
 
 
-def count_threads(client: SyncClient, keyspace: Keyspace, tenant: str, s: Search) -> int:
+def count_threads(client: SyncRedis, keyspace: Keyspace, tenant: str, s: Search) -> int:
     return sum(int(n) for n in run_many(client, lifecycle.count_calls(keyspace, tenant, s)))
 
 
-async def acount_threads(client: AsyncClient, keyspace: Keyspace, tenant: str, s: Search) -> int:
+async def acount_threads(client: AsyncRedis, keyspace: Keyspace, tenant: str, s: Search) -> int:
     return sum(int(n) for n in await _run(client, lifecycle.count_calls(keyspace, tenant, s)))
 
 
 def prune_threads(
-    client: SyncClient, keyspace: Keyspace, p: Prune, progress: Callable[[int], None] | None = None
+    client: SyncRedis, keyspace: Keyspace, p: Prune, progress: Callable[[int], None] | None = None
 ) -> int:
     """Prune as ``p`` asks, bucket by bucket (``progress`` is told each bucket done):
     the threads removed (or counted, on a dry run)."""
@@ -156,7 +156,7 @@ def prune_threads(
     return removed
 
 
-async def aprune_threads(client: AsyncClient, keyspace: Keyspace, p: Prune) -> int:
+async def aprune_threads(client: AsyncRedis, keyspace: Keyspace, p: Prune) -> int:
     """:func:`prune_threads` for asyncio callers."""
     removed = 0
     for bucket in range(keyspace.buckets):

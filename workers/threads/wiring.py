@@ -26,7 +26,7 @@ from threadfold.workers.ingest.wakeup import (
 )
 from threadfold.workers.metrics import Metrics
 from threadfold.workers.redisio import maxmemory
-from threadfold.workers.redisio.client import AsyncClient, SyncClient
+from threadfold.workers.redisio.client import AsyncRedis, SyncRedis
 from threadfold.workers.settings import Settings
 from threadfold.workers.threads.query import NO_LIMITS, Limits
 from threadfold.workers.threads.service import AsyncThreads, Threads
@@ -76,7 +76,7 @@ class Engine:
     """A synchronous thread service and what it holds."""
 
     threads: Threads
-    redis: SyncClient
+    redis: SyncRedis
     waker: BackgroundWaker
     celery: Celery | None
 
@@ -110,7 +110,7 @@ class AsyncEngine:
     """An asyncio thread service and what it holds."""
 
     threads: AsyncThreads
-    redis: AsyncClient
+    redis: AsyncRedis
     waker: AsyncWaker
     celery: Celery | None
 
