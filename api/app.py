@@ -60,7 +60,7 @@ from threadfold.workers.feed.hub import Hub
 from threadfold.workers.metrics import LATENCY_BUCKETS_MS, FlushOutage, Metrics
 from threadfold.workers.threads import lifecycle, query
 from threadfold.workers.threads.service import AsyncThreads, refusals
-from threadfold.workers.threads.wiring import AsyncEngine, AsyncWaker, open_athreads
+from threadfold.workers.wiring import AsyncEngine, AsyncWaker, open_athreads
 
 log = logging.getLogger("threadfold.api")
 T = TypeVar("T")

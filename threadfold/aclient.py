@@ -36,7 +36,7 @@ from threadfold.types import (
 from threadfold.workers.feed.events import Event
 from threadfold.workers.settings import Settings
 from threadfold.workers.threads import lifecycle, query
-from threadfold.workers.threads.wiring import Waker, open_athreads, settings_for
+from threadfold.workers.wiring import Waker, open_athreads, settings_for
 
 
 class AsyncClient:

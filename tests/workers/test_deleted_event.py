@@ -22,8 +22,8 @@ from tests.workers.test_concurrency import NoWake
 from threadfold import Change, Deleted, Snapshot, Transcript, Upsert
 from threadfold.api.feed_wire import Renderer
 from threadfold.feed_reader import Reader
-from threadfold.workers import entry
-from threadfold.workers.feed import subscription
+from threadfold.workers import wiring
+from threadfold.workers.feed import connect, subscription
 from threadfold.workers.feed.apply import deleted
 from threadfold.workers.feed.follow import Follower, Step, heard
 from threadfold.workers.feed.hub import Hub
@@ -152,8 +152,8 @@ def test_each_removal_reaches_a_direct_and_a_hub_follower(redis_url: str, reason
     )
 
     async def scenario() -> None:
-        astore = entry.astore(settings, entry.aredis(settings))
-        hub = Hub(entry.alistener(settings, name="test-hub"), astore, lambda r: k.feed)
+        astore = wiring.astore(settings, wiring.aredis(settings))
+        hub = Hub(connect.alistener(settings, name="test-hub"), astore, lambda r: k.feed)
         try:
             sub = hub.subscribe(ref)
             start = await asyncio.wait_for(sub.next(), 10)

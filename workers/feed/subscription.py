@@ -1,6 +1,6 @@
 """``subscribe()`` of the direct clients: a thread's events read straight from Redis.
 
-A subscription listens on the thread's feed channel (:func:`threadfold.workers.entry.listener`)
+A subscription listens on the thread's feed channel (:func:`.connect.listener`)
 *before* it reads its starting point, so nothing committed in between is missed: what
 arrives at or before that point is stale and dropped (the :class:`Follower`'s rule).
 Pub/Sub loses messages only by dropping the connection (a restart, an output buffer
