@@ -26,8 +26,7 @@ from threadfold.core import errors
 from threadfold.core.context import COUNTERS, MAX_TOKENS, MESSAGE_TYPES, STRATEGIES
 from threadfold.core.keys import NAME_RULE
 from threadfold.core.render import FORMATS
-from threadfold.workers.feed.events import Change, Deleted, Snapshot
-from threadfold.workers.threads.results import (
+from threadfold.core.results import (
     Appended,
     Context,
     Copied,
@@ -38,6 +37,7 @@ from threadfold.workers.threads.results import (
     ThreadCount,
     ThreadList,
 )
+from threadfold.workers.feed.events import Change, Deleted, Snapshot
 
 _STR_OR_NULL: Final = {"anyOf": [{"type": "string"}, {"type": "null"}]}
 _COMMON: Final[dict[str, Any]] = {

@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from threadfold.workers.threads.results import Appended
+from threadfold.core.results import Appended
 
 MessageLike = Any  # dict, [role, content] pair or string: validated by core, not here
 

@@ -20,6 +20,7 @@ from threadfold import args
 from threadfold.core.dump import dump_message
 from threadfold.core.ids import uuid4_str
 from threadfold.core.messages import BaseMessage
+from threadfold.core.results import ThreadCount
 from threadfold.errors import InvalidInput, RequestError, ServerError, from_answer
 from threadfold.types import (
     Appended,
@@ -32,7 +33,6 @@ from threadfold.types import (
     Status,
 )
 from threadfold.workers.threads import query
-from threadfold.workers.threads.results import ThreadCount
 
 T = TypeVar("T")
 

@@ -172,8 +172,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         found = store.status(f"{args.tenant}/{args.thread}")
         if found is None:
             raise CommandError(f"no such thread: {args.thread!r} (never written, or deleted)")
-        for name in found.__slots__:
-            if name != "skipped":
+        for name in found.__struct_fields__:
+            if name not in ("thread_id", "skipped"):
                 print(f"{name:<18} {getattr(found, name)}")
         print(f"{'skipped':<18} {len(found.skipped)}")
         for skipped in found.skipped:

@@ -20,6 +20,7 @@ from typing import Any, Final
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 
 from threadfold.core.keys import Keyspace
+from threadfold.core.results import ThreadRow
 from threadfold.workers.redisio.client import (
     AsyncRedis,
     Call,
@@ -29,7 +30,6 @@ from threadfold.workers.redisio.client import (
     text,
 )
 from threadfold.workers.storage import prune, search, status, threads_recent
-from threadfold.workers.storage.status import ThreadStatus
 from threadfold.workers.threads import lifecycle
 from threadfold.workers.threads.lifecycle import Prune, Search
 
@@ -39,7 +39,6 @@ from threadfold.workers.threads.lifecycle import Prune, Search
 CLUSTER_WAVE: Final = 50
 
 
-Row = tuple[str, ThreadStatus, int]
 
 
 def _candidates(keyspace: Keyspace, tenant: str, limit: int) -> list[Call]:
@@ -48,12 +47,12 @@ def _candidates(keyspace: Keyspace, tenant: str, limit: int) -> list[Call]:
     ]
 
 
-def _rows(latest: Sequence[tuple[str, int]], answers: Sequence[Any]) -> list[Row]:
+def _rows(latest: Sequence[tuple[str, int]], answers: Sequence[Any]) -> list[ThreadRow]:
     found = []
     for (ref, activity), raw in zip(latest, answers, strict=True):
-        row = status.parse(raw)
+        row = status.row(raw, ref, activity)
         if row is not None:  # deleted between the two exchanges
-            found.append((ref, row, activity))
+            found.append(row)
     return found
 
 
@@ -63,9 +62,9 @@ def _statuses(keyspace: Keyspace, refs: Sequence[str], ttl_ms: int) -> list[Call
 
 def threads_of(
     client: SyncRedis, keyspace: Keyspace, tenant: str, limit: int, ttl_ms: int = 0
-) -> list[Row]:
-    """``tenant``'s ``limit`` most recently active threads, latest first: each ref with
-    its status and its activity time (ms of its last commit or append, the later)."""
+) -> list[ThreadRow]:
+    """``tenant``'s ``limit`` most recently active threads, latest first: each one's row
+    (its status and its activity time: ms of its last commit or append, the later)."""
     if limit <= 0:
         return []
     latest = threads_recent.parse(run_many(client, _candidates(keyspace, tenant, limit)), limit)
@@ -75,7 +74,7 @@ def threads_of(
 
 async def recent_threads(
     client: AsyncRedis, keyspace: Keyspace, tenant: str, limit: int, ttl_ms: int = 0
-) -> list[Row]:
+) -> list[ThreadRow]:
     """:func:`threads_of` for asyncio callers."""
     if limit <= 0:
         return []
@@ -97,7 +96,7 @@ async def _run(client: AsyncRedis, calls: Sequence[Call]) -> list[Any]:
 
 def search_threads(
     client: SyncRedis, keyspace: Keyspace, tenant: str, s: Search, ttl_ms: int = 0
-) -> tuple[list[Row], tuple[int, str] | None]:
+) -> tuple[list[ThreadRow], tuple[int, str] | None]:
     """A page of ``tenant``'s threads ``s`` finds, in its order, and the position the
     next page starts after (None: no more)."""
     page: list[tuple[int, str]] = []
@@ -115,7 +114,7 @@ def search_threads(
 
 async def asearch_threads(
     client: AsyncRedis, keyspace: Keyspace, tenant: str, s: Search, ttl_ms: int = 0
-) -> tuple[list[Row], tuple[int, str] | None]:
+) -> tuple[list[ThreadRow], tuple[int, str] | None]:
     """:func:`search_threads` for asyncio callers."""
     page: list[tuple[int, str]] = []
     after = s.after

@@ -5,8 +5,8 @@ format), status, delete, the threads list, wait for a version, subscribe. The HT
 is parsing and encoding around :class:`AsyncThreads`; ``threadfold.Client`` and
 ``AsyncClient`` are thin shells around :class:`Threads` and :class:`AsyncThreads`. The
 two classes differ only in I/O: the checks before it (:mod:`.query`), the rules around
-it (:mod:`.reads`), the results (:mod:`.results`) and the refusals (:mod:`.errors`) are
-each written once, here or in those modules.
+it (:mod:`.reads`), the results (:mod:`threadfold.core.results`) and the refusals
+(:mod:`.errors`) are each written once, here or in those modules.
 
 A new thread operation is a method on both classes here, built from those pieces, and
 a route in ``threadfold.api.app``; the clients' methods call it by name.
@@ -37,15 +37,27 @@ from threadfold.core.errors import (
     never_written,
 )
 from threadfold.core.keys import make_ref
-from threadfold.core.metadata import decoded
 from threadfold.core.metadata import pairs as md_pairs
+from threadfold.core.results import (
+    Appended,
+    Context,
+    Copied,
+    Format,
+    Pruned,
+    Searched,
+    State,
+    Status,
+    ThreadCount,
+    ThreadList,
+    ThreadRow,
+)
 from threadfold.workers.feed import connect, subscription
 from threadfold.workers.feed.bodies import Bodies
 from threadfold.workers.feed.events import Event
 from threadfold.workers.feed.hub import Hub, HubClosed, HubFull
 from threadfold.workers.feed.subscriber import Subscriber
 from threadfold.workers.ingest.prepare import Delta
-from threadfold.workers.ingest.producer import AsyncProducer, Enqueued, Producer
+from threadfold.workers.ingest.producer import AsyncProducer, Producer
 from threadfold.workers.replay.prefix import NotReplayable
 from threadfold.workers.replay.replay import atravel, travel
 from threadfold.workers.settings import Settings
@@ -53,13 +65,11 @@ from threadfold.workers.storage.astore import AsyncStore
 from threadfold.workers.storage.context import ContextRead
 from threadfold.workers.storage.patch import Refused
 from threadfold.workers.storage.read_state import StateBodies, StatePage
-from threadfold.workers.storage.status import ThreadStatus
 from threadfold.workers.storage.store import Store
 from threadfold.workers.threads import lifecycle, query, reads
 from threadfold.workers.threads.admission import TenantBudget
 from threadfold.workers.threads.lifecycle import Copy, Prune, Search, Update
 from threadfold.workers.threads.listing import (
-    Row,
     acount_threads,
     aprune_threads,
     asearch_threads,
@@ -70,20 +80,6 @@ from threadfold.workers.threads.listing import (
     threads_of,
 )
 from threadfold.workers.threads.query import NO_LIMITS, ContextQuery, Limits, Query
-from threadfold.workers.threads.results import (
-    Appended,
-    Context,
-    Copied,
-    Format,
-    Pruned,
-    Searched,
-    Skipped,
-    State,
-    Status,
-    ThreadCount,
-    ThreadList,
-    ThreadRow,
-)
 
 UNREACHABLE: Final = "thread state is unreachable; retry (an append with the same delta_id)"
 
@@ -154,55 +150,10 @@ def deltas(tenant: str, given: Sequence[Given]) -> list[Delta]:
     return [Delta(g[0], g[1], g[2], tenant, g[3] if len(g) > 3 else None) for g in given]
 
 
-def appended(result: Enqueued) -> Appended:
-    return Appended(result.thread_id, result.version, result.accepted, result.duplicate, result.ids)
-
-
-def status_of(thread_id: str, found: ThreadStatus | None) -> Status:
+def status_of(thread_id: str, found: Status | None) -> Status:
     if found is None:
         raise never_written(thread_id)
-    return Status(
-        thread_id,
-        found.version,
-        found.last_enqueued,
-        found.backlog,
-        found.messages,
-        found.last_commit_ms,
-        found.attempts,
-        bool(found.quarantined),
-        found.quarantined or None,
-        found.quarantined_entry or None,
-        found.dirty_since_ms,
-        tuple(Skipped(s.entry, s.reason, s.at_ms) for s in found.skipped),
-        **_lifetime(found),
-    )
-
-
-def _lifetime(found: ThreadStatus) -> dict[str, Any]:
-    """What a status and a row show of a thread's metadata and lifetime."""
-    return {
-        "metadata": decoded(found.metadata),
-        "created_ms": found.created_ms,
-        "ttl_seconds": None if found.ttl_ms is None else found.ttl_ms / 1000,
-        "pinned": found.pinned,
-        "expires_at_ms": found.expires_ms,
-    }
-
-
-def row_of(ref: str, found: ThreadStatus, activity: int) -> ThreadRow:
-    return ThreadRow(
-        ref.partition("/")[2],  # as stored, unchecked: a list never fails on one row
-        found.version,
-        found.messages,
-        found.backlog,
-        found.lag_ms,
-        bool(found.quarantined),
-        found.quarantined or None,
-        found.last_commit_ms,
-        activity,
-        found.last_enqueued,
-        **_lifetime(found),
-    )
+    return found
 
 
 def patched(found: bool | Refused, thread_id: str) -> None:
@@ -213,9 +164,8 @@ def patched(found: bool | Refused, thread_id: str) -> None:
         raise never_written(thread_id)
 
 
-def searched(s: Search, rows: Sequence[Row], after: tuple[int, str] | None) -> Searched:
-    threads = tuple(row_of(ref, row, activity) for ref, row, activity in rows)
-    return Searched(threads, None if after is None else lifecycle.cursor_of(s, after))
+def searched(s: Search, rows: Sequence[ThreadRow], after: tuple[int, str] | None) -> Searched:
+    return Searched(tuple(rows), None if after is None else lifecycle.cursor_of(s, after))
 
 
 #: A copy of an empty state: a thread must start with a delta, and this one leaves it
@@ -229,7 +179,7 @@ def copy_delta(tenant: str, plan: Copy, page: StatePage) -> Delta:
     return Delta(plan.to, list(page.messages) or list(_EMPTY), plan.delta_id, tenant)
 
 
-def copied(source: str, plan: Copy, page: StatePage, made: Enqueued | None) -> Copied:
+def copied(source: str, plan: Copy, page: StatePage, made: Appended | None) -> Copied:
     """The copy's answer (a retry of one with its delta_id is answered as it was)."""
     if made is None:
         raise Conflict(f"thread {plan.to!r} exists; a copy makes a new thread", field="to")
@@ -294,7 +244,7 @@ class Threads:
         delta = Delta(thread_id, messages, delta_id, tenant, metadata)
         with refusals:
             [result] = self.producer.enqueue_many([delta], path="")
-        return appended(result)
+        return result
 
     def append_many(self, tenant: str, given: Sequence[Given]) -> list[Appended]:
         """Many deltas, of many threads, in one round trip; all checked before any is
@@ -303,7 +253,7 @@ class Threads:
         self.checks.admit(tenant, len(given))
         with refusals:
             results = self.producer.enqueue_many(deltas(tenant, given), path="deltas")
-        return [appended(r) for r in results]
+        return results
 
     def state(self, tenant: str, thread_id: str, q: Query) -> State:
         at = target(tenant, thread_id)
@@ -389,7 +339,7 @@ class Threads:
             found = threads_of(
                 self.store.client, self.store.keyspace, tenant, limit, self.settings.thread_ttl_ms
             )
-        return ThreadList(tuple(row_of(ref, row, activity) for ref, row, activity in found))
+        return ThreadList(tuple(found))
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -425,7 +375,7 @@ class Threads:
         q = Query(at_version=plan.at_version)
         with refusals:
             page = reads.checked(self._page(at, q), at.thread_id, q)
-            source = self.store.status(at.ref)
+            source = self.store.stored(at.ref)
             stored = {} if source is None else source.metadata
             made = self.producer.create(copy_delta(tenant, plan, page), plan.metadata_of(stored))
         return copied(at.thread_id, plan, page, made)
@@ -491,14 +441,14 @@ class AsyncThreads:
         delta = Delta(thread_id, messages, delta_id, tenant, metadata)
         with refusals:
             [result] = await self.producer.enqueue_many([delta], path="")
-        return appended(result)
+        return result
 
     async def append_many(self, tenant: str, given: Sequence[Given]) -> list[Appended]:
         self.checks.bulk(given)
         self.checks.admit(tenant, len(given))
         with refusals:
             results = await self.producer.enqueue_many(deltas(tenant, given), path="deltas")
-        return [appended(r) for r in results]
+        return results
 
     async def state(self, tenant: str, thread_id: str, q: Query) -> State:
         at = target(tenant, thread_id)
@@ -595,7 +545,7 @@ class AsyncThreads:
             found = await recent_threads(
                 self.store.client, self.store.keyspace, tenant, limit, self.settings.thread_ttl_ms
             )
-        return ThreadList(tuple(row_of(ref, row, activity) for ref, row, activity in found))
+        return ThreadList(tuple(found))
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -627,7 +577,7 @@ class AsyncThreads:
         q = Query(at_version=plan.at_version)
         with refusals:
             page = reads.checked(await self._page(at, q), at.thread_id, q)
-            source = await self.store.status(at.ref)
+            source = await self.store.stored(at.ref)
             stored = {} if source is None else source.metadata
             made = await self.producer.create(
                 copy_delta(tenant, plan, page), plan.metadata_of(stored)
