@@ -51,7 +51,7 @@ from threadfold.workers.metrics import LATENCY_BUCKETS_MS, FlushOutage, Metrics
 from threadfold.workers.threads import operations as ops
 from threadfold.workers.threads import query, routes
 from threadfold.workers.threads.service import AsyncThreads, refusals
-from threadfold.workers.threads.wiring import AsyncEngine, AsyncWaker, open_athreads
+from threadfold.workers.wiring import AsyncEngine, AsyncWaker, open_athreads
 
 log = logging.getLogger("threadfold.api")
 T = TypeVar("T")

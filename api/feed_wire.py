@@ -21,7 +21,7 @@ import msgspec
 from threadfold.api.fragments import JsonFragments
 from threadfold.core.render import Format
 from threadfold.workers.feed.bodies import Bodies
-from threadfold.workers.feed.subscriber import Beat, Ended, Gone, Item, Published, Start
+from threadfold.workers.feed.subscriber import Beat, Ended, Item, Published, Start, ThreadRemoved
 
 _ENCODER: Final = msgspec.json.Encoder()
 #: The first bytes of every stream: how long a browser's EventSource waits to reconnect.
@@ -49,13 +49,13 @@ class Renderer:
             cached = item.cache[self.format] = self._render(item)
         return cached
 
-    def _render(self, item: Start | Published | Gone) -> bytes:
+    def _render(self, item: Start | Published | ThreadRemoved) -> bytes:
         if isinstance(item, Start):
             kind, version = b"snapshot", item.version
             data = _ENCODER.encode(
                 self.bodies.snapshot(version, item.snapshot, item.reason, item.exists)
             )
-        elif isinstance(item, Gone):
+        elif isinstance(item, ThreadRemoved):
             kind, version = b"deleted", item.version
             data = _ENCODER.encode(self.bodies.deleted(item.reason))
         else:

@@ -23,7 +23,7 @@ import msgspec
 from threadfold.core.codec import decode_stored
 from threadfold.core.dump import dump_message
 from threadfold.core.render import Flaw, serve
-from threadfold.workers.threads.results import State
+from threadfold.core.results import State
 from threadfold.workers.threads.service import StateBodies
 
 _ENCODER: Final = msgspec.json.Encoder()

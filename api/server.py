@@ -18,7 +18,7 @@ from starlette.applications import Starlette
 from threadfold.api.app import create_app
 from threadfold.api.guard import HttpLimits, protocol
 from threadfold.api.settings import ApiSettings
-from threadfold.workers import entry, logs
+from threadfold.workers import logs, wiring
 from threadfold.workers.redact import settings_error
 
 
@@ -41,7 +41,7 @@ def serve(settings: ApiSettings) -> None:
     """Serve until interrupted (SIGINT/SIGTERM stop it cleanly)."""
     logs.configure(settings.log_level, settings.secrets)
     # Here, once, not in the app's startup: that runs in each of uvicorn's processes.
-    entry.warn_shared_broker(settings, "api", logging.getLogger("threadfold.api"))
+    wiring.warn_shared_broker(settings, "api", logging.getLogger("threadfold.api"))
     workers = settings.api_workers
     common: dict[str, Any] = {
         "host": settings.host,

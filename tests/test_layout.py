@@ -126,26 +126,24 @@ def test_the_tests_import_the_benchmarks_only_in_their_smoke_tests() -> None:
 
 
 #: The engine's doors for its two front ends (the HTTP API, the clients): the thread
-#: service, the feed (live threads) and the settings. Every thread operation is the
+#: service, the feed (live threads), the settings and the composition root that builds
+#: a service from them (and says a process's start). Every thread operation is the
 #: service's, so a front end needs nothing else of the engine to serve one.
 ENGINE_DOORS = (
     "threadfold.workers.threads",
     "threadfold.workers.feed",
     "threadfold.workers.settings",
+    "threadfold.workers.wiring",
 )
 #: What the API process reads of the engine besides: the counters every process keeps
-#: (/metrics, /pipeline, the request counts), and, at its edge, how a process starts
-#: (logging with secrets masked, the shared-broker warning).
+#: (/metrics, /pipeline, the request counts), and, at its edge, logging with secrets
+#: masked.
 API_PROCESS = {
     "api/app.py": ("threadfold.workers.metrics",),
     "api/feed.py": ("threadfold.workers.metrics",),
     "api/pipeline.py": ("threadfold.workers.metrics",),
     "api/metrics.py": ("threadfold.workers.metrics",),
-    "api/server.py": (
-        "threadfold.workers.entry",
-        "threadfold.workers.logs",
-        "threadfold.workers.redact",
-    ),
+    "api/server.py": ("threadfold.workers.logs", "threadfold.workers.redact"),
 }
 
 
@@ -190,11 +188,14 @@ def test_the_package_links_to_each_top_level_folder(folder: str) -> None:
 
 
 #: The engine's rooms, each importing only the rooms before it: Redis I/O, the data
-#: model, replay and the feed over it, ingest, the Celery runtime (an append wakes
-#: workers through its app), the thread service over all of them, then the operator's
-#: tools. settings, entry (the one place clients are built), metrics, logs and redact
-#: are modules of workers/ itself; a room reaches the later rooms through none of them.
-ROOMS = ("redisio", "storage", "replay", "feed", "ingest", "runtime", "threads", "ops")
+#: model, replay and the feed over it, ingest, the thread service over all of them (an
+#: append wakes workers through the waker it is given, never Celery itself), the Celery
+#: runtime (its worker and tasks build what they use with the wiring), then the
+#: operator's tools. settings, wiring (the composition root: the one place clients,
+#: stores, producers, wakers and services are built), metrics, logs and redact are
+#: modules of workers/ itself; a room reaches the later rooms through none of them, so
+#: only the runtime, the tools and the front ends import the wiring.
+ROOMS = ("redisio", "storage", "replay", "feed", "ingest", "threads", "runtime", "ops")
 
 
 def _room(module: str) -> str | None:
@@ -223,7 +224,7 @@ def _reached(graph: dict[str, set[str]], start: str) -> set[str]:
         for nxt in graph.get(todo.pop(), ()):
             if nxt not in seen:
                 seen.add(nxt)
-                if _room(nxt) is None:  # settings, entry, metrics, logs, redact
+                if _room(nxt) is None:  # settings, wiring, metrics, logs, redact
                     todo.append(nxt)
     return seen
 

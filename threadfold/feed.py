@@ -12,10 +12,10 @@ from typing import Any
 
 from threadfold.core.context import COUNT, Counter, Sized, Span, Strategy, window
 from threadfold.core.convert import to_messages
+from threadfold.core.results import Context
 from threadfold.workers.feed.apply import apply_in_place, deleted, in_order
 from threadfold.workers.feed.events import Change, Deleted, Event, Removed, Snapshot, Upsert
 from threadfold.workers.threads import query
-from threadfold.workers.threads.results import Context
 
 __all__ = ["Change", "Deleted", "Event", "Removed", "Snapshot", "Transcript", "Upsert"]
 

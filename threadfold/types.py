@@ -1,6 +1,6 @@
 """What the clients return, and the one interface every kind of client has.
 
-The results are the thread service's (:mod:`threadfold.workers.threads.results`), which
+The results are the thread service's (:mod:`threadfold.core.results`), which
 the API encodes as its response bodies, field for field: an HTTP client decodes them
 straight back into these types, a direct client returns them as the service built them.
 """
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Self, TypeAlias
 import msgspec
 
 from threadfold.core.context import Counter, Strategy
-from threadfold.workers.threads.results import (
+from threadfold.core.results import (
     Appended,
     Context,
     Copied,

@@ -23,11 +23,11 @@ import msgspec
 from threadfold.core.dump import dump_message
 from threadfold.core.ids import uuid4_str
 from threadfold.core.messages import BaseMessage
+from threadfold.core.results import Appended
 from threadfold.errors import InvalidInput, RequestError, ServerError, from_answer
 from threadfold.retry import RetryPolicy, retried, unreachable
 from threadfold.workers.threads import operations as ops
 from threadfold.workers.threads import query, routes
-from threadfold.workers.threads.results import Appended
 
 T = TypeVar("T")
 

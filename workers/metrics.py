@@ -39,7 +39,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from threadfold.core.errors import RedisFull
 from threadfold.core.keys import Keyspace
-from threadfold.workers.redisio.client import AsyncClient, Call, Script, SyncClient, arun, run, text
+from threadfold.workers.redisio.client import AsyncRedis, Call, Script, SyncRedis, arun, run, text
 
 #: Upper bounds (ms) of the enqueue-to-visible lag histogram.
 LAG_BUCKETS_MS: Final = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
@@ -157,7 +157,7 @@ class Metrics:
             for field, amount in counts.items():
                 self._counts[field] += amount
 
-    def flush(self, client: SyncClient) -> None:
+    def flush(self, client: SyncRedis) -> None:
         """Add the counts since the last flush to the totals (and stamp this process
         as alive, even with nothing to add)."""
         counts = self._take()
@@ -167,7 +167,7 @@ class Metrics:
             self._give_back(counts)
             raise
 
-    async def aflush(self, client: AsyncClient) -> None:
+    async def aflush(self, client: AsyncRedis) -> None:
         counts = self._take()
         try:
             await arun(client, self._call(counts))
@@ -175,13 +175,13 @@ class Metrics:
             self._give_back(counts)
             raise
 
-    def close(self, client: SyncClient) -> None:
+    def close(self, client: SyncRedis) -> None:
         """The last flush of a process that is leaving: its counts, and its name taken
         off the live processes (later flushes, if any, add counts only)."""
         self._closed = True
         self.flush(client)
 
-    async def aclose(self, client: AsyncClient) -> None:
+    async def aclose(self, client: AsyncRedis) -> None:
         self._closed = True
         await self.aflush(client)
 
@@ -273,14 +273,14 @@ def _histogram_keys(name: str, bounds: tuple[int, ...]) -> tuple[tuple[str, ...]
 ROLES: Final = ("api", "worker")
 
 
-async def collect(client: AsyncClient, keyspace: Keyspace) -> dict[str, float]:
+async def collect(client: AsyncRedis, keyspace: Keyspace) -> dict[str, float]:
     """The fleet-wide totals, by field."""
     fields = await client.hgetall(keyspace.metrics_totals)
     return {text(name): float(value) for name, value in fields.items()}
 
 
 async def fleet(
-    client: AsyncClient, keyspace: Keyspace, liveness_seconds: float, own: Metrics
+    client: AsyncRedis, keyspace: Keyspace, liveness_seconds: float, own: Metrics
 ) -> tuple[dict[str, float], dict[str, float]]:
     """The fleet-wide totals and live gauges (``/metrics``, ``/pipeline``), this
     process's counts (``own``) flushed first so the answer shows them. A flush Redis
@@ -295,7 +295,7 @@ async def fleet(
 
 
 async def gauges(
-    client: AsyncClient, keyspace: Keyspace, liveness_seconds: float = 60.0
+    client: AsyncRedis, keyspace: Keyspace, liveness_seconds: float = 60.0
 ) -> dict[str, float]:
     """Values read now: threads with a backlog and in quarantine (summed over the
     buckets) and processes heard from within ``liveness_seconds``, by role."""
@@ -324,7 +324,7 @@ async def gauges(
 
 
 async def _live_gauges(
-    client: AsyncClient, keyspace: Keyspace, live: set[str], per_process: dict[Any, Any]
+    client: AsyncRedis, keyspace: Keyspace, live: set[str], per_process: dict[Any, Any]
 ) -> dict[str, float]:
     """Each gauge summed over the live processes (``sse_subscribers`` always shown); the
     values of processes no longer alive (killed, not left) are removed."""

@@ -57,7 +57,7 @@ async def _side(posts: int, gets: int) -> dict[str, Any]:
     from bench.common import services  # noqa: PLC0415
     from threadfold.api.app import build_resources, create_app  # noqa: PLC0415
     from threadfold.api.settings import ApiSettings  # noqa: PLC0415
-    from threadfold.workers import entry  # noqa: PLC0415
+    from threadfold.workers import wiring  # noqa: PLC0415
     from threadfold.workers.runtime.drain import Drainer  # noqa: PLC0415
 
     class Dropped:
@@ -75,7 +75,7 @@ async def _side(posts: int, gets: int) -> dict[str, Any]:
                 await _call(app, "POST", f"/threads/{STATE_THREAD}/deltas", json.dumps(body))
             # Applied here, in process, as a worker would: the GETs read a 100-message
             # state (the POSTs' threads stay unapplied: no workers run while measuring).
-            Drainer(entry.store(settings), settings).drain(f"_/{STATE_THREAD}")
+            Drainer(wiring.store(settings), settings).drain(f"_/{STATE_THREAD}")
             post = await _timed(app, "POST", posts, WARM_UP)
             get = await _timed(app, "GET", gets, WARM_UP)
     root = Path.cwd()

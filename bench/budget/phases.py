@@ -37,7 +37,7 @@ import redis
 
 from bench.common import services
 from bench.common.tables import table
-from threadfold.workers import entry
+from threadfold.workers import wiring
 from threadfold.workers.ingest.producer import Delta, Producer
 from threadfold.workers.runtime.drain import Drainer
 from threadfold.workers.runtime.drain import batch as batch_module
@@ -109,10 +109,10 @@ def metered(meter: Meter) -> Iterator[None]:
 
 def one_round(settings: Settings, meter: Meter, threads: int, label: str) -> dict[str, float]:
     """One append per thread, then their drain; µs per delta per step."""
-    client = entry.redis(settings, retries=0)
+    client = wiring.redis(settings, retries=0)
     woken = Woken()
     producer = Producer(client, settings, woken)
-    drainer = Drainer(entry.store(settings), settings)
+    drainer = Drainer(wiring.store(settings), settings)
     refs = [f"_/{label}{i}" for i in range(threads)]
     for at in range(0, threads, 500):  # prefilled, drained: threads of PREFILL messages
         producer.enqueue_many([Delta(f"{label}{i}", [("user", f"m{j} of {i}") for j in

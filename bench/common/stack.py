@@ -30,6 +30,7 @@ import redis
 from bench.common import services
 from bench.common.cpu import machine_busy, redis_cpu, set_affinity, tree_times
 from bench.common.services import ROOT
+from threadfold.core.results import Status
 from threadfold.workers.ops.processes import (
     API_ARGV,
     ManagedProcess,
@@ -41,7 +42,7 @@ from threadfold.workers.ops.processes import (
 from threadfold.workers.redisio.client import run_many
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage import status as status_script
-from threadfold.workers.storage.status import ThreadStatus
+from threadfold.workers.storage.status import Stored
 
 _CHUNK = 2000
 
@@ -135,13 +136,19 @@ class Stack:
         wait_until(drained, timeout, interval=0.02, message="the workers did not drain")
         return time.perf_counter() - started
 
-    def statuses(self, refs: Sequence[str]) -> list[ThreadStatus | None]:
+    def statuses(self, refs: Sequence[str]) -> list[Status | None]:
         """Every thread's status (pipelined in chunks); None for threads never written."""
-        out: list[ThreadStatus | None] = []
+        return [None if found is None else found.status for found in self.stored(refs)]
+
+    def stored(self, refs: Sequence[str]) -> list[Stored | None]:
+        """:meth:`statuses`, each with the count of entries applied."""
+        out: list[Stored | None] = []
         ks = self.settings.keyspace
         for i in range(0, len(refs), _CHUNK):
-            calls = [status_script.call(ks.thread(ref)) for ref in refs[i : i + _CHUNK]]
-            out += [status_script.parse(raw) for raw in run_many(self.client, calls)]
+            chunk = refs[i : i + _CHUNK]
+            calls = [status_script.call(ks.thread(ref)) for ref in chunk]
+            answers = run_many(self.client, calls)
+            out += [status_script.parse(raw, ref) for ref, raw in zip(chunk, answers, strict=True)]
         return out
 
     # -- pinning -----------------------------------------------------------------------

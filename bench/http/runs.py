@@ -207,8 +207,9 @@ def backlog_and_drain(stack: Stack, run_refs: Sequence[str]) -> Drain:
 def verify_writes(stack: Stack, name: str, run_refs: Sequence[str], accepted: int,
                   in_flight: int) -> Check:
     """After the drain: every thread drained and whole; applied deltas as accepted."""
-    found = [s for s in stack.statuses(run_refs) if s is not None]
-    applied = sum(s.applied for s in found)
+    stored = [s for s in stack.stored(run_refs) if s is not None]
+    applied = sum(s.applied for s in stored)
+    found = [s.status for s in stored]
     messages = sum(s.messages for s in found)
     problems = []
     if any(s.backlog != 0 for s in found):

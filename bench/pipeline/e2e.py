@@ -25,9 +25,10 @@ from bench.common.store import store_for
 from bench.pipeline.workload import Mix, Planned, ref_of, schedule, thread_id
 from tests.oracle import CountingWaker, Sent, state_dump, version_key, wait_drained
 from threadfold.core import dump_messages
-from threadfold.workers.ingest.producer import Enqueued, Producer
+from threadfold.core.results import Appended
+from threadfold.workers.ingest.producer import Producer
 from threadfold.workers.ops.processes import ManagedProcess, wait_until
-from threadfold.workers.redisio.client import SyncClient, sync_client
+from threadfold.workers.redisio.client import SyncRedis, sync_client
 from threadfold.workers.runtime.app import CeleryWaker
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage import meta
@@ -123,13 +124,13 @@ def plan(mix: Mix, bulks: Sequence[list[int]], prefix: str) -> list[list[Planned
     return [[mix.next(t) for t in bulk] for bulk in bulks]
 
 
-def send(producer: Producer, planned: Sequence[list[Planned]], prefix: str) -> list[list[Enqueued]]:
+def send(producer: Producer, planned: Sequence[list[Planned]], prefix: str) -> list[list[Appended]]:
     """The timed part: the bulks through ``enqueue_stream``, one in flight (the producer
     validates and encodes bulk k+1 while Redis appends bulk k), as a batch job sends."""
     return list(producer.enqueue_stream([p.delta(prefix) for p in bulk] for bulk in planned))
 
 
-def record(planned: Sequence[list[Planned]], results: Sequence[list[Enqueued]],
+def record(planned: Sequence[list[Planned]], results: Sequence[list[Appended]],
            prefix: str) -> Sent:
     """What each delta was promised, for the check."""
     sent = Sent()
@@ -144,7 +145,7 @@ def produce(producer: Producer, mix: Mix, bulks: Sequence[list[int]], prefix: st
     return record(planned, send(producer, planned, prefix), prefix)
 
 
-def wait_applied(client: SyncClient, settings: Settings, counts: Mapping[str, int],
+def wait_applied(client: SyncRedis, settings: Settings, counts: Mapping[str, int],
                  workers: Sequence[ManagedProcess], timeout: float = 600.0) -> None:
     """Until every thread has applied as many entries as it was sent (meta field ``k``);
     on a server or a cluster (a cluster's pipeline is one exchange a node)."""

@@ -17,7 +17,8 @@ from typing import Any, Final
 
 from bench.common.inputs import message_dict, new_id, removal
 from threadfold.core.keys import DEFAULT_TENANT
-from threadfold.workers.ingest.producer import Delta, Enqueued
+from threadfold.core.results import Appended
+from threadfold.workers.ingest.producer import Delta
 
 Dict = dict[str, Any]
 APPEND: Final = "append"
@@ -113,7 +114,7 @@ class Mix:
         self.live[thread].add(ident)
         return Planned(thread, APPEND, {**template, "id": ident}, False)
 
-    def learn(self, planned: Sequence[Planned], results: Sequence[Enqueued]) -> None:
+    def learn(self, planned: Sequence[Planned], results: Sequence[Appended]) -> None:
         """Make the ids the producer stamped on id-less appends targetable."""
         for p, result in zip(planned, results, strict=True):
             if p.idless and result.ids:

@@ -15,7 +15,7 @@ from threadfold.core.codec import decode_stored, encode_message, encode_stored
 from threadfold.core.convert import to_messages
 from threadfold.core.messages import HumanMessage
 from threadfold.core.render import serve
-from threadfold.workers.threads.results import State
+from threadfold.core.results import State
 
 
 # Every message of the golden cases: all types, tool calls, chunks, metadata, blocks.

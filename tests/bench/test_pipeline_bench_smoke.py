@@ -25,7 +25,8 @@ from bench.pipeline.naive import NaiveConfig
 from bench.pipeline.workload import APPEND, REMOVE, UPDATE, Mix, schedule
 from tests.infra.redis_server import RedisServer
 from threadfold.core.keys import Keyspace
-from threadfold.workers.ingest.producer import Delta, Enqueued, Producer
+from threadfold.core.results import Appended
+from threadfold.workers.ingest.producer import Delta, Producer
 from threadfold.workers.settings import Settings
 
 TINY = pipeline_bench.Sizes(
@@ -165,7 +166,7 @@ class _Counting(Producer):
 
     sizes: list[int]
 
-    def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Enqueued]:
+    def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Appended]:
         self.sizes.append(len(deltas))
         return super().enqueue_many(deltas, path)
 

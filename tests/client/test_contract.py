@@ -30,7 +30,7 @@ from threadfold import (
 from threadfold.core import dump_messages
 from threadfold.core.depth import pointer as api_pointer
 from threadfold.core.openai import to_openai
-from threadfold.workers.threads.wiring import CONNECTION_NAME
+from threadfold.workers.wiring import CONNECTION_NAME
 
 WAIT = 20.0  # seconds a read-your-writes read may wait for the worker
 

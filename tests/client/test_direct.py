@@ -26,7 +26,7 @@ from threadfold import (
 from threadfold.workers.feed import subscription
 from threadfold.workers.ops.processes import settings_env
 from threadfold.workers.runtime.app import CeleryWaker, make_celery
-from threadfold.workers.threads.wiring import CONNECTION_NAME
+from threadfold.workers.wiring import CONNECTION_NAME
 
 WAIT = 20.0
 CALLERS, CALLS = 4, 50  # one-delta appends from each of several callers

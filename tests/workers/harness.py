@@ -16,7 +16,7 @@ from tests.oracle import stamped as stamped  # noqa: PLC0414  # re-exported
 from tests.oracle import state_dump as state_dump  # noqa: PLC0414  # re-exported
 from tests.oracle import version_key as version_key  # noqa: PLC0414  # re-exported
 from tests.oracle import wait_drained as wait_drained  # noqa: PLC0414  # re-exported
-from threadfold.workers import entry
+from threadfold.workers import wiring
 from threadfold.workers.ops.processes import (
     API_ARGV,
     ManagedProcess,
@@ -28,7 +28,7 @@ from threadfold.workers.ops.processes import (
     start_service,
     wait_until,
 )
-from threadfold.workers.redisio.client import SyncClient
+from threadfold.workers.redisio.client import SyncRedis
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.store import Store
 
@@ -78,15 +78,15 @@ def _child(
     return start_service(argv, settings, log, {"PYTHONPATH": str(ROOT), **(extra or {})}, ROOT)
 
 
-OPEN_CLIENTS: list[SyncClient] = []
+OPEN_CLIENTS: list[SyncRedis] = []
 
 
 def store_for(settings: Settings) -> Store:
     """A store on its own client; tests/conftest.py closes every such client after each
     test, so no socket is left for the garbage collector to find in a later test."""
-    client = entry.redis(settings)
+    client = wiring.redis(settings)
     OPEN_CLIENTS.append(client)
-    return entry.store(settings, client)
+    return wiring.store(settings, client)
 
 
 def close_clients() -> None:

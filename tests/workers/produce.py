@@ -15,7 +15,8 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from threadfold.workers.ingest.producer import Delta, Enqueued, Producer
+from threadfold.core.results import Appended
+from threadfold.workers.ingest.producer import Delta, Producer
 from threadfold.workers.redisio.client import sync_client
 from threadfold.workers.runtime.app import CeleryWaker, make_celery
 from threadfold.workers.settings import Settings
@@ -69,7 +70,7 @@ def main(seed: int, threads: int, deltas: int, out_path: str, prefix: str = "t")
         CeleryWaker(app, settings.queue),
     )
     planned = _planned(rng, seed, threads, deltas, prefix)
-    answers: Iterator[list[Enqueued]]
+    answers: Iterator[list[Appended]]
     if seed % 2:
         calls: list[list[Delta]] = []
         for delta in planned:

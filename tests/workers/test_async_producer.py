@@ -17,7 +17,7 @@ from threadfold.workers.ingest import producer as producer_module
 from threadfold.workers.ingest.producer import AsyncProducer, Delta
 from threadfold.workers.ingest.wakeup import ThreadedWaker
 from threadfold.workers.redisio import client as redis_io
-from threadfold.workers.redisio.client import AsyncClient, Call, async_client
+from threadfold.workers.redisio.client import AsyncRedis, Call, async_client
 from threadfold.workers.runtime.drain import Drainer
 from threadfold.workers.settings import Settings
 
@@ -99,7 +99,7 @@ def test_calls_in_one_event_loop_turn_share_one_round_trip(
     sent: list[int] = []
     real = redis_io.arun_many
 
-    async def counting(client: AsyncClient, calls: Sequence[Call]) -> list[Any]:
+    async def counting(client: AsyncRedis, calls: Sequence[Call]) -> list[Any]:
         sent.append(len(calls))
         return await real(client, calls)
 

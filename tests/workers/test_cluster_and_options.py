@@ -102,7 +102,8 @@ def test_a_poison_entry_quarantines_its_thread_only_and_an_operator_can_skip_it(
     assert [r.quarantined for r in reports] == [False, False, True]
     assert [m["content"] for m in state_dump(store, "_/sick")] == ["before"]
     status = store.status("_/sick")
-    assert status is not None and status.quarantined.startswith("cannot decode")
+    assert status is not None and status.quarantine_reason is not None
+    assert status.quarantine_reason.startswith("cannot decode")
     assert status.quarantined_entry == bad
     assert status.backlog == 2  # the poison entry and the one after it
     assert store.quarantined(range(settings.buckets)) == ["_/sick"]
@@ -126,7 +127,7 @@ def test_an_entry_without_its_payload_field_is_named_as_such_and_loses_nothing(
     assert Drainer(store, settings).drain("_/bare").quarantined
     status = store.status("_/bare")
     assert status is not None
-    assert status.quarantined == "cannot decode: no payload (stream field 'd')"
+    assert status.quarantine_reason == "cannot decode: no payload (stream field 'd')"
     assert status.backlog == 2  # the bare entry and the one after it, kept
     assert [m["content"] for m in state_dump(store, "_/bare")] == ["before"]
 

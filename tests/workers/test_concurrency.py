@@ -76,9 +76,9 @@ def test_the_same_drain_run_concurrently_and_repeatedly_applies_each_entry_once(
         runner.join()
     for ref in refs:
         assert state_dump(store, ref) == dump_messages(sent.expected(ref))
-        status = store.status(ref)
-        assert status is not None and status.backlog == 0
-        assert status.applied == len(sent.deltas[ref])  # every entry applied once, not more
+        found = store.stored(ref)
+        assert found is not None and found.status.backlog == 0
+        assert found.applied == len(sent.deltas[ref])  # every entry applied once, not more
 
 
 def test_a_stale_worker_committing_late_is_refused_and_changes_nothing(redis_url: str) -> None:

@@ -22,12 +22,12 @@ from tests.workers.test_concurrency import NoWake
 from threadfold import Change, Deleted, Snapshot, Transcript, Upsert
 from threadfold.api.feed_wire import Renderer
 from threadfold.feed_reader import Reader
-from threadfold.workers import entry
-from threadfold.workers.feed import subscription
+from threadfold.workers import wiring
+from threadfold.workers.feed import connect, subscription
 from threadfold.workers.feed.apply import deleted
 from threadfold.workers.feed.follow import Follower, Step, heard
 from threadfold.workers.feed.hub import Hub
-from threadfold.workers.feed.subscriber import Gone, Published, Start, Subscriber, item_of
+from threadfold.workers.feed.subscriber import Published, Start, Subscriber, ThreadRemoved, item_of
 from threadfold.workers.ingest.producer import Producer
 from threadfold.workers.redisio.client import run
 from threadfold.workers.runtime.drain import Drainer
@@ -84,9 +84,9 @@ def test_a_follower_takes_a_removal_at_any_version_and_chains_on_0_0() -> None:
     assert Follower("5-1").offer(heard(b"deleted:moved")) is Step.GAP
 
 
-def test_a_hub_follower_is_sent_gone_live_and_after_a_fill() -> None:
+def test_a_hub_follower_is_sent_the_removal_live_and_after_a_fill() -> None:
     gone = item_of(removal_notice("expired"))
-    assert isinstance(gone, Gone) and gone.reason == "expired" and gone.version == ORIGIN
+    assert isinstance(gone, ThreadRemoved) and gone.reason == "expired" and gone.version == ORIGIN
     assert item_of(RESYNC) is None
     again = item_of(encode(FeedEvent("9-0", ORIGIN)))
     assert isinstance(again, Published)
@@ -121,7 +121,7 @@ def _sse(event: str, data: str, ident: str | None) -> ServerSentEvent:
 
 
 def test_the_wire_frame_and_the_http_readers_decoding() -> None:
-    frame = Renderer("t", "openai", None).frame(Gone("pruned"))
+    frame = Renderer("t", "openai", None).frame(ThreadRemoved("pruned"))
     body = b'{"thread_id":"t","version":"0-0","reason":"pruned"}'
     assert frame == b"event: deleted\nid: 0-0\ndata: " + body + b"\n\n"
     reader = Reader("t", "5-0", "langchain", "http://x")
@@ -152,8 +152,8 @@ def test_each_removal_reaches_a_direct_and_a_hub_follower(redis_url: str, reason
     )
 
     async def scenario() -> None:
-        astore = entry.astore(settings, entry.aredis(settings))
-        hub = Hub(entry.alistener(settings, name="test-hub"), astore, lambda r: k.feed)
+        astore = wiring.astore(settings, wiring.aredis(settings))
+        hub = Hub(connect.alistener(settings, name="test-hub"), astore, lambda r: k.feed)
         try:
             sub = hub.subscribe(ref)
             start = await asyncio.wait_for(sub.next(), 10)
@@ -161,7 +161,7 @@ def test_each_removal_reaches_a_direct_and_a_hub_follower(redis_url: str, reason
             assert isinstance(next(events), Snapshot)
             assert run(store.client, delete.call(k, reason)) == 1
             gone = await asyncio.wait_for(sub.next(), 10)
-            assert isinstance(gone, Gone) and gone.reason == reason
+            assert isinstance(gone, ThreadRemoved) and gone.reason == reason
             assert next(events) == Deleted("r", "0-0", reason)
             producer.enqueue("r", [{"role": "user", "content": "new", "id": "n"}])
             drainer.drain(ref)

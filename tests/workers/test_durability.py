@@ -32,7 +32,7 @@ from tests.infra.redis_server import RedisServer
 from tests.workers.harness import WORKERS_ONLY, make_settings, start_api, store_for, version_key
 from tests.workers.test_concurrency import NoWake
 from threadfold.core.errors import NotReplicated
-from threadfold.workers import entry
+from threadfold.workers import wiring
 from threadfold.workers.ingest.producer import AsyncProducer, Delta, Producer
 from threadfold.workers.redisio.client import async_client, sync_client
 from threadfold.workers.runtime.drain import Drainer
@@ -199,7 +199,7 @@ def test_streams_creates_deletes_and_patches_wait_too(pair: Pair) -> None:
     settings = make_settings(pair.primary.url, durability="replica", durability_timeout_ms=150)
     client = sync_client(pair.primary.url, cluster=False, retries=0)
     producer = Producer(client, settings, NoWake())
-    store = entry.store(settings, client)
+    store = wiring.store(settings, client)
     producer.enqueue("s", [{"role": "user", "content": "first"}])
     pair.stall()
     try:

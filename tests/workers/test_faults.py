@@ -92,7 +92,7 @@ def test_kill_9_of_workers_at_random_moments_loses_nothing_and_applies_nothing_t
         wait_drained(store, sent.deltas, timeout=90)
         for ref in sent.deltas:
             assert state_dump(store, ref) == dump_messages(sent.expected(ref)), ref
-            status = store.status(ref)
+            status = store.stored(ref)
             assert status is not None and status.applied == len(sent.deltas[ref])
         assert kills >= 10
     finally:
@@ -248,8 +248,8 @@ def test_a_retried_delta_id_answers_the_original_version_and_ids(redis_url: str)
     assert again.ids == first.ids and first.ids[1] == "k"
     other = producer.enqueue("r2", ["hello"], delta_id="once")
     assert other.ids != first.ids[:1]  # derived per thread: no collision across threads
-    status = store.status("_/r")  # one entry in all, committed (by the call) or waiting
-    assert status is not None and status.applied + status.backlog == 1
+    found = store.stored("_/r")  # one entry in all, committed (by the call) or waiting
+    assert found is not None and found.applied + found.status.backlog == 1
 
 
 def test_a_delta_id_is_forgotten_after_the_window(redis_url: str) -> None:

@@ -7,7 +7,8 @@ import asyncio
 
 from tests.workers.harness import make_settings, store_for
 from tests.workers.test_concurrency import NoWake
-from threadfold.workers import entry
+from threadfold.workers import wiring
+from threadfold.workers.feed import connect
 from threadfold.workers.feed.hub import Hub, Source
 from threadfold.workers.feed.subscriber import Published, Start, Subscriber
 from threadfold.workers.ingest.producer import Producer
@@ -20,7 +21,7 @@ from threadfold.workers.storage.read_state import WholeThread
 
 def _hub(settings: Settings, store: Source) -> Hub:
     return Hub(
-        entry.alistener(settings, name="test-hub"),
+        connect.alistener(settings, name="test-hub"),
         store,
         lambda ref: settings.keyspace.thread(ref).feed,
         queue_events=10,
@@ -39,7 +40,7 @@ def test_a_follower_arriving_as_the_last_one_leaves_is_served(redis_url: str) ->
     producer = Producer(store.client, settings, NoWake())
 
     async def scenario() -> None:
-        astore = entry.astore(settings, entry.aredis(settings))
+        astore = wiring.astore(settings, wiring.aredis(settings))
         hub = _hub(settings, astore)
         try:
             first = hub.subscribe("_/h")
@@ -90,7 +91,7 @@ def test_followers_of_a_thread_share_its_reads(redis_url: str) -> None:
         versions.append(store.read_state("_/s").version)  # type: ignore[union-attr]
 
     async def scenario() -> None:
-        astore = entry.astore(settings, entry.aredis(settings))
+        astore = wiring.astore(settings, wiring.aredis(settings))
         counting = Counting(astore)
         hub = _hub(settings, counting)
         try:

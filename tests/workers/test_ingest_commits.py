@@ -26,9 +26,10 @@ from threadfold.core import dump_messages
 from threadfold.core.codec import decode_stored, encode_messages
 from threadfold.core.context import approximate
 from threadfold.core.convert import to_messages
+from threadfold.core.results import Appended
 from threadfold.workers.feed.apply import apply_in_place, in_order
 from threadfold.workers.ingest.prepare import records_of
-from threadfold.workers.ingest.producer import Delta, Enqueued, Producer
+from threadfold.workers.ingest.producer import Delta, Producer
 from threadfold.workers.redisio.client import as_bytes, text
 from threadfold.workers.runtime.drain import Drainer
 from threadfold.workers.settings import Settings
@@ -251,7 +252,7 @@ def _run(settings: Settings, steps: list[tuple[list[tuple[str, list[Any]]], bool
     for deltas, drain in steps:
         if not _valid(deltas, present):
             continue
-        done: list[Enqueued] = producer.enqueue_many([Delta(t, m) for t, m in deltas])
+        done: list[Appended] = producer.enqueue_many([Delta(t, m) for t, m in deltas])
         for (thread, messages), answer in zip(deltas, done, strict=True):
             sent.add(f"_/{thread}", answer.version, messages, answer.ids)
         if drain:

@@ -18,7 +18,7 @@ from threadfold.core.errors import RedisFull
 from threadfold.core.keys import Keyspace
 from threadfold.workers import metrics as fleet_metrics
 from threadfold.workers.metrics import BATCH_BUCKETS, LAG_BUCKETS_MS, Metrics, process_name
-from threadfold.workers.redisio.client import SyncClient, async_client, sync_client, text
+from threadfold.workers.redisio.client import SyncRedis, async_client, sync_client, text
 
 values = st.lists(
     st.one_of(st.integers(-5, 20_000), st.sampled_from([*LAG_BUCKETS_MS, *BATCH_BUCKETS])),
@@ -47,12 +47,12 @@ def test_bucket_edges_are_inclusive() -> None:
     assert counts["lag_sum"] == 1 + 2 + 3 + 10_000 + 10_001
 
 
-def _totals(client: SyncClient, keyspace: Keyspace) -> dict[str, float]:
+def _totals(client: SyncRedis, keyspace: Keyspace) -> dict[str, float]:
     raw = client.hgetall(keyspace.metrics_totals)
     return {text(k): float(v) for k, v in raw.items()}
 
 
-def _live(client: SyncClient, keyspace: Keyspace) -> set[str]:
+def _live(client: SyncRedis, keyspace: Keyspace) -> set[str]:
     return {text(p) for p in client.zrange(keyspace.metrics_procs, 0, -1)}
 
 

@@ -55,7 +55,7 @@ def _backlog(settings: Settings, store: Store) -> Sent:
 
 
 def _applied(store: Store) -> int:
-    status = store.status(REF)
+    status = store.stored(REF)
     return 0 if status is None else status.applied
 
 

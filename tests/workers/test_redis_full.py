@@ -70,9 +70,9 @@ def bulk(rng: random.Random, k: int) -> list[dict[str, Any]]:
 def check_every_acknowledged_delta_is_applied(store: Store, sent: Sent) -> None:
     for ref in sent.deltas:
         assert state_dump(store, ref) == dump_messages(sent.expected(ref)), ref
-        status = store.status(ref)
-        assert status is not None and not status.quarantined, (ref, status)
-        assert status.applied == len(sent.deltas[ref]), ref
+        found = store.stored(ref)
+        assert found is not None and not found.status.quarantined, (ref, found)
+        assert found.applied == len(sent.deltas[ref]), ref
 
 
 def met_a_full_redis(worker: ManagedProcess) -> bool:

@@ -163,7 +163,7 @@ def test_retry_skip_without_a_failed_entry_says_so_and_skips_nothing(redis_url: 
     assert done.returncode == 1
     assert "the thread was not quarantined; nothing skipped" in done.stdout
     status = store.status("_/fine")
-    assert status is not None and status.skipped == [] and status.backlog == 0
+    assert status is not None and status.skipped == () and status.backlog == 0
 
 
 def _keys(store: Store) -> list[bytes]:

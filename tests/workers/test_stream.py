@@ -20,7 +20,8 @@ from tests.workers.produce import random_messages
 from tests.workers.test_ingest_groups import Woken
 from threadfold.core import dump_messages
 from threadfold.core.errors import InvalidMessage
-from threadfold.workers.ingest.producer import Delta, Enqueued, Producer
+from threadfold.core.results import Appended
+from threadfold.workers.ingest.producer import Delta, Producer
 from threadfold.workers.redisio.client import sync_client, text
 from threadfold.workers.runtime.drain import Drainer
 from threadfold.workers.settings import Settings
@@ -41,7 +42,7 @@ def _bulks(rng: random.Random, count: int, threads: int, prefix: str) -> list[li
     return bulks
 
 
-def _record(sent: Sent, bulk: list[Delta], results: list[Enqueued]) -> None:
+def _record(sent: Sent, bulk: list[Delta], results: list[Appended]) -> None:
     for delta, result in zip(bulk, results, strict=True):
         if not result.duplicate:
             sent.add(f"_/{delta.thread_id}", result.version, list(delta.messages), result.ids)
@@ -92,7 +93,7 @@ def test_a_bad_bulk_is_refused_after_the_bulks_before_it_are_answered(redis_url:
     good = [Delta(f"b{i % 3}", [{"role": "user", "content": str(i)}]) for i in range(9)]
     bad = [*good[:3], Delta("b1", [{"role": "user", "content": 7}])]
     bulks = [good[:4], good[4:], bad, good]
-    got: list[list[Enqueued]] = []
+    got: list[list[Appended]] = []
     with pytest.raises(InvalidMessage) as caught:
         for results in producer.enqueue_stream(bulks):
             got.append(results)

@@ -27,7 +27,7 @@ from threadfold.workers.feed.events import Event
 from threadfold.workers.settings import Settings
 from threadfold.workers.threads import operations as ops
 from threadfold.workers.threads import query
-from threadfold.workers.threads.wiring import Waker, open_threads, settings_for
+from threadfold.workers.wiring import Waker, open_threads, settings_for
 
 R = TypeVar("R")
 

@@ -19,11 +19,7 @@ from typing import Any, Self, TypeVar
 from threadfold import args
 from threadfold.core.context import Counter, Strategy
 from threadfold.core.render import Format
-from threadfold.types import DeltaLike
-from threadfold.workers.feed.events import Event
-from threadfold.workers.threads import operations as ops
-from threadfold.workers.threads.operations import UNSET, Unset
-from threadfold.workers.threads.results import (
+from threadfold.core.results import (
     Appended,
     Context,
     Copied,
@@ -33,6 +29,10 @@ from threadfold.workers.threads.results import (
     Status,
     ThreadList,
 )
+from threadfold.types import DeltaLike
+from threadfold.workers.feed.events import Event
+from threadfold.workers.threads import operations as ops
+from threadfold.workers.threads.operations import UNSET, Unset
 
 R = TypeVar("R")
 

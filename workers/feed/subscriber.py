@@ -3,10 +3,11 @@
 
 A follower gets :class:`Start` (a whole state), then :class:`Published` after change, each
 exactly on top of the version it holds (:class:`~threadfold.workers.feed.follow.Follower`),
-and :class:`Gone` when the thread is removed (it applies on any version), until an
-:class:`Ended`. Items are shared: one :class:`Published` or :class:`Gone` object goes to
-every local follower of its thread, and ``cache`` holds its renderings (by whatever key the
-renderer picks, e.g. the format), made once by the first follower that needs one.
+and :class:`ThreadRemoved` when the thread is removed (it applies on any version), until
+an :class:`Ended`. Items are shared: one :class:`Published` or :class:`ThreadRemoved`
+object goes to every local follower of its thread, and ``cache`` holds its renderings (by
+whatever key the renderer picks, e.g. the format), made once by the first follower that
+needs one.
 Nothing here renders or decodes a stored body, and nothing does I/O.
 """
 
@@ -21,7 +22,16 @@ from threadfold.workers.feed.follow import Follower, Notice, Step, heard
 from threadfold.workers.storage.feed_record import ORIGIN, FeedEvent, Removal
 from threadfold.workers.storage.read_state import WholeThread
 
-__all__ = ["Ended", "Gone", "Item", "Published", "Reason", "Start", "Subscriber", "item_of"]
+__all__ = [
+    "Ended",
+    "Item",
+    "Published",
+    "Reason",
+    "Start",
+    "Subscriber",
+    "ThreadRemoved",
+    "item_of",
+]
 
 
 @dataclass(eq=False, slots=True)
@@ -34,7 +44,7 @@ class Published:
 
 
 @dataclass(eq=False, slots=True)
-class Gone:
+class ThreadRemoved:
     """The thread was removed (``reason``, its notice's): a follower holds the empty
     thread at version 0-0 after it."""
 
@@ -46,19 +56,19 @@ class Gone:
         return ORIGIN
 
 
-def item_of(payload: bytes) -> Published | Gone | None:
+def item_of(payload: bytes) -> Published | ThreadRemoved | None:
     """A channel message as the item every local follower is offered (None: a resync;
     msgspec's errors for an event that does not decode)."""
     notice = heard(payload)
     if notice is None:
         return None
-    return Gone(notice) if isinstance(notice, str) else Published(notice)
+    return ThreadRemoved(notice) if isinstance(notice, str) else Published(notice)
 
 
-def _notice(item: Published | Gone | None) -> Notice:
+def _notice(item: Published | ThreadRemoved | None) -> Notice:
     if item is None:
         return None
-    return item.reason if isinstance(item, Gone) else item.event
+    return item.reason if isinstance(item, ThreadRemoved) else item.event
 
 
 @dataclass(eq=False, slots=True)
@@ -102,7 +112,7 @@ class Beat:
 
 BEAT: Final = Beat()
 
-Item = Start | Published | Gone | Ended | Beat
+Item = Start | Published | ThreadRemoved | Ended | Beat
 
 
 class Subscriber:
@@ -120,7 +130,7 @@ class Subscriber:
         self.reason: Reason = "start" if after is None else "resume_gap"
         self.limit = limit
         self.queue: asyncio.Queue[Item] = asyncio.Queue()  # bounded by _put, not maxsize
-        self.pending: list[Published | Gone | None] = []
+        self.pending: list[Published | ThreadRemoved | None] = []
         self.gapped = True  # a new follower needs its start (or its resume) first
         self.dropped = False
         self.ended: Ended | None = None  # why it was ended, once it was
@@ -131,7 +141,7 @@ class Subscriber:
     def next_nowait(self) -> Item | None:
         return None if self.queue.empty() else self.queue.get_nowait()
 
-    def offer(self, change: Published | Gone | None) -> bool:
+    def offer(self, change: Published | ThreadRemoved | None) -> bool:
         """A live message (None: a resync); True when it opened a gap to fill."""
         if self.dropped:
             return False
@@ -173,7 +183,7 @@ class Subscriber:
             self.queue.get_nowait()
         self.queue.put_nowait(item)
 
-    def _step(self, change: Published | Gone | None) -> bool:
+    def _step(self, change: Published | ThreadRemoved | None) -> bool:
         assert self.follower is not None  # a follower past its fill holds a version
         event = _notice(change)
         step = self.follower.offer(event)

@@ -1,6 +1,6 @@
 """``subscribe()`` of the direct clients: a thread's events read straight from Redis.
 
-A subscription listens on the thread's feed channel (:func:`threadfold.workers.entry.listener`)
+A subscription listens on the thread's feed channel (:func:`.connect.listener`)
 *before* it reads its starting point, so nothing committed in between is missed: what
 arrives at or before that point is stale and dropped (the :class:`Follower`'s rule).
 Pub/Sub loses messages only by dropping the connection (a restart, an output buffer
@@ -33,7 +33,7 @@ from threadfold.workers.feed.bodies import Bodies
 from threadfold.workers.feed.events import Change, Deleted, Event, Reason, Snapshot
 from threadfold.workers.feed.follow import Follower, Notice, Step, heard
 from threadfold.workers.feed.hub import Hub, HubClosed
-from threadfold.workers.feed.subscriber import TOO_SLOW, Ended, Gone, Published, Start
+from threadfold.workers.feed.subscriber import TOO_SLOW, Ended, Published, Start, ThreadRemoved
 from threadfold.workers.storage.feed import FeedRead
 from threadfold.workers.storage.feed_record import ORIGIN, FeedEvent, Removal
 from threadfold.workers.storage.read_state import WholeThread
@@ -181,7 +181,7 @@ async def ahub_follow(
                     event: Event = snapshot_event(bodies, item.snapshot, item.reason)
                 elif isinstance(item, Published):
                     event = change_event(bodies, item.event)
-                elif isinstance(item, Gone):
+                elif isinstance(item, ThreadRemoved):
                     event = bodies.deleted(item.reason)
                 else:
                     continue  # a heartbeat: nobody asks for them here

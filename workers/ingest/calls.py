@@ -12,30 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import msgspec
-
+from threadfold.core.results import Appended
 from threadfold.workers.ingest.prepare import Delta, Prepared
 from threadfold.workers.metrics import Metrics, record_commit
 from threadfold.workers.redisio.client import Call
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage import ingest
-
-
-# One record per delta: a msgspec Struct, as threadfold.workers.ingest.prepare's are.
-class Enqueued(msgspec.Struct, frozen=True, gc=False):
-    """The outcome of one delta: its version, and whether it was a retried ``delta_id``.
-
-    ``ids`` are the ids of the delta's messages as stored, including the ones stamped on
-    id-less messages (a caller needs them to update or remove those later). With a
-    ``delta_id`` the stamped ids are derived from it, so a retry that is answered as a
-    duplicate reports the same ids as the attempt that was stored.
-    """
-
-    thread_id: str
-    version: str
-    accepted: int
-    duplicate: bool
-    ids: tuple[str, ...]
 
 
 def group(prepared: Sequence[Prepared]) -> dict[str, list[int]]:
@@ -102,10 +84,10 @@ def outcomes(
     answers: Sequence[Any],
     *,
     metrics: Metrics | None = None,
-) -> tuple[list[Enqueued], list[str]]:
+) -> tuple[list[Appended], list[str]]:
     """Each delta's outcome, and the threads to wake; the commits the calls made
     themselves are counted in ``metrics`` (as a worker counts its own)."""
-    results: list[Enqueued | None] = [None] * len(deltas)
+    results: list[Appended | None] = [None] * len(deltas)
     woken: list[str] = []
     committed: list[int] = []  # entries per thread committed by the call
     for share, raw in zip(shares, answers, strict=True):
@@ -117,7 +99,7 @@ def outcomes(
                 committed.append(sum(answer.new))
             for i, version, new in zip(groups[ref], answer.versions, answer.new, strict=True):
                 ids = prepared[i].ids
-                results[i] = Enqueued(deltas[i].thread_id, version, len(ids), not new, ids)
+                results[i] = Appended(deltas[i].thread_id, version, len(ids), not new, ids)
     if committed and metrics is not None:
         count_commits(metrics, committed)
     return [r for r in results if r is not None], woken
@@ -141,10 +123,10 @@ def create_call(settings: Settings, p: Prepared, metadata: Sequence[str | bytes]
     )
 
 
-def created(delta: Delta, p: Prepared, raw: Any) -> tuple[Enqueued | None, list[str]]:
+def created(delta: Delta, p: Prepared, raw: Any) -> tuple[Appended | None, list[str]]:
     """The created thread's delta (None when it existed), and the threads to wake."""
     [answer] = ingest.parse(raw, [1])
     if answer.exists:
         return None, []
-    done = Enqueued(delta.thread_id, answer.versions[0], len(p.ids), False, p.ids)
+    done = Appended(delta.thread_id, answer.versions[0], len(p.ids), False, p.ids)
     return done, [p.ref] if answer.woke else []

@@ -33,20 +33,19 @@ import redis.asyncio as aioredis
 from threadfold.core.errors import InvalidMessage, NotReplicated
 from threadfold.core.ids import IdSource, uuid4_str
 from threadfold.core.keys import DEFAULT_TENANT
+from threadfold.core.results import Appended
 from threadfold.workers.ingest import calls as bulk
-from threadfold.workers.ingest.calls import Enqueued
 from threadfold.workers.ingest.prepare import MAX_DELTA_ID, Delta, Prepared, prepare, prepare_all
 from threadfold.workers.ingest.wakeup import AsyncWaker, Waker
 from threadfold.workers.metrics import Metrics
-from threadfold.workers.redisio.client import AsyncClient, Call, SyncClient, arun_many, run_many
+from threadfold.workers.redisio.client import AsyncRedis, Call, SyncRedis, arun_many, run_many
 from threadfold.workers.redisio.durable import Waited, arun_waited, run_waited
 from threadfold.workers.redisio.inflight import Stream
 from threadfold.workers.settings import Settings
 
-# Delta, prepare, MAX_DELTA_ID and Enqueued are named from here by the clients, the API
-# and the tests since before they had modules of their own (threadfold.workers.ingest.
-# prepare and .calls).
-__all__ = ["MAX_DELTA_ID", "AsyncProducer", "Delta", "Enqueued", "Producer", "prepare"]
+# Delta, prepare and MAX_DELTA_ID are named from here by the clients, the API and the
+# tests since before they had a module of their own (threadfold.workers.ingest.prepare).
+__all__ = ["MAX_DELTA_ID", "AsyncProducer", "Delta", "Producer", "prepare"]
 
 log = logging.getLogger("threadfold.producer")
 
@@ -77,7 +76,7 @@ class Producer:
 
     def __init__(
         self,
-        client: SyncClient,
+        client: SyncRedis,
         settings: Settings,
         waker: Waker,
         new_id: IdSource = uuid4_str,
@@ -100,11 +99,11 @@ class Producer:
         *,
         delta_id: str | None = None,
         tenant: str = DEFAULT_TENANT,
-    ) -> Enqueued:
+    ) -> Appended:
         """Append one delta; returns its version (a Redis stream id ``<ms>-<seq>``)."""
         return self.enqueue_many([Delta(thread_id, messages, delta_id, tenant)], path="delta")[0]
 
-    def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Enqueued]:
+    def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Appended]:
         """Append many deltas for many threads in one round trip; all validated first."""
         staged = self._stage(deltas, path, commits=self.settings.ingest_commits)
         return self._finish(staged, *self._run(staged.calls))
@@ -117,7 +116,7 @@ class Producer:
 
     def enqueue_stream(
         self, bulks: Iterable[Sequence[Delta]], path: str = "deltas"
-    ) -> Generator[list[Enqueued], None, None]:
+    ) -> Generator[list[Appended], None, None]:
         """Append bulk after bulk, each as :meth:`enqueue_many` would, with one in flight:
         bulk k+1 is validated and encoded while Redis appends bulk k. Yields each bulk's
         results, in order, once they are in. For batch jobs (replays, rebuilds), in one
@@ -155,7 +154,7 @@ class Producer:
         finally:
             self._close(stream, waiting)
 
-    def create(self, delta: Delta, metadata: Sequence[str | bytes]) -> Enqueued | None:
+    def create(self, delta: Delta, metadata: Sequence[str | bytes]) -> Appended | None:
         """Append ``delta`` as a new thread's first, born with ``metadata`` (key, value
         JSON pairs); None, and nothing written, when the thread exists."""
         [p] = prepare_all(
@@ -184,7 +183,7 @@ class Producer:
         finally:
             stream.close()
 
-    def _answer(self, stream: Stream, waiting: deque[_Staged]) -> list[Enqueued]:
+    def _answer(self, stream: Stream, waiting: deque[_Staged]) -> list[Appended]:
         """The oldest bulk in flight, answered and its wake-ups sent. When it fails, the
         bulk sent after it is read and its wake-ups sent before the error is raised."""
         staged = waiting.popleft()
@@ -213,7 +212,7 @@ class Producer:
 
     def _finish(
         self, staged: _Staged, answers: Sequence[Any], short: NotReplicated | None = None
-    ) -> list[Enqueued]:
+    ) -> list[Appended]:
         """The bulk's results, its threads woken; then ``short`` raised, if any (the
         deltas are stored whatever the replicas did, so they are woken either way)."""
         results, woken = bulk.outcomes(
@@ -240,7 +239,7 @@ class _Waiting:
 
     deltas: Sequence[Delta]
     prepared: list[Prepared]
-    done: asyncio.Future[list[Enqueued]]
+    done: asyncio.Future[list[Appended]]
 
 
 class AsyncProducer:
@@ -258,7 +257,7 @@ class AsyncProducer:
 
     def __init__(
         self,
-        client: AsyncClient,
+        client: AsyncRedis,
         settings: Settings,
         waker: AsyncWaker,
         new_id: IdSource = uuid4_str,
@@ -280,11 +279,11 @@ class AsyncProducer:
         *,
         delta_id: str | None = None,
         tenant: str = DEFAULT_TENANT,
-    ) -> Enqueued:
+    ) -> Appended:
         delta = Delta(thread_id, messages, delta_id, tenant)
         return (await self.enqueue_many([delta], path="delta"))[0]
 
-    async def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Enqueued]:
+    async def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Appended]:
         prepared = prepare_all(
             deltas, path, self.new_id, self.settings.max_json_depth,
             commits=self.settings.ingest_commits,
@@ -296,7 +295,7 @@ class AsyncProducer:
         self._waiting.append(waiting)
         return await waiting.done
 
-    async def create(self, delta: Delta, metadata: Sequence[str | bytes]) -> Enqueued | None:
+    async def create(self, delta: Delta, metadata: Sequence[str | bytes]) -> Appended | None:
         """:meth:`Producer.create` for asyncio callers (a call of its own, never shared)."""
         [p] = prepare_all(
             [delta], "", self.new_id, self.settings.max_json_depth,

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from threadfold.core.errors import InvalidInput, ThreadfoldError
 from threadfold.core.keys import InvalidName
-from threadfold.workers import entry
+from threadfold.workers import wiring
 from threadfold.workers.ops import demo, recompute_job
 from threadfold.workers.ops.processes import API_ARGV, celery_argv
 from threadfold.workers.ops.progress import Progress
@@ -46,7 +46,7 @@ def _settings() -> Settings:
 
 def _store(settings: Settings) -> Store:
     # A few reconnects: a command should fail soon, not ride out a long outage.
-    return entry.store(settings, entry.redis(settings, retries=3))
+    return wiring.store(settings, wiring.redis(settings, retries=3))
 
 
 def _exec(argv: list[str]) -> int:
@@ -70,9 +70,9 @@ def _redis_url_override() -> str | None:
 
 
 def _run_demo(settings: Settings, api_url: str) -> None:
-    app = entry.celery(settings)
+    app = wiring.celery(settings)
     store = _store(settings)
-    producer = entry.producer(settings, store.client, entry.waker(settings, app))
+    producer = wiring.producer(settings, store.client, wiring.waker(settings, app))
     demo.run(producer, store, api_url)
     app.close()
 
@@ -172,8 +172,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         found = store.status(f"{args.tenant}/{args.thread}")
         if found is None:
             raise CommandError(f"no such thread: {args.thread!r} (never written, or deleted)")
-        for name in found.__slots__:
-            if name != "skipped":
+        for name in found.__struct_fields__:
+            if name not in ("thread_id", "skipped"):
                 print(f"{name:<18} {getattr(found, name)}")
         print(f"{'skipped':<18} {len(found.skipped)}")
         for skipped in found.skipped:
@@ -211,8 +211,8 @@ def cmd_retry(args: argparse.Namespace) -> int:
     if done is None:
         raise CommandError(f"no such thread: {args.thread!r} (never written, or deleted)")
     if done.woke:
-        app = entry.celery(settings)
-        entry.waker(settings, app).wake([ref])
+        app = wiring.celery(settings)
+        wiring.waker(settings, app).wake([ref])
         app.close()
     said = ["quarantine lifted" if done.was_quarantined else "the thread was not quarantined"]
     if done.skipped:
@@ -248,7 +248,7 @@ def cmd_recompute(args: argparse.Namespace) -> int:
     if not refs:
         print(f"{mode}: no threads selected")
         return 0
-    app = entry.celery(settings)
+    app = wiring.celery(settings)
     job = recompute_job.start(app, settings, refs, mode)
     app.close()
     progress = Progress("threads")

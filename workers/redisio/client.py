@@ -36,8 +36,8 @@ from redis.retry import Retry
 from threadfold.core.errors import RedisFull
 from threadfold.workers.redisio import sentinel
 
-SyncClient: TypeAlias = "redis.Redis | RedisCluster"
-AsyncClient: TypeAlias = "aioredis.Redis | AsyncRedisCluster"
+SyncRedis: TypeAlias = "redis.Redis | RedisCluster"
+AsyncRedis: TypeAlias = "aioredis.Redis | AsyncRedisCluster"
 Args = Sequence[str | bytes | int | float]
 
 
@@ -117,7 +117,7 @@ def _retry(retries: int, retry_class: Any = Retry) -> dict[str, Any]:
 
 def sync_client(
     url: str, *, cluster: bool, retries: int = 20, name: str | None = None
-) -> SyncClient:
+) -> SyncRedis:
     """A client for thread state; ``retries`` reconnects survive a Redis restart (and a
     failover, with a Sentinel URL: :mod:`threadfold.workers.redisio.sentinel`); ``name``
     is what ``CLIENT LIST`` shows of its connections (who holds them)."""
@@ -137,7 +137,7 @@ def sync_client(
 
 def async_client(
     url: str, *, cluster: bool, retries: int = 20, name: str | None = None
-) -> AsyncClient:
+) -> AsyncRedis:
     """The asyncio twin of :func:`sync_client`."""
     options: dict[str, Any] = {
         "socket_keepalive": True,
@@ -153,7 +153,7 @@ def async_client(
     return aioredis.Redis.from_url(url, **options)
 
 
-def run(client: SyncClient, call: Call) -> Any:
+def run(client: SyncRedis, call: Call) -> Any:
     """Run one script call."""
     n = len(call.keys)
     try:
@@ -165,12 +165,12 @@ def run(client: SyncClient, call: Call) -> Any:
         raise typed(exc) from exc
 
 
-def is_cluster(client: SyncClient | AsyncClient) -> bool:
+def is_cluster(client: SyncRedis | AsyncRedis) -> bool:
     """Whether ``client`` talks to a Redis Cluster (each call a request of its own)."""
     return isinstance(client, RedisCluster | AsyncRedisCluster)
 
 
-def run_many(client: SyncClient, calls: Sequence[Item]) -> list[Any]:
+def run_many(client: SyncRedis, calls: Sequence[Item]) -> list[Any]:
     """Run many script calls (and plain commands) in one pipelined round trip (one per
     node on a cluster). Plain commands' replies are as Redis sent them (nested lists of
     bytes), except after a cluster redirection, when redis-py's own parsing applies."""
@@ -199,7 +199,7 @@ PARALLEL_CALLS = 32
 MAX_MERGED = 200
 
 
-def run_merged(client: SyncClient, calls: Sequence[Call]) -> list[Any]:
+def run_merged(client: SyncRedis, calls: Sequence[Call]) -> list[Any]:
     """Run calls of scripts that take any number of threads (keys and arguments per
     thread, one answer per thread): the calls of one script become one call, per slot
     on a cluster (a script's keys must share one), so the fixed cost of a script call
@@ -241,7 +241,7 @@ def pack_calls(calls: Sequence[Item], idx: Sequence[int], by_source: bool = Fals
     return b"".join(parts)
 
 
-def _rerun(client: SyncClient, item: Item) -> Any:
+def _rerun(client: SyncRedis, item: Item) -> Any:
     if isinstance(item, Command):
         return client.execute_command(*item.args)  # type: ignore[no-untyped-call]
     return run(client, item)
@@ -286,13 +286,13 @@ def _exchange(client: redis.Redis, packed: bytes, count: int) -> list[Any]:
 
 
 def _pipelined(
-    conn: redis.Redis, client: SyncClient, calls: Sequence[Item], idx: Sequence[int]
+    conn: redis.Redis, client: SyncRedis, calls: Sequence[Item], idx: Sequence[int]
 ) -> list[Any]:
     return resolved(client, calls, idx, _exchange(conn, pack_calls(calls, idx), len(idx)))
 
 
 def resolved(
-    client: SyncClient, calls: Sequence[Item], idx: Sequence[int], results: list[Any]
+    client: SyncRedis, calls: Sequence[Item], idx: Sequence[int], results: list[Any]
 ) -> list[Any]:
     """The replies of ``calls[idx]``, with calls that met NOSCRIPT or a redirection re-run."""
     redirected: set[str] = set()  # the slots (hash tags) a read was redirected for
@@ -385,7 +385,7 @@ def _in_parallel(
     return results
 
 
-async def arun(client: AsyncClient, call: Call) -> Any:
+async def arun(client: AsyncRedis, call: Call) -> Any:
     """Run one script call (asyncio)."""
     n = len(call.keys)
     try:
@@ -397,7 +397,7 @@ async def arun(client: AsyncClient, call: Call) -> Any:
         raise typed(exc) from exc
 
 
-async def arun_many(client: AsyncClient, calls: Sequence[Call]) -> list[Any]:
+async def arun_many(client: AsyncRedis, calls: Sequence[Call]) -> list[Any]:
     """Run many script calls in one pipelined round trip (asyncio).
 
     On a cluster the calls run concurrently instead (redis-py refuses EVALSHA in cluster

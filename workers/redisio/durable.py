@@ -29,10 +29,10 @@ from redis.exceptions import NoScriptError
 
 from threadfold.core.errors import NotReplicated
 from threadfold.workers.redisio.client import (
-    AsyncClient,
+    AsyncRedis,
     Call,
     Item,
-    SyncClient,
+    SyncRedis,
     aread_replies,
     arun,
     pack_calls,
@@ -113,7 +113,7 @@ def run_waited(client: redis.Redis, calls: Sequence[Item], wait: Wait) -> Waited
     return wait.checked(calls, replies)
 
 
-def write(client: SyncClient, call: Call, wait: Wait | None) -> Any:
+def write(client: SyncRedis, call: Call, wait: Wait | None) -> Any:
     """One write call, answered once ``wait`` (if any) is met."""
     if wait is None:
         return run(client, call)
@@ -124,7 +124,7 @@ def write(client: SyncClient, call: Call, wait: Wait | None) -> Any:
     return answer
 
 
-async def awrite(client: AsyncClient, call: Call, wait: Wait | None) -> Any:
+async def awrite(client: AsyncRedis, call: Call, wait: Wait | None) -> Any:
     """The asyncio twin of :func:`write`."""
     if wait is None:
         return await arun(client, call)

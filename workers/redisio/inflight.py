@@ -14,7 +14,7 @@ from redis.cluster import RedisCluster
 
 from threadfold.workers.redisio.client import (
     Item,
-    SyncClient,
+    SyncRedis,
     pack_calls,
     read_replies,
     resolved,
@@ -42,7 +42,7 @@ class Stream:
     replicas hold it (:mod:`threadfold.workers.redisio.durable`).
     """
 
-    def __init__(self, client: SyncClient, wait: Wait | None = None) -> None:
+    def __init__(self, client: SyncRedis, wait: Wait | None = None) -> None:
         self.client = client
         self.wait = wait
         self._conn: Any = None

@@ -34,7 +34,7 @@ from redis.exceptions import ResponseError
 
 from threadfold.core.errors import ThreadfoldError
 from threadfold.workers.redisio import sentinel
-from threadfold.workers.redisio.client import AsyncClient, SyncClient
+from threadfold.workers.redisio.client import AsyncRedis, SyncRedis
 
 log = logging.getLogger("threadfold.maxmemory")
 
@@ -166,7 +166,7 @@ def parse(
     return NodeMemory(node, None if policy is None else str(policy), used, int(limit or 0))
 
 
-def read(client: SyncClient) -> list[NodeMemory]:
+def read(client: SyncRedis) -> list[NodeMemory]:
     """Every primary's memory limit (one on a standalone server). Connection errors
     propagate: the caller decides what an unreachable Redis means."""
     if isinstance(client, RedisCluster):
@@ -175,12 +175,12 @@ def read(client: SyncClient) -> list[NodeMemory]:
     return [_read_one(client, "", {})]
 
 
-def _read_one(client: SyncClient, name: str, target: dict[str, Any]) -> NodeMemory:
+def _read_one(client: SyncRedis, name: str, target: dict[str, Any]) -> NodeMemory:
     config = _refused(lambda: client.config_get("maxmemory*", **target))
     return parse(name, config, _refused(lambda: client.info("memory", **target)))
 
 
-async def aread(client: AsyncClient) -> list[NodeMemory]:
+async def aread(client: AsyncRedis) -> list[NodeMemory]:
     """The asyncio twin of :func:`read`."""
     if isinstance(client, AsyncRedisCluster):
         await client.initialize()  # a no-op once it knows the nodes
@@ -201,7 +201,7 @@ def check_url(url: str, *, cluster: bool, who: str, timeout: float = 5.0) -> Non
     options: dict[str, Any] = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
     try:
         watched = sentinel.parse(url)
-        client: SyncClient = (
+        client: SyncRedis = (
             watched.sync_master(options)
             if watched is not None
             else RedisCluster.from_url(url, **options)

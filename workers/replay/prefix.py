@@ -33,7 +33,7 @@ from typing import Any, Final, Literal
 from threadfold.core.errors import ThreadfoldError
 from threadfold.core.keys import Keyspace
 from threadfold.core.versions import entry_key, parse_version
-from threadfold.workers.redisio.client import Command, Item, SyncClient, as_bytes, run_many, text
+from threadfold.workers.redisio.client import Command, Item, SyncRedis, as_bytes, run_many, text
 from threadfold.workers.storage import log_fence, prefix
 from threadfold.workers.storage.meta import ENTRY_PAYLOAD, fence
 from threadfold.workers.storage.pages import split_records
@@ -201,7 +201,7 @@ class PrefixRead:
                 "yet)",
                 first_version=found.birth,
             )
-        if isinstance(found, prefix.Gone):
+        if isinstance(found, prefix.Trimmed):
             raise NotReplayable(
                 self.ref,
                 Reason.TRIMMED,
@@ -280,7 +280,7 @@ Outcome = Prefix | NotReplayable
 Start = Callable[[str], PrefixRead]
 
 
-def read_many(client: SyncClient, refs: Sequence[str], start: Start) -> list[Outcome]:
+def read_many(client: SyncRedis, refs: Sequence[str], start: Start) -> list[Outcome]:
     """The prefixes of many threads, read together: one pipelined round trip per round
     for all of them (a thread of a few dozen entries takes two). ``start(ref)`` makes a
     thread's read; one that moved is started again, up to :data:`ATTEMPTS` times."""

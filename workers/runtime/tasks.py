@@ -14,7 +14,7 @@ from celery.signals import worker_process_shutdown
 
 from threadfold.core.errors import RedisFull
 from threadfold.core.keys import Keyspace
-from threadfold.workers import entry
+from threadfold.workers import wiring
 from threadfold.workers.runtime.app import DRAIN_TASK, SWEEP_TASK, CeleryWaker
 from threadfold.workers.runtime.drain import Drainer, DrainReport
 from threadfold.workers.runtime.recompute import RECOMPUTE_TASK, Mode, Slice, run_slice, send
@@ -33,7 +33,7 @@ class Runtime:
 
     @cached_property
     def store(self) -> Store:
-        return entry.store(self.settings)
+        return wiring.store(self.settings)
 
     @cached_property
     def drainer(self) -> Drainer:
@@ -45,7 +45,7 @@ class Runtime:
 
     @cached_property
     def waker(self) -> CeleryWaker:
-        return entry.waker(self.settings, self.app)
+        return wiring.waker(self.settings, self.app)
 
 
 def _flush_forever(drainer: Drainer) -> None:

@@ -10,7 +10,7 @@ import gc
 from celery.signals import beat_init, worker_init, worker_process_init
 from pydantic import ValidationError
 
-from threadfold.workers import entry, logs
+from threadfold.workers import logs, wiring
 from threadfold.workers.redact import settings_error
 from threadfold.workers.runtime.tasks import register
 from threadfold.workers.settings import Settings
@@ -21,7 +21,7 @@ except ValidationError as exc:
     # pydantic's own message quotes the values given: a URL with its password.
     raise SystemExit(f"threadfold: bad THREADFOLD_* setting: {settings_error(exc)}") from None
 logs.configure(settings.log_level, settings.secrets)
-app = entry.celery(settings)
+app = wiring.celery(settings)
 runtime = register(app, settings)
 
 
@@ -38,5 +38,5 @@ worker_process_init.connect(_settle_collector, weak=False)
 
 
 # At a worker's or beat's start: refuse an evicting state Redis, say a shared broker.
-worker_init.connect(entry.at_celery_start(settings, "worker"), weak=False)
-beat_init.connect(entry.at_celery_start(settings, "beat"), weak=False)
+worker_init.connect(wiring.at_celery_start(settings, "worker"), weak=False)
+beat_init.connect(wiring.at_celery_start(settings, "beat"), weak=False)

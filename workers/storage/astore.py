@@ -7,19 +7,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from threadfold.core.keys import Keyspace
-from threadfold.workers.redisio.client import AsyncClient, arun
+from threadfold.core.results import Status
+from threadfold.workers.redisio.client import AsyncRedis, arun
 from threadfold.workers.redisio.durable import Wait, awrite
 from threadfold.workers.storage import context, delete, feed, patch, read_state, status, touch
 from threadfold.workers.storage.context import ContextRead, Direction
 from threadfold.workers.storage.meta import VERSION_FIELDS, version_of
 from threadfold.workers.storage.read_state import StateBodies, StatePage, WholeThread
-from threadfold.workers.storage.status import ThreadStatus
+from threadfold.workers.storage.status import Stored
 
 
 class AsyncStore:
     """Thread reads for the API: consistent pages, status, deletion, readiness."""
 
-    def __init__(self, client: AsyncClient, keyspace: Keyspace, wait: Wait | None = None) -> None:
+    def __init__(self, client: AsyncRedis, keyspace: Keyspace, wait: Wait | None = None) -> None:
         self.client = client
         self.keyspace = keyspace
         #: What a delete or a patch waits for before it is answered (durability
@@ -49,9 +50,14 @@ class AsyncStore:
         meta = self.keyspace.thread(ref).meta
         return version_of(await self.client.hmget(meta, [*VERSION_FIELDS]))
 
-    async def status(self, ref: str, ttl_ms: int = 0) -> ThreadStatus | None:
+    async def status(self, ref: str, ttl_ms: int = 0) -> Status | None:
+        found = await self.stored(ref, ttl_ms)
+        return None if found is None else found.status
+
+    async def stored(self, ref: str, ttl_ms: int = 0) -> Stored | None:
+        """The status, with the count of entries applied and the metadata as stored."""
         call = status.call(self.keyspace.thread(ref), ttl_ms)
-        return status.parse(await arun(self.client, call))
+        return status.parse(await arun(self.client, call), ref)
 
     async def snapshot(self, ref: str) -> WholeThread | None:
         """The whole thread with its messages' positions (a follower's start)."""

@@ -37,7 +37,7 @@ class Unborn(NamedTuple):
     birth: str
 
 
-class Gone(NamedTuple):
+class Trimmed(NamedTuple):
     """``upto`` is before the cursor and the log no longer holds the whole history."""
 
     cursor: str
@@ -57,7 +57,7 @@ class Instant(NamedTuple):
     pages: Sequence[Any]
 
 
-Answer = Missing | Unborn | Gone | Instant
+Answer = Missing | Unborn | Trimmed | Instant
 
 
 def call(k: ThreadKeys, args: Args) -> Call:
@@ -71,6 +71,6 @@ def parse(raw: Sequence[Any]) -> Answer:
     if status == "unborn":
         return Unborn(text(raw[1]))
     if status == "gone":
-        return Gone(text(raw[1]))
+        return Trimmed(text(raw[1]))
     c, g, i, first = (text(x) for x in raw[1:5])
     return Instant(status == "live", c, g, i, first, raw[6], raw[7])

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from threadfold.core.keys import Keyspace
-from threadfold.workers.redisio.client import SyncClient, run, run_many, run_merged, text
+from threadfold.core.results import Status
+from threadfold.workers.redisio.client import SyncRedis, run, run_many, run_merged, text
 from threadfold.workers.redisio.durable import Wait, write
 from threadfold.workers.storage import (
     backlog,
@@ -30,13 +31,13 @@ from threadfold.workers.storage.lookup import Found
 from threadfold.workers.storage.meta import VERSION_FIELDS, version_of
 from threadfold.workers.storage.read_state import StateBodies, StatePage, WholeThread
 from threadfold.workers.storage.retry import Retried
-from threadfold.workers.storage.status import ThreadStatus
+from threadfold.workers.storage.status import Stored
 
 
 class Store:
     """Thread state in Redis (standalone or Cluster) for producers, workers and tools."""
 
-    def __init__(self, client: SyncClient, keyspace: Keyspace, wait: Wait | None = None) -> None:
+    def __init__(self, client: SyncRedis, keyspace: Keyspace, wait: Wait | None = None) -> None:
         self.client = client
         self.keyspace = keyspace
         #: What a delete or a patch waits for before it is answered (durability
@@ -103,9 +104,14 @@ class Store:
         meta = self.keyspace.thread(ref).meta
         return version_of(self.client.hmget(meta, [*VERSION_FIELDS]))
 
-    def status(self, ref: str, ttl_ms: int = 0) -> ThreadStatus | None:
+    def status(self, ref: str, ttl_ms: int = 0) -> Status | None:
         """``ttl_ms``: the deployment's TTL (what a thread without its own has)."""
-        return status.parse(run(self.client, status.call(self.keyspace.thread(ref), ttl_ms)))
+        found = self.stored(ref, ttl_ms)
+        return None if found is None else found.status
+
+    def stored(self, ref: str, ttl_ms: int = 0) -> Stored | None:
+        """The status, with the count of entries applied and the metadata as stored."""
+        return status.parse(run(self.client, status.call(self.keyspace.thread(ref), ttl_ms)), ref)
 
     def snapshot(self, ref: str) -> WholeThread | None:
         """The whole thread with its messages' positions (a follower's start)."""

@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from threadfold.core.keys import Keyspace
+from threadfold.core.results import ThreadRow
 from threadfold.workers.redisio.client import Call
 from threadfold.workers.storage import count, prune, search, status
 from threadfold.workers.storage.search import Part
-from threadfold.workers.storage.status import ThreadStatus
 from threadfold.workers.threads.lifecycle import BUDGET, Prune, Search
 
 #: Calls in flight at once on a cluster, where each is a request of its own: redis-py's
@@ -20,18 +20,14 @@ from threadfold.workers.threads.lifecycle import BUDGET, Prune, Search
 #: them (1,024 buckets at once were refused), and the API's other requests share them.
 CLUSTER_WAVE: Final = 50
 
-#: A found thread: its ref, its status, its activity time (ms).
-Row = tuple[str, ThreadStatus, int]
-
-
-def rows(latest: Sequence[tuple[str, int]], answers: Sequence[Any]) -> list[Row]:
-    """The found threads with their status (one deleted between the exchanges is left
-    out)."""
+def rows(latest: Sequence[tuple[str, int]], answers: Sequence[Any]) -> list[ThreadRow]:
+    """The found threads' rows, from their status and activity time (one deleted between
+    the exchanges is left out)."""
     found = []
     for (ref, activity), raw in zip(latest, answers, strict=True):
-        row = status.parse(raw)
+        row = status.row(raw, ref, activity)
         if row is not None:
-            found.append((ref, row, activity))
+            found.append(row)
     return found
 
 

@@ -39,8 +39,7 @@ import msgspec
 
 from threadfold.core.context import MAX_TOKENS, MESSAGE_TYPES, Counter, Strategy
 from threadfold.core.render import Format
-from threadfold.workers.threads import lifecycle, query
-from threadfold.workers.threads.results import (
+from threadfold.core.results import (
     Appended,
     Context,
     Copied,
@@ -51,6 +50,7 @@ from threadfold.workers.threads.results import (
     ThreadCount,
     ThreadList,
 )
+from threadfold.workers.threads import lifecycle, query
 
 R = TypeVar("R")
 

@@ -21,12 +21,12 @@ from threadfold.core.errors import (
     never_written,
 )
 from threadfold.core.render import render
+from threadfold.core.results import Context, State
 from threadfold.core.versions import parse_version, reached
 from threadfold.workers.replay.prefix import LAST, NotReplayable, Reason
 from threadfold.workers.storage.context import ContextRead
 from threadfold.workers.storage.read_state import StateBodies, StatePage, cut
 from threadfold.workers.threads.query import ContextQuery, Query
-from threadfold.workers.threads.results import Context, State
 
 # Read-your-writes polls the version with a growing interval: a version usually moves
 # within milliseconds, and a long wait should not poll Redis hundreds of times a second.

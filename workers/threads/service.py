@@ -19,8 +19,7 @@ from collections.abc import AsyncGenerator, Generator
 
 from threadfold.core.errors import ClientClosed, TooManySubscribers, Unavailable
 from threadfold.core.render import Format
-from threadfold.workers import entry
-from threadfold.workers.feed import subscription
+from threadfold.workers.feed import connect, subscription
 from threadfold.workers.feed.bodies import Bodies
 from threadfold.workers.feed.events import Event
 from threadfold.workers.feed.hub import Hub, HubClosed, HubFull
@@ -56,7 +55,7 @@ class Threads(Service):
         its own (:func:`threadfold.workers.feed.subscription.follow`). Its arguments are
         checked when iteration starts, as an asyncio subscription's are."""
         at, resume, fmt = followed(tenant, thread_id, after, format)
-        listener = entry.listener(self.settings, name=self.name)
+        listener = connect.listener(self.settings, name=self.name)
         feed = self.settings.keyspace.thread(at.ref).feed
         steps = subscription.Steps(at.thread_id, at.ref, feed, fmt)
         try:
@@ -90,7 +89,7 @@ class AsyncThreads(AsyncService):
         """The one follower of thread feeds that all of this service's subscriptions
         share (one Pub/Sub connection), made on first use."""
         if self._hub is None:
-            self._hub = entry.ahub(
+            self._hub = connect.ahub(
                 self.settings,
                 self.store,
                 name=self.name,

@@ -25,27 +25,22 @@ from threadfold.core.errors import (
     never_written,
 )
 from threadfold.core.keys import make_ref
-from threadfold.core.metadata import decoded
 from threadfold.core.metadata import pairs as md_pairs
-from threadfold.workers.ingest.prepare import Delta
-from threadfold.workers.ingest.producer import Enqueued
-from threadfold.workers.settings import Settings
-from threadfold.workers.storage.patch import Refused
-from threadfold.workers.storage.read_state import StatePage
-from threadfold.workers.storage.status import ThreadStatus
-from threadfold.workers.threads import lifecycle, operations, query
-from threadfold.workers.threads.admission import TenantBudget
-from threadfold.workers.threads.lifecycle import Copy, Search
-from threadfold.workers.threads.listing import Row
-from threadfold.workers.threads.query import Limits
-from threadfold.workers.threads.results import (
+from threadfold.core.results import (
     Appended,
     Copied,
     Searched,
-    Skipped,
     Status,
     ThreadRow,
 )
+from threadfold.workers.ingest.prepare import Delta
+from threadfold.workers.settings import Settings
+from threadfold.workers.storage.patch import Refused
+from threadfold.workers.storage.read_state import StatePage
+from threadfold.workers.threads import lifecycle, operations, query
+from threadfold.workers.threads.admission import TenantBudget
+from threadfold.workers.threads.lifecycle import Copy, Search
+from threadfold.workers.threads.query import Limits
 
 UNREACHABLE: Final = "thread state is unreachable; retry (an append with the same delta_id)"
 
@@ -98,55 +93,10 @@ def deltas(tenant: str, given: Sequence[operations.Delta]) -> list[Delta]:
     return [Delta(d.thread_id, d.messages, d.delta_id, tenant, d.metadata) for d in given]
 
 
-def appended(result: Enqueued) -> Appended:
-    return Appended(result.thread_id, result.version, result.accepted, result.duplicate, result.ids)
-
-
-def status_of(thread_id: str, found: ThreadStatus | None) -> Status:
+def status_of(thread_id: str, found: Status | None) -> Status:
     if found is None:
         raise never_written(thread_id)
-    return Status(
-        thread_id,
-        found.version,
-        found.last_enqueued,
-        found.backlog,
-        found.messages,
-        found.last_commit_ms,
-        found.attempts,
-        bool(found.quarantined),
-        found.quarantined or None,
-        found.quarantined_entry or None,
-        found.dirty_since_ms,
-        tuple(Skipped(s.entry, s.reason, s.at_ms) for s in found.skipped),
-        **_lifetime(found),
-    )
-
-
-def _lifetime(found: ThreadStatus) -> dict[str, Any]:
-    """What a status and a row show of a thread's metadata and lifetime."""
-    return {
-        "metadata": decoded(found.metadata),
-        "created_ms": found.created_ms,
-        "ttl_seconds": None if found.ttl_ms is None else found.ttl_ms / 1000,
-        "pinned": found.pinned,
-        "expires_at_ms": found.expires_ms,
-    }
-
-
-def row_of(ref: str, found: ThreadStatus, activity: int) -> ThreadRow:
-    return ThreadRow(
-        ref.partition("/")[2],  # as stored, unchecked: a list never fails on one row
-        found.version,
-        found.messages,
-        found.backlog,
-        found.lag_ms,
-        bool(found.quarantined),
-        found.quarantined or None,
-        found.last_commit_ms,
-        activity,
-        found.last_enqueued,
-        **_lifetime(found),
-    )
+    return found
 
 
 def patched(found: bool | Refused, thread_id: str) -> None:
@@ -157,9 +107,8 @@ def patched(found: bool | Refused, thread_id: str) -> None:
         raise never_written(thread_id)
 
 
-def searched(s: Search, rows: Sequence[Row], after: tuple[int, str] | None) -> Searched:
-    threads = tuple(row_of(ref, row, activity) for ref, row, activity in rows)
-    return Searched(threads, None if after is None else lifecycle.cursor_of(s, after))
+def searched(s: Search, rows: Sequence[ThreadRow], after: tuple[int, str] | None) -> Searched:
+    return Searched(tuple(rows), None if after is None else lifecycle.cursor_of(s, after))
 
 
 #: A copy of an empty state: a thread must start with a delta, and this one leaves it
@@ -173,7 +122,7 @@ def copy_delta(tenant: str, plan: Copy, page: StatePage) -> Delta:
     return Delta(plan.to, list(page.messages) or list(_EMPTY), plan.delta_id, tenant)
 
 
-def copied(source: str, plan: Copy, page: StatePage, made: Enqueued | None) -> Copied:
+def copied(source: str, plan: Copy, page: StatePage, made: Appended | None) -> Copied:
     """The copy's answer (a retry of one with its delta_id is answered as it was)."""
     if made is None:
         raise Conflict(f"thread {plan.to!r} exists; a copy makes a new thread", field="to")
@@ -211,14 +160,12 @@ __all__ = [
     "Checks",
     "Delta",
     "Target",
-    "appended",
     "copied",
     "copy_delta",
     "deltas",
     "md_pairs",
     "patched",
     "refusals",
-    "row_of",
     "searched",
     "status_of",
     "target",

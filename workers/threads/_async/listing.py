@@ -19,8 +19,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from threadfold.core.keys import Keyspace
+from threadfold.core.results import ThreadRow
 from threadfold.workers.redisio.client import (
-    AsyncClient,
+    AsyncRedis,
     Call,
     arun_many,
     is_cluster,
@@ -29,7 +30,7 @@ from threadfold.workers.redisio.client import (
 from threadfold.workers.storage import prune, search, status, threads_recent
 from threadfold.workers.threads import lifecycle, listing
 from threadfold.workers.threads.lifecycle import Prune, Search
-from threadfold.workers.threads.listing import CLUSTER_WAVE, Row, rows, scored
+from threadfold.workers.threads.listing import CLUSTER_WAVE, rows, scored
 
 
 def _candidates(keyspace: Keyspace, tenant: str, limit: int) -> list[Call]:
@@ -43,8 +44,8 @@ def _statuses(keyspace: Keyspace, refs: Sequence[str], ttl_ms: int) -> list[Call
 
 
 async def recent_threads(
-    client: AsyncClient, keyspace: Keyspace, tenant: str, limit: int, ttl_ms: int = 0
-) -> list[Row]:
+    client: AsyncRedis, keyspace: Keyspace, tenant: str, limit: int, ttl_ms: int = 0
+) -> list[ThreadRow]:
     """``tenant``'s ``limit`` most recently active threads, latest first: each ref with
     its status and its activity time (ms of its last commit or append, the later)."""
     if limit <= 0:
@@ -54,7 +55,7 @@ async def recent_threads(
     return rows(latest, found)
 
 
-async def _run(client: AsyncClient, calls: Sequence[Call]) -> list[Any]:
+async def _run(client: AsyncRedis, calls: Sequence[Call]) -> list[Any]:
     if not is_cluster(client):
         return await arun_many(client, calls)
     answers: list[Any] = []
@@ -64,8 +65,8 @@ async def _run(client: AsyncClient, calls: Sequence[Call]) -> list[Any]:
 
 
 async def search_threads(
-    client: AsyncClient, keyspace: Keyspace, tenant: str, s: Search, ttl_ms: int = 0
-) -> tuple[list[Row], tuple[int, str] | None]:
+    client: AsyncRedis, keyspace: Keyspace, tenant: str, s: Search, ttl_ms: int = 0
+) -> tuple[list[ThreadRow], tuple[int, str] | None]:
     """A page of ``tenant``'s threads ``s`` finds, in its order, and the position the
     next page starts after (None: no more)."""
     page: list[tuple[int, str]] = []
@@ -80,12 +81,12 @@ async def search_threads(
     return rows(scored(page), await _run(client, _statuses(keyspace, refs, ttl_ms))), after
 
 
-async def count_threads(client: AsyncClient, keyspace: Keyspace, tenant: str, s: Search) -> int:
+async def count_threads(client: AsyncRedis, keyspace: Keyspace, tenant: str, s: Search) -> int:
     return sum(int(n) for n in await _run(client, listing.count_calls(keyspace, tenant, s)))
 
 
 async def prune_threads(
-    client: AsyncClient,
+    client: AsyncRedis,
     keyspace: Keyspace,
     p: Prune,
     progress: Callable[[int], None] | None = None,

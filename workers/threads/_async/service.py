@@ -16,6 +16,17 @@ from typing import Any, TypeVar
 
 from threadfold.core.context import Window
 from threadfold.core.errors import never_written
+from threadfold.core.results import (
+    Appended,
+    Context,
+    Copied,
+    Pruned,
+    Searched,
+    State,
+    Status,
+    ThreadCount,
+    ThreadList,
+)
 from threadfold.workers.ingest.prepare import Delta
 from threadfold.workers.ingest.producer import AsyncProducer
 from threadfold.workers.replay.prefix import NotReplayable
@@ -33,17 +44,6 @@ from threadfold.workers.threads._async.listing import (
     search_threads,
 )
 from threadfold.workers.threads.query import NO_LIMITS, ContextQuery, Limits, Query
-from threadfold.workers.threads.results import (
-    Appended,
-    Context,
-    Copied,
-    Pruned,
-    Searched,
-    State,
-    Status,
-    ThreadCount,
-    ThreadList,
-)
 from threadfold.workers.threads.steps import Target, refusals, target
 
 R = TypeVar("R")
@@ -83,7 +83,7 @@ class AsyncService:
         delta = Delta(op.thread_id, op.messages, op.delta_id, tenant, op.metadata)
         with refusals:
             [result] = await self.producer.enqueue_many([delta], path="")
-        return steps.appended(result)
+        return result
 
     async def append_many(self, tenant: str, op: ops.AppendMany) -> list[Appended]:
         """Many deltas, of many threads, in one round trip; all checked before any is
@@ -91,10 +91,7 @@ class AsyncService:
         self.checks.bulk(op.deltas)
         self.checks.admit(tenant, len(op.deltas))
         with refusals:
-            results = await self.producer.enqueue_many(
-                steps.deltas(tenant, op.deltas), path="deltas"
-            )
-        return [steps.appended(r) for r in results]
+            return await self.producer.enqueue_many(steps.deltas(tenant, op.deltas), path="deltas")
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -197,7 +194,7 @@ class AsyncService:
             found = await recent_threads(
                 self.store.client, self.store.keyspace, tenant, limit, self.settings.thread_ttl_ms
             )
-        return ThreadList(tuple(steps.row_of(ref, row, activity) for ref, row, activity in found))
+        return ThreadList(tuple(found))
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -245,7 +242,7 @@ class AsyncService:
         q = Query(at_version=plan.at_version)
         with refusals:
             page = reads.checked(await self._page(at, q), at.thread_id, q)
-            source = await self.store.status(at.ref)
+            source = await self.store.stored(at.ref)
             stored = {} if source is None else source.metadata
             made = await self.producer.create(
                 steps.copy_delta(tenant, plan, page), plan.metadata_of(stored)

@@ -21,9 +21,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from threadfold.core.keys import Keyspace
+from threadfold.core.results import ThreadRow
 from threadfold.workers.redisio.client import (
     Call,
-    SyncClient,
+    SyncRedis,
     is_cluster,
     run_many,
     text,
@@ -31,7 +32,7 @@ from threadfold.workers.redisio.client import (
 from threadfold.workers.storage import prune, search, status, threads_recent
 from threadfold.workers.threads import lifecycle, listing
 from threadfold.workers.threads.lifecycle import Prune, Search
-from threadfold.workers.threads.listing import CLUSTER_WAVE, Row, rows, scored
+from threadfold.workers.threads.listing import CLUSTER_WAVE, rows, scored
 
 
 def _candidates(keyspace: Keyspace, tenant: str, limit: int) -> list[Call]:
@@ -45,8 +46,8 @@ def _statuses(keyspace: Keyspace, refs: Sequence[str], ttl_ms: int) -> list[Call
 
 
 def recent_threads(
-    client: SyncClient, keyspace: Keyspace, tenant: str, limit: int, ttl_ms: int = 0
-) -> list[Row]:
+    client: SyncRedis, keyspace: Keyspace, tenant: str, limit: int, ttl_ms: int = 0
+) -> list[ThreadRow]:
     """``tenant``'s ``limit`` most recently active threads, latest first: each ref with
     its status and its activity time (ms of its last commit or append, the later)."""
     if limit <= 0:
@@ -56,7 +57,7 @@ def recent_threads(
     return rows(latest, found)
 
 
-def _run(client: SyncClient, calls: Sequence[Call]) -> list[Any]:
+def _run(client: SyncRedis, calls: Sequence[Call]) -> list[Any]:
     if not is_cluster(client):
         return run_many(client, calls)
     answers: list[Any] = []
@@ -66,8 +67,8 @@ def _run(client: SyncClient, calls: Sequence[Call]) -> list[Any]:
 
 
 def search_threads(
-    client: SyncClient, keyspace: Keyspace, tenant: str, s: Search, ttl_ms: int = 0
-) -> tuple[list[Row], tuple[int, str] | None]:
+    client: SyncRedis, keyspace: Keyspace, tenant: str, s: Search, ttl_ms: int = 0
+) -> tuple[list[ThreadRow], tuple[int, str] | None]:
     """A page of ``tenant``'s threads ``s`` finds, in its order, and the position the
     next page starts after (None: no more)."""
     page: list[tuple[int, str]] = []
@@ -82,12 +83,12 @@ def search_threads(
     return rows(scored(page), _run(client, _statuses(keyspace, refs, ttl_ms))), after
 
 
-def count_threads(client: SyncClient, keyspace: Keyspace, tenant: str, s: Search) -> int:
+def count_threads(client: SyncRedis, keyspace: Keyspace, tenant: str, s: Search) -> int:
     return sum(int(n) for n in _run(client, listing.count_calls(keyspace, tenant, s)))
 
 
 def prune_threads(
-    client: SyncClient,
+    client: SyncRedis,
     keyspace: Keyspace,
     p: Prune,
     progress: Callable[[int], None] | None = None,

@@ -18,6 +18,17 @@ from typing import Any, TypeVar
 
 from threadfold.core.context import Window
 from threadfold.core.errors import never_written
+from threadfold.core.results import (
+    Appended,
+    Context,
+    Copied,
+    Pruned,
+    Searched,
+    State,
+    Status,
+    ThreadCount,
+    ThreadList,
+)
 from threadfold.workers.ingest.prepare import Delta
 from threadfold.workers.ingest.producer import Producer
 from threadfold.workers.replay.prefix import NotReplayable
@@ -35,17 +46,6 @@ from threadfold.workers.threads._sync.listing import (
     search_threads,
 )
 from threadfold.workers.threads.query import NO_LIMITS, ContextQuery, Limits, Query
-from threadfold.workers.threads.results import (
-    Appended,
-    Context,
-    Copied,
-    Pruned,
-    Searched,
-    State,
-    Status,
-    ThreadCount,
-    ThreadList,
-)
 from threadfold.workers.threads.steps import Target, refusals, target
 
 R = TypeVar("R")
@@ -85,7 +85,7 @@ class Service:
         delta = Delta(op.thread_id, op.messages, op.delta_id, tenant, op.metadata)
         with refusals:
             [result] = self.producer.enqueue_many([delta], path="")
-        return steps.appended(result)
+        return result
 
     def append_many(self, tenant: str, op: ops.AppendMany) -> list[Appended]:
         """Many deltas, of many threads, in one round trip; all checked before any is
@@ -93,10 +93,7 @@ class Service:
         self.checks.bulk(op.deltas)
         self.checks.admit(tenant, len(op.deltas))
         with refusals:
-            results = self.producer.enqueue_many(
-                steps.deltas(tenant, op.deltas), path="deltas"
-            )
-        return [steps.appended(r) for r in results]
+            return self.producer.enqueue_many(steps.deltas(tenant, op.deltas), path="deltas")
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -199,7 +196,7 @@ class Service:
             found = recent_threads(
                 self.store.client, self.store.keyspace, tenant, limit, self.settings.thread_ttl_ms
             )
-        return ThreadList(tuple(steps.row_of(ref, row, activity) for ref, row, activity in found))
+        return ThreadList(tuple(found))
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -247,7 +244,7 @@ class Service:
         q = Query(at_version=plan.at_version)
         with refusals:
             page = reads.checked(self._page(at, q), at.thread_id, q)
-            source = self.store.status(at.ref)
+            source = self.store.stored(at.ref)
             stored = {} if source is None else source.metadata
             made = self.producer.create(
                 steps.copy_delta(tenant, plan, page), plan.metadata_of(stored)

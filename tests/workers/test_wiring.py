@@ -1,6 +1,7 @@
-"""The one way in (threadfold.workers.entry): what it builds works against a real
+"""The composition root (threadfold.workers.wiring): what it builds works against a real
 password-protected Redis and broker, and nothing else in the product builds a client,
-store, producer or waker its own way."""
+store, producer or waker its own way (but the feed's listener connection, which the
+thread service makes for itself: threadfold.workers.feed.connect)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 from tests.sources import python_files
 from tests.workers.harness import WORKERS_ONLY
-from threadfold.workers import entry
+from threadfold.workers import wiring
 from threadfold.workers.ingest.wakeup import Waker
 from threadfold.workers.ops.processes import RedisServer
 from threadfold.workers.settings import Settings
@@ -21,8 +22,14 @@ PRODUCT = ["api", "workers", "loadtests"]
 BUILDS = re.compile(
     r"\b(sync_client|async_client|make_celery|CeleryWaker|AsyncProducer|Producer|AsyncStore|Store)\("
 )
-# Where the things are defined, and the one module that builds them.
-OWNERS = {"workers/entry.py", "workers/redisio/client.py", "workers/runtime/app.py"}
+# Where the things are defined, the one module that builds them, and the feed's
+# listener connection (built below the thread service, which makes it).
+OWNERS = {
+    "workers/wiring.py",
+    "workers/feed/connect.py",
+    "workers/redisio/client.py",
+    "workers/runtime/app.py",
+}
 
 
 class Recorded:
@@ -37,7 +44,7 @@ def _sources() -> list[Path]:
     return [p for package in [*PRODUCT, "threadfold"] for p in python_files(package)]
 
 
-def test_nothing_but_the_entry_module_builds_a_client_store_producer_or_waker() -> None:
+def test_nothing_but_the_composition_root_builds_a_client_store_producer_or_waker() -> None:
     offenders = []
     for path in _sources():
         name = path.relative_to(ROOT).as_posix()
@@ -51,16 +58,16 @@ def test_nothing_but_the_entry_module_builds_a_client_store_producer_or_waker() 
 
 
 def test_a_store_and_producer_from_settings_append_and_read_with_a_password() -> None:
-    password = "entry-secret-pw"  # noqa: S105  # a throwaway
+    password = "wiring-secret-pw"  # noqa: S105  # a throwaway
     with RedisServer(password=password) as server:
         settings = Settings(redis_url=server.url, **WORKERS_ONLY)
-        client = entry.redis(settings, retries=0)
+        client = wiring.redis(settings, retries=0)
         try:
             woken = Recorded()
             wakes: Waker = woken
-            producer = entry.producer(settings, client, wakes)
+            producer = wiring.producer(settings, client, wakes)
             result = producer.enqueue("t1", [{"role": "user", "content": "hi", "id": "m1"}])
-            status = entry.store(settings, client).status("_/t1")
+            status = wiring.store(settings, client).status("_/t1")
             assert status is not None and status.last_enqueued == result.version
             assert woken.woken == ["_/t1"]
         finally:
@@ -70,14 +77,14 @@ def test_a_store_and_producer_from_settings_append_and_read_with_a_password() ->
 def test_the_asyncio_store_reads_what_was_appended() -> None:
     with RedisServer() as server:
         settings = Settings(redis_url=server.url, **WORKERS_ONLY)
-        sync = entry.redis(settings)
-        entry.producer(settings, sync, Recorded()).enqueue("t1", ["hello"])
+        sync = wiring.redis(settings)
+        wiring.producer(settings, sync, Recorded()).enqueue("t1", ["hello"])
         sync.close()
 
         async def backlog() -> int | None:
-            client = entry.aredis(settings, retries=0)
+            client = wiring.aredis(settings, retries=0)
             try:
-                store = entry.astore(settings, client)
+                store = wiring.astore(settings, client)
                 status = await store.status("_/t1")
                 return None if status is None else status.backlog
             finally:

@@ -1,6 +1,8 @@
 """What a thread operation returns: one set of types for the HTTP API and every client.
 
-The thread service builds them; the HTTP API encodes them as its response bodies
+The engine builds them (the producer an append's :class:`Appended`, the store's STATUS
+parser a :class:`Status` and a threads list's :class:`ThreadRow`, the thread service the
+rest); the HTTP API encodes them as its response bodies
 (``POST .../deltas``, ``GET .../state``, ``GET .../status``, ``GET /threads``), field for
 field; the HTTP clients decode those bodies straight back into them; the direct clients
 return them as the service built them.
@@ -34,11 +36,12 @@ __all__ = [
 ]
 
 
-class Appended(msgspec.Struct, frozen=True):
-    """One appended delta: its ``version`` (``<ms>-<seq>``, the thread's version once it
-    is applied), the ``ids`` of its messages as stored (stamped on the id-less ones), and
-    whether its ``delta_id`` had been seen before (``duplicate``: this is the first
-    attempt's answer, and nothing was appended again)."""
+class Appended(msgspec.Struct, frozen=True, gc=False):  # gc: a bulk's millions hold no cycle
+    """One appended delta, as the producer answers it: its ``version`` (``<ms>-<seq>``,
+    the thread's version once it is applied), the ``ids`` of its messages as stored
+    (stamped on the id-less ones: with a ``delta_id`` they are derived from it, so a
+    retry reports the attempt's), and whether its ``delta_id`` had been seen before
+    (``duplicate``: this is the first attempt's answer, and nothing was appended again)."""
 
     thread_id: str
     version: str
