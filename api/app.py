@@ -15,7 +15,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import msgspec
 import redis
@@ -150,12 +150,21 @@ def _too_deep(body: bytes, limit: int, outer: int) -> InvalidInput:
     return InvalidInput(f"{field}: {reason}", field=field)
 
 
+#: The routes that declare query parameters, and check them themselves
+#: (:func:`threadfold.workers.threads.query.pairs`); every other route declares none.
+QUERIED: Final = frozenset({"get_state", "get_context", "get_threads", "get_events", "pipeline"})
+
+
 def _route(name: str, handler: Handler) -> Handler:
-    """Wrap a handler: errors become JSON answers, and every answer is counted."""
+    """Wrap a handler: errors become JSON answers, and every answer is counted. A route
+    that declares no query refuses any (400 naming it), before anything is done."""
+    queried = name in QUERIED
 
     async def endpoint(request: Request) -> Response:
         started = time.perf_counter()
         try:
+            if not queried and request.scope["query_string"]:
+                query.pairs(request.query_params.multi_items(), ())
             with refusals:  # a route's own read of Redis (/metrics, /readyz) too
                 response = await handler(request)
         except RequestError as exc:
