@@ -239,16 +239,19 @@ def copied(source: str, plan: Copy, page: StatePage, made: Enqueued | None) -> C
 
 class _Checks:
     """What both forms check before any I/O: the request's sizes (the HTTP API's limits;
-    a direct client has none), then the tenant's share of appends (``tenant_rate``)."""
+    a direct client has none); and the tenant's share of writes (``tenant_rate``), an
+    append's, a bulk's or a copy's, which the producer takes once the write is
+    validated, before anything is written."""
 
     def __init__(self, limits: Limits, settings: Settings) -> None:
         self.limits = limits
         rate = settings.tenant_rate
         self.budget = TenantBudget(rate, settings.tenant_burst) if rate > 0 else None
 
-    def admit(self, tenant: str, deltas: int) -> None:
-        if self.budget is not None:
-            self.budget.admit(tenant, deltas)
+    def admission(self, tenant: str, deltas: int) -> Callable[[], None] | None:
+        """The tenant's admission of a write of ``deltas``, for the producer to make
+        once the write is validated and before it is sent (:mod:`.admission`)."""
+        return None if self.budget is None else self.budget.admission(tenant, deltas)
 
     def sized(self, given: Sequence[Any], field: str, top: int | None, what: str) -> None:
         if top is not None and len(given) > top:
@@ -291,19 +294,20 @@ class Threads:
     ) -> Appended:
         """Append one delta; ``metadata`` is the thread's if this append creates it."""
         self.checks.append(messages, "messages")
-        self.checks.admit(tenant, 1)
         delta = Delta(thread_id, messages, delta_id, tenant, metadata)
         with refusals:
-            [result] = self.producer.enqueue_many([delta], path="")
+            [result] = self.producer.enqueue_many(
+                [delta], path="", admit=self.checks.admission(tenant, 1)
+            )
         return appended(result)
 
     def append_many(self, tenant: str, given: Sequence[Given]) -> list[Appended]:
         """Many deltas, of many threads, in one round trip; all checked before any is
         appended. A delta's metadata is its thread's if it creates the thread."""
         self.checks.bulk(given)
-        self.checks.admit(tenant, len(given))
+        admit = self.checks.admission(tenant, len(given))
         with refusals:
-            results = self.producer.enqueue_many(deltas(tenant, given), path="deltas")
+            results = self.producer.enqueue_many(deltas(tenant, given), "deltas", admit=admit)
         return [appended(r) for r in results]
 
     def state(self, tenant: str, thread_id: str, q: Query) -> State:
@@ -428,7 +432,11 @@ class Threads:
             page = reads.checked(self._page(at, q), at.thread_id, q)
             source = self.store.status(at.ref)
             stored = {} if source is None else source.metadata
-            made = self.producer.create(copy_delta(tenant, plan, page), plan.metadata_of(stored))
+            made = self.producer.create(
+                copy_delta(tenant, plan, page),
+                plan.metadata_of(stored),
+                admit=self.checks.admission(tenant, 1),
+            )
         return copied(at.thread_id, plan, page, made)
 
     def prune(self, p: Prune, progress: Callable[[int], None] | None = None) -> Pruned:
@@ -488,17 +496,20 @@ class AsyncThreads:
         metadata: Mapping[str, Any] | None = None,
     ) -> Appended:
         self.checks.append(messages, "messages")
-        self.checks.admit(tenant, 1)
         delta = Delta(thread_id, messages, delta_id, tenant, metadata)
         with refusals:
-            [result] = await self.producer.enqueue_many([delta], path="")
+            [result] = await self.producer.enqueue_many(
+                [delta], path="", admit=self.checks.admission(tenant, 1)
+            )
         return appended(result)
 
     async def append_many(self, tenant: str, given: Sequence[Given]) -> list[Appended]:
         self.checks.bulk(given)
-        self.checks.admit(tenant, len(given))
+        admit = self.checks.admission(tenant, len(given))
         with refusals:
-            results = await self.producer.enqueue_many(deltas(tenant, given), path="deltas")
+            results = await self.producer.enqueue_many(
+                deltas(tenant, given), "deltas", admit=admit
+            )
         return [appended(r) for r in results]
 
     async def state(self, tenant: str, thread_id: str, q: Query) -> State:
@@ -631,7 +642,9 @@ class AsyncThreads:
             source = await self.store.status(at.ref)
             stored = {} if source is None else source.metadata
             made = await self.producer.create(
-                copy_delta(tenant, plan, page), plan.metadata_of(stored)
+                copy_delta(tenant, plan, page),
+                plan.metadata_of(stored),
+                admit=self.checks.admission(tenant, 1),
             )
         return copied(at.thread_id, plan, page, made)
 
