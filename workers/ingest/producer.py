@@ -167,10 +167,16 @@ class Producer:
             self._close(stream, waiting)
 
     def create(
-        self, delta: Delta, metadata: Sequence[str | bytes], *, admit: Admit | None = None
+        self,
+        delta: Delta,
+        metadata: Sequence[str | bytes],
+        *,
+        admit: Admit | None = None,
+        identity: str = "",
     ) -> Enqueued | None:
         """Append ``delta`` as a new thread's first, born with ``metadata`` (key, value
-        JSON pairs); None, and nothing written, when the thread exists. ``admit`` as
+        JSON pairs); None, and nothing written, when the thread exists, unless the copy
+        of the same ``identity`` made it (then the version it made). ``admit`` as
         :meth:`enqueue_many`'s."""
         [p] = prepare_all(
             [delta], "", self.new_id, self.settings.max_json_depth,
@@ -178,7 +184,7 @@ class Producer:
         )
         if admit is not None:
             admit()
-        [raw], short = self._run([bulk.create_call(self.settings, p, metadata)])
+        [raw], short = self._run([bulk.create_call(self.settings, p, metadata, identity)])
         created, woken = bulk.created(delta, p, raw)
         if woken:
             try:
@@ -317,7 +323,12 @@ class AsyncProducer:
         return await waiting.done
 
     async def create(
-        self, delta: Delta, metadata: Sequence[str | bytes], *, admit: Admit | None = None
+        self,
+        delta: Delta,
+        metadata: Sequence[str | bytes],
+        *,
+        admit: Admit | None = None,
+        identity: str = "",
     ) -> Enqueued | None:
         """:meth:`Producer.create` for asyncio callers (a call of its own, never shared)."""
         [p] = prepare_all(
@@ -326,7 +337,7 @@ class AsyncProducer:
         )
         if admit is not None:
             admit()
-        [raw], short = await self._run([bulk.create_call(self.settings, p, metadata)])
+        [raw], short = await self._run([bulk.create_call(self.settings, p, metadata, identity)])
         created, woken = bulk.created(delta, p, raw)
         if woken:
             try:

@@ -227,7 +227,8 @@ _EMPTY: Final = ({"type": "remove", "id": REMOVE_ALL_MESSAGES, "content": ""},)
 def copy_delta(tenant: str, plan: Copy, page: StatePage) -> Delta:
     """The copy's first delta: the source's messages, ids and all, in order (on an empty
     thread, ``add_messages`` of them is exactly them)."""
-    return Delta(plan.to, list(page.messages) or list(_EMPTY), plan.delta_id, tenant)
+    # Its delta_id is not the delta's: a copy's retry is known by plan.identity.
+    return Delta(plan.to, list(page.messages) or list(_EMPTY), None, tenant)
 
 
 def copied(source: str, plan: Copy, page: StatePage, made: Enqueued | None) -> Copied:
@@ -436,6 +437,7 @@ class Threads:
                 copy_delta(tenant, plan, page),
                 plan.metadata_of(stored),
                 admit=self.checks.admission(tenant, 1),
+                identity=plan.identity,
             )
         return copied(at.thread_id, plan, page, made)
 
@@ -645,6 +647,7 @@ class AsyncThreads:
                 copy_delta(tenant, plan, page),
                 plan.metadata_of(stored),
                 admit=self.checks.admission(tenant, 1),
+                identity=plan.identity,
             )
         return copied(at.thread_id, plan, page, made)
 
