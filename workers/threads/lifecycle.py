@@ -22,13 +22,15 @@ from typing import Any, Final
 import msgspec
 
 from threadfold.core import metadata as md
-from threadfold.core.errors import BadRequest, InvalidInput
+from threadfold.core.errors import BadRequest, InvalidInput, never_written
 from threadfold.core.keys import InvalidName, Keyspace, check_name, make_ref
 from threadfold.core.lifecycle import MAX_TTL_SECONDS, MIN_TTL_SECONDS
 from threadfold.workers.ingest.prepare import MAX_DELTA_ID
 from threadfold.workers.redisio.client import Call
 from threadfold.workers.storage import count, patch, prune, search
+from threadfold.workers.storage.read_state import StatePage
 from threadfold.workers.storage.search import Order, Part, StatusName
+from threadfold.workers.storage.status import ThreadStatus
 from threadfold.workers.threads.query import version as check_version
 
 #: A search page's ``limit``: its default and its largest.
@@ -375,3 +377,21 @@ def copy_of(
             f"delta_id: expected a string of 1 to {MAX_DELTA_ID} characters", field="delta_id"
         )
     return Copy(to, make_ref(tenant, to), version, changes, delta_id, source)
+
+
+def sourced(
+    found: tuple[StatePage, Mapping[str, bytes]] | StatePage | None,
+    thread_id: str,
+    status: ThreadStatus | None = None,
+) -> tuple[StatePage, Mapping[str, bytes]]:
+    """A copy's source, or 404 when it is gone: at its current version, its state and
+    metadata read at once (``copy_source.lua``); at an earlier version, the state time
+    travel found and the metadata read after it (404 when the source was deleted
+    meanwhile: never a copy without its metadata)."""
+    if found is None:
+        raise never_written(thread_id)
+    if isinstance(found, StatePage):
+        if status is None:
+            raise never_written(thread_id)
+        return found, status.metadata
+    return found

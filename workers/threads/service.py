@@ -430,9 +430,7 @@ class Threads:
         at = target(tenant, thread_id)
         q = Query(at_version=plan.at_version)
         with refusals:
-            page = reads.checked(self._page(at, q), at.thread_id, q)
-            source = self.store.status(at.ref)
-            stored = {} if source is None else source.metadata
+            page, stored = self._source(at, q)
             made = self.producer.create(
                 copy_delta(tenant, plan, page),
                 plan.metadata_of(stored),
@@ -440,6 +438,14 @@ class Threads:
                 identity=plan.identity,
             )
         return copied(at.thread_id, plan, page, made)
+
+    def _source(self, at: Target, q: Query) -> tuple[StatePage, Mapping[str, bytes]]:
+        """A copy's source: its state and metadata, of one version
+        (:func:`.lifecycle.sourced`)."""
+        if q.at_version is None:
+            return lifecycle.sourced(self.store.copy_source(at.ref), at.thread_id)
+        page = reads.checked(self._page(at, q), at.thread_id, q)
+        return lifecycle.sourced(page, at.thread_id, self.store.status(at.ref))
 
     def prune(self, p: Prune, progress: Callable[[int], None] | None = None) -> Pruned:
         """Remove the threads ``p`` names (never a pinned one); ``progress`` is told of
@@ -640,9 +646,7 @@ class AsyncThreads:
         at = target(tenant, thread_id)
         q = Query(at_version=plan.at_version)
         with refusals:
-            page = reads.checked(await self._page(at, q), at.thread_id, q)
-            source = await self.store.status(at.ref)
-            stored = {} if source is None else source.metadata
+            page, stored = await self._source(at, q)
             made = await self.producer.create(
                 copy_delta(tenant, plan, page),
                 plan.metadata_of(stored),
@@ -650,6 +654,12 @@ class AsyncThreads:
                 identity=plan.identity,
             )
         return copied(at.thread_id, plan, page, made)
+
+    async def _source(self, at: Target, q: Query) -> tuple[StatePage, Mapping[str, bytes]]:
+        if q.at_version is None:
+            return lifecycle.sourced(await self.store.copy_source(at.ref), at.thread_id)
+        page = reads.checked(await self._page(at, q), at.thread_id, q)
+        return lifecycle.sourced(page, at.thread_id, await self.store.status(at.ref))
 
     async def prune(self, p: Prune) -> Pruned:
         with refusals:
