@@ -332,7 +332,11 @@ async def readyz(request: Request) -> Response:
 
 
 async def get_metrics(request: Request) -> Response:
+    """The fleet's totals for Prometheus: behind a key, as /pipeline's (the same
+    totals) and every route but the probes and the document; a scrape sends it as a
+    bearer token."""
     res = _resources(request)
+    res.auth.tenant(request.headers.get("authorization"))
     totals, live = await _fleet(res)
     return Response(prom.render(totals, live), media_type=prom.CONTENT_TYPE)
 
