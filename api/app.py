@@ -28,7 +28,7 @@ from starlette.staticfiles import StaticFiles
 
 from threadfold.api import metrics as prom
 from threadfold.api.auth import Authenticator
-from threadfold.api.errors import from_msgspec
+from threadfold.api.errors import from_decode, from_msgspec
 from threadfold.api.feed import HUB_CLIENT_NAME, get_events, make_hub
 from threadfold.api.fragments import JsonFragments
 from threadfold.api.openapi import document
@@ -130,9 +130,9 @@ async def read_body(request: Request, settings: ApiSettings, kind: type[T], oute
     try:
         return msgspec.json.decode(body, type=kind)
     except msgspec.ValidationError as exc:
-        raise from_msgspec(exc) from exc
+        raise from_msgspec(exc, body) from exc
     except msgspec.DecodeError as exc:
-        raise BadRequest(f"the body is not valid JSON: {exc}") from exc
+        raise from_decode(exc, body) from exc
     except RecursionError:
         # msgspec recurses per level and gives up near the interpreter's limit (~1,000
         # levels): far past the depth limit, which the producer applies to what decodes.
