@@ -28,7 +28,7 @@ from starlette.staticfiles import StaticFiles
 
 from threadfold.api import metrics as prom
 from threadfold.api.auth import Authenticator
-from threadfold.api.errors import from_msgspec
+from threadfold.api.errors import from_decode, from_msgspec
 from threadfold.api.feed import HUB_CLIENT_NAME, get_events, make_hub
 from threadfold.api.fragments import JsonFragments
 from threadfold.api.openapi import document
@@ -121,9 +121,9 @@ async def read_body(request: Request, settings: ApiSettings, kind: type[T], oute
     try:
         return msgspec.json.decode(body, type=kind)
     except msgspec.ValidationError as exc:
-        raise from_msgspec(exc) from exc
+        raise from_msgspec(exc, body) from exc
     except msgspec.DecodeError as exc:
-        raise BadRequest(f"the body is not valid JSON: {exc}") from exc
+        raise from_decode(exc, body) from exc
     except RecursionError:
         # msgspec recurses per level and gives up near the interpreter's limit (~1,000
         # levels): far past the depth limit, which the producer applies to what decodes.
@@ -159,12 +159,29 @@ _ROUTE_NAMES: Final = {
 }
 
 
+#: The routes that declare query parameters, and check them themselves: the table's
+#: operations that take a query string (:func:`routes.from_query`), the event stream and
+#: /pipeline; every other route declares none.
+QUERIED: Final = frozenset(
+    {
+        _ROUTE_NAMES.get(op.name, op.name)
+        for op in ops.OPERATIONS
+        if op.route is not None and any(p.where == "query" for p in routes.params(op))
+    }
+    | {"get_events", "pipeline"}
+)
+
+
 def _route(name: str, handler: Handler) -> Handler:
-    """Wrap a handler: errors become JSON answers, and every answer is counted."""
+    """Wrap a handler: errors become JSON answers, and every answer is counted. A route
+    that declares no query refuses any (400 naming it), before anything is done."""
+    queried = name in QUERIED
 
     async def endpoint(request: Request) -> Response:
         started = time.perf_counter()
         try:
+            if not queried and request.scope["query_string"]:
+                query.pairs(request.query_params.multi_items(), ())
             with refusals:  # a route's own read of Redis (/metrics, /readyz) too
                 response = await handler(request)
         except RequestError as exc:
@@ -199,11 +216,9 @@ def _operation(op: type[ops.Op[Any]]) -> Handler:
     async def handler(request: Request) -> Response:
         res = _resources(request)
         tenant = res.auth.tenant(request.headers.get("authorization"))
-        items = request.query_params.multi_items()
         if body is None:
-            asked = routes.from_query(op, request.path_params, items)
-        else:
-            routes.no_query(items)
+            asked = routes.from_query(op, request.path_params, request.query_params.multi_items())
+        else:  # no query string: _route refused one
             decoded = await read_body(request, res.settings, body, outer=outer)
             asked = routes.from_body(op, request.path_params, decoded)
         fast = _FAST.get(op.name)
@@ -273,7 +288,11 @@ async def readyz(request: Request) -> Response:
 
 
 async def get_metrics(request: Request) -> Response:
+    """The fleet's totals for Prometheus: behind a key, as /pipeline's (the same
+    totals) and every route but the probes and the document; a scrape sends it as a
+    bearer token."""
     res = _resources(request)
+    res.auth.tenant(request.headers.get("authorization"))
     totals, live = await _fleet(res)
     return Response(prom.render(totals, live), media_type=prom.CONTENT_TYPE)
 

@@ -310,18 +310,24 @@ def _probe_paths() -> dict[str, Any]:
     common = _common_errors()
     return {
         "/healthz": {
-            "get": {"summary": "The process is up", "responses": {"200": {"description": "Up"}}}
+            "get": {
+                "summary": "The process is up",
+                "security": [],  # the probes need no key
+                "responses": {"200": {"description": "Up"}},
+            }
         },
         "/readyz": {
             "get": {
                 "summary": "Redis and the broker are reachable",
+                "security": [],
                 "responses": {"200": {"description": "Ready"}, **common},
             }
         },
         "/metrics": {
             "get": {
-                "summary": "Prometheus metrics of the API and the workers",
-                "responses": {"200": {"description": "text/plain exposition"}},
+                "summary": "Prometheus metrics of the API and the workers (a key, as a "
+                "bearer token, when keys are set)",
+                "responses": {"200": {"description": "text/plain exposition"}, **common},
             }
         },
     }

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 from threadfold.core.errors import InvalidMessage
@@ -120,6 +120,44 @@ def check_depth(messages: Sequence[BaseMessage], limit: int, path: str = "messag
         steps = too_deep(message, limit)
         if steps is not None:
             raise InvalidMessage(path_text(path, [i, *steps]), f"nested deeper than {limit} levels")
+
+
+# The tokens of JSON text that locate a value: as _TOKEN's, and numbers.
+_VALUE_TOKEN: Final = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{},]|-?[0-9][0-9.eE+-]*', re.DOTALL)
+
+
+def first_json(text: bytes, bad: Callable[[bytes], bool]) -> tuple[list[Step], bool] | None:
+    """The steps to the first key or scalar (a string or a number, as its JSON token)
+    of JSON ``text`` that ``bad`` holds, in document order, and whether it is a key
+    (then the steps name the object that holds it); None when none is.
+
+    For the refusal of a body a decoder gave up on without naming the place (a number
+    out of range in a free-form object, a lone surrogate escape): read again here, on
+    the failing path only, without recursion.
+    """
+    steps: list[Step] = []
+    want_key = False
+    for match in _VALUE_TOKEN.finditer(text):
+        token = match[0]
+        if token in (b"{", b"["):
+            steps.append(0 if token == b"[" else "")
+            want_key = token == b"{"
+        elif token == b",":
+            if steps and isinstance(steps[-1], int):  # in an array
+                steps[-1] += 1
+            else:
+                want_key = True
+        elif token in (b"}", b"]"):
+            if steps:
+                steps.pop()
+        elif want_key and token[0] == 0x22:  # '"': a key
+            if bad(token):
+                return steps[:-1], True
+            steps[-1] = json.loads(token)
+            want_key = False
+        elif bad(token):
+            return list(steps), False
+    return None
 
 
 def too_deep_json(text: bytes, limit: int, outer: int = 0) -> list[Step] | None:

@@ -96,3 +96,7 @@ def ensure_ids(
         elif not message.id:
             converted[i] = msgspec.structs.replace(message, id=new_id())
     return converted
+
+
+#: The longest ``delta_id`` the service takes (an append's or a copy's retry identity).
+MAX_DELTA_ID: Final = 200

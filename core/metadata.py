@@ -24,6 +24,7 @@ from typing import Any, Final
 
 import msgspec
 
+from threadfold.core.depth import path_text
 from threadfold.core.errors import InvalidInput
 
 #: What a key may be: a name, as a thread id's characters (no spaces, no newline: the
@@ -80,20 +81,36 @@ def _key(key: object, field: str) -> str:
     return key
 
 
-def changes(given: object, field: str = "metadata", *, deletes: bool = True) -> Changes:
+#: Why a null is refused where it deletes nothing (``changes``' ``nulls``).
+NEW_THREAD_NULLS: Final = "a new thread's metadata has no nulls"
+FILTER_NULLS: Final = (
+    "a metadata filter matches stored values, and no value is null (leave the key out "
+    "to match any)"
+)
+
+
+def changes(
+    given: object,
+    field: str = "metadata",
+    *,
+    deletes: bool = True,
+    nulls: str = NEW_THREAD_NULLS,
+) -> Changes:
     """A metadata object checked: each key's value JSON, None where ``deletes`` lets a
-    null delete the key. The limits that depend on what is stored (keys, total size)
-    are the script's to check; the ones that do not are checked here too, so most
-    refusals name their key before any I/O."""
+    null delete the key (else refused, saying ``nulls``). The limits that depend on
+    what is stored (keys, total size) are the script's to check; the ones that do not
+    are checked here too, so most refusals name their key before any I/O: each as
+    ``metadata.key``, or ``metadata["a b"]`` for a key that is not a plain name
+    (``metadata[""]`` for an empty one; pointer ``/metadata/``)."""
     if not isinstance(given, Mapping):
         raise InvalidInput(f"{field}: expected an object", field=field)
     out: Changes = {}
     for key, value in given.items():
-        at = f"{field}.{key}" if isinstance(key, str) else field
+        at = path_text(field, [key]) if isinstance(key, str) else field
         name = _key(key, at)
         if value is None:
             if not deletes:
-                raise InvalidInput(f"{at}: a new thread's metadata has no nulls", field=at)
+                raise InvalidInput(f"{at}: {nulls}", field=at)
             out[name] = None
         else:
             out[name] = canonical(value, at)
@@ -111,7 +128,7 @@ def total_bytes(stored: Mapping[str, bytes]) -> int:
 
 def filters(given: object, field: str = "metadata") -> dict[str, bytes]:
     """A search's metadata filter: key -> the value JSON a thread must hold."""
-    checked = changes(given, field, deletes=False)
+    checked = changes(given, field, deletes=False, nulls=FILTER_NULLS)
     return {k: v for k, v in checked.items() if v is not None}
 
 

@@ -39,17 +39,15 @@ with needs("threadfold.langgraph", "langchain_core", "langgraph"):
     from langgraph.types import Overwrite, StreamMode
 
 from threadfold.conversation import Client, Conversation
+from threadfold.core.ids import MAX_DELTA_ID
 from threadfold.core.messages import REMOVE_ALL_MESSAGES
 from threadfold.langchain import to_langchain
 from threadfold.types import Appended
 
-__all__ = ["ThreadfoldMessages", "delta_id"]
+__all__ = ["MAX_DELTA_ID", "ThreadfoldMessages", "delta_id"]
 
 Graph = PregelProtocol[Any, Any, Any, Any]
 
-#: The longest delta_id the service takes (``threadfold.workers.ingest.producer.MAX_DELTA_ID``;
-#: not imported, so that an HTTP client's process never loads the workers' modules).
-MAX_DELTA_ID: Final = 200
 
 # LangGraph's forms of an overwrite besides the ``Overwrite`` object (see
 # ``langgraph.channels.binop._get_overwrite``, private, hence matched here).

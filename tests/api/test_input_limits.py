@@ -291,3 +291,56 @@ def _post(client: TestClient, thread: str) -> dict[str, Any]:
     assert response.status_code == 202, response.text
     body: dict[str, Any] = response.json()
     return body
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status", "field", "said"),
+    [
+        # a number msgspec cannot hold, in a free-form object it names no key of
+        ("POST", "/threads/t/deltas", b'{"messages": [["user", "x"]], "metadata": {"a": 1, '
+         b'"k": 1e400}}', 422, "metadata.k", "number out of range"),
+        ("PATCH", "/threads/t", b'{"metadata": {"k": -1E+999}}', 422, "metadata.k",
+         "number out of range"),
+        ("POST", "/threads/t/deltas", b'{"messages": [{"role": "user", "content": "x", '
+         b'"additional_kwargs": {"n": [1, 1e400]}}]}', 422,
+         "messages[0].additional_kwargs.n[1]", "number out of range"),
+        # a key that is no name: the key itself, as a pointer to it
+        ("POST", "/threads/t/deltas", b'{"messages": [["user", "x"]], "metadata": {"": 1}}',
+         422, 'metadata[""]', "a metadata key is"),
+        ("PATCH", "/threads/t", b'{"metadata": {"a b": 1}}', 422, 'metadata["a b"]',
+         "a metadata key is"),
+        # a lone surrogate escape: no Unicode character, so no JSON text; named where
+        ("POST", "/threads/t/deltas", b'{"messages": [["user", "\\ud800"]]}', 400,
+         "messages[0][1]", "lone UTF-16 surrogate"),
+        ("POST", "/deltas", b'{"deltas": [{"thread_id": "t", "messages": ["ok"]}, '
+         b'{"thread_id": "\\udc00", "messages": ["x"]}]}', 400, "deltas[1].thread_id",
+         "lone UTF-16 surrogate"),
+        ("POST", "/threads/t/deltas", b'{"messages": ["x"], "metadata": {"\\ud83d": 1}}', 400,
+         "metadata", "a key of it holds a lone UTF-16 surrogate"),
+        # a null in a filter is the filter's, not a new thread's
+        ("POST", "/threads/search", b'{"metadata": {"k": null}}', 422, "metadata.k",
+         "a metadata filter"),
+        ("POST", "/threads/count", b'{"metadata": {"k": null}}', 422, "metadata.k",
+         "a metadata filter"),
+        ("POST", "/threads/prune", b'{"metadata": {"k": null}}', 422, "metadata.k",
+         "a metadata filter"),
+    ],
+)
+def test_a_refusal_names_the_field_where_the_fault_is(
+    redis_url: str, method: str, path: str, body: bytes, status: int, field: str, said: str
+) -> None:
+    with api_client(api_settings(redis_url, key_prefix="pf")) as client:
+        response = client.request(
+            method, path, content=body, headers={"content-type": "application/json"}
+        )
+        assert response.status_code == status, response.text
+        error = response.json()["error"]
+        assert error["field"] == field, error
+        assert error["pointer"] == pointer(field), error
+        assert error["message"].startswith(f"{field}: ") and said in error["message"], error
+        assert "new thread" not in error["message"]
+        assert client.get("/threads/t/status").status_code == 404  # nothing written
+
+
+def test_a_pointer_of_an_empty_key_is_the_empty_reference_token() -> None:
+    assert pointer('metadata[""]') == "/metadata/"

@@ -26,7 +26,7 @@ from bench.pipeline.workload import APPEND, REMOVE, UPDATE, Mix, schedule
 from tests.infra.redis_server import RedisServer
 from threadfold.core.keys import Keyspace
 from threadfold.core.results import Appended
-from threadfold.workers.ingest.producer import Delta, Producer
+from threadfold.workers.ingest.producer import Admit, Delta, Producer
 from threadfold.workers.settings import Settings
 
 TINY = pipeline_bench.Sizes(
@@ -166,9 +166,11 @@ class _Counting(Producer):
 
     sizes: list[int]
 
-    def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Appended]:
+    def enqueue_many(
+        self, deltas: Sequence[Delta], path: str = "deltas", *, admit: Admit | None = None
+    ) -> list[Appended]:
         self.sizes.append(len(deltas))
-        return super().enqueue_many(deltas, path)
+        return super().enqueue_many(deltas, path, admit=admit)
 
 
 def test_the_pacer_sends_what_fell_due_once_a_tick(redis_url: str) -> None:

@@ -54,7 +54,7 @@ def test_metadata_is_set_at_creation_and_changed_by_update(client: ClientProtoco
     ("change", "field"),
     [
         ({"metadata": {"a": {"nested": 1}}}, "metadata.a"),
-        ({"metadata": {"bad key": "x"}}, "metadata.bad key"),
+        ({"metadata": {"bad key": "x"}}, 'metadata["bad key"]'),
         ({"metadata": {"k": "x" * 600}}, "metadata.k"),
         ({"metadata": {f"k{i}": i for i in range(33)}}, "metadata"),
         ({"ttl_seconds": 0.5}, "ttl_seconds"),

@@ -478,7 +478,7 @@ def test_a_refused_filter_shows_the_api_s_message(stack: Stack, page: Page) -> N
     expect(_row(page, "ui-refused")).to_be_visible(timeout=SHOWN_MS)
     _filter(page, "no spaces", "x")  # a key the API refuses: 422, naming the field
     refusal = page.locator("#filter-error")
-    expect(refusal).to_contain_text("metadata.no spaces: a metadata key is", timeout=SHOWN_MS)
+    expect(refusal).to_contain_text('metadata["no spaces"]: a metadata key is', timeout=SHOWN_MS)
     expect(page.locator("#threads-note")).to_have_text("filter refused")
     expect(page.locator("#threads tbody tr")).to_have_count(0)  # not the unfiltered rows
     expect(page.locator("#threads-none")).to_be_hidden()

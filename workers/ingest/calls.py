@@ -114,9 +114,12 @@ def count_commits(metrics: Metrics, committed: Sequence[int]) -> None:
         record_commit(metrics, entries, [0] * entries)
 
 
-def create_call(settings: Settings, p: Prepared, metadata: Sequence[str | bytes]) -> Call:
-    """One delta appended only if its thread does not exist (a copy's first)."""
-    opts = ingest.options(metadata, only_new=True)
+def create_call(
+    settings: Settings, p: Prepared, metadata: Sequence[str | bytes], identity: str = ""
+) -> Call:
+    """One delta appended only if its thread does not exist (a copy's first); a thread
+    made by the copy of the same ``identity`` answers with the version it made."""
+    opts = ingest.options(metadata, only_new=True, identity=identity)
     thread = (p.ref, [(p.delta_id, p.payload, p.mentioned, p.records)], opts)
     return ingest.call(
         settings.keyspace, [thread], settings.dedupe_ms, settings.wake_ttl_ms, here(settings)
@@ -128,5 +131,5 @@ def created(delta: Delta, p: Prepared, raw: Any) -> tuple[Appended | None, list[
     [answer] = ingest.parse(raw, [1])
     if answer.exists:
         return None, []
-    done = Appended(delta.thread_id, answer.versions[0], len(p.ids), False, p.ids)
+    done = Appended(delta.thread_id, answer.versions[0], len(p.ids), not answer.new[0], p.ids)
     return done, [p.ref] if answer.woke else []

@@ -15,15 +15,13 @@ from threadfold.core.codec import decode_messages, encode_messages, encode_store
 from threadfold.core.context import approximate
 from threadfold.core.depth import DEFAULT_MAX_DEPTH, check_depth, containers_at_most
 from threadfold.core.errors import InvalidMessage
-from threadfold.core.ids import IdSource, derived_ids, ensure_ids
+from threadfold.core.ids import MAX_DELTA_ID, IdSource, derived_ids, ensure_ids
 from threadfold.core.keys import DEFAULT_TENANT, InvalidName, make_ref
 from threadfold.core.messages import REMOVE_ALL_MESSAGES, RemoveMessage, is_chunk
 from threadfold.core.metadata import changes, pairs
 from threadfold.core.servable import check_encoded
 from threadfold.workers.storage.ingest import options
 from threadfold.workers.storage.pages import fingerprints, unplaced, unplaced_removal
-
-MAX_DELTA_ID = 200
 
 
 # The per-delta records here are msgspec Structs: one is made per delta, and a Struct

@@ -14,7 +14,9 @@ of many costs less a delta than a commit a bulk (measured, docs/benchmarks.md, i
 them. The calls and their answers are :mod:`threadfold.workers.ingest.calls`'.
 
 Everything is validated before anything is appended: a bad delta in a bulk call fails
-the whole call, naming the item, and nothing is written.
+the whole call, naming the item, and nothing is written. A call's admission (the
+tenant's share of writes, ``admit``) is made after that and before any write, so a
+refused call costs the tenant nothing.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,11 +33,11 @@ import redis
 import redis.asyncio as aioredis
 
 from threadfold.core.errors import InvalidMessage, NotReplicated
-from threadfold.core.ids import IdSource, uuid4_str
+from threadfold.core.ids import MAX_DELTA_ID, IdSource, uuid4_str
 from threadfold.core.keys import DEFAULT_TENANT
 from threadfold.core.results import Appended
 from threadfold.workers.ingest import calls as bulk
-from threadfold.workers.ingest.prepare import MAX_DELTA_ID, Delta, Prepared, prepare, prepare_all
+from threadfold.workers.ingest.prepare import Delta, Prepared, prepare, prepare_all
 from threadfold.workers.ingest.wakeup import AsyncWaker, Waker
 from threadfold.workers.metrics import Metrics
 from threadfold.workers.redisio.client import AsyncRedis, Call, SyncRedis, arun_many, run_many
@@ -48,6 +50,10 @@ from threadfold.workers.settings import Settings
 __all__ = ["MAX_DELTA_ID", "AsyncProducer", "Delta", "Producer", "prepare"]
 
 log = logging.getLogger("threadfold.producer")
+
+#: A call's admission (a tenant's share of writes: threadfold.workers.threads.admission),
+#: made once the call is validated and before anything is written; it raises to refuse.
+Admit = Callable[[], None]
 
 
 
@@ -103,9 +109,14 @@ class Producer:
         """Append one delta; returns its version (a Redis stream id ``<ms>-<seq>``)."""
         return self.enqueue_many([Delta(thread_id, messages, delta_id, tenant)], path="delta")[0]
 
-    def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Appended]:
-        """Append many deltas for many threads in one round trip; all validated first."""
+    def enqueue_many(
+        self, deltas: Sequence[Delta], path: str = "deltas", *, admit: Admit | None = None
+    ) -> list[Appended]:
+        """Append many deltas for many threads in one round trip; all validated first,
+        then ``admit`` called (it may refuse the call), then anything written."""
         staged = self._stage(deltas, path, commits=self.settings.ingest_commits)
+        if admit is not None:
+            admit()
         return self._finish(staged, *self._run(staged.calls))
 
     def _run(self, calls: Sequence[Call]) -> Waited:
@@ -154,14 +165,25 @@ class Producer:
         finally:
             self._close(stream, waiting)
 
-    def create(self, delta: Delta, metadata: Sequence[str | bytes]) -> Appended | None:
+    def create(
+        self,
+        delta: Delta,
+        metadata: Sequence[str | bytes],
+        *,
+        admit: Admit | None = None,
+        identity: str = "",
+    ) -> Appended | None:
         """Append ``delta`` as a new thread's first, born with ``metadata`` (key, value
-        JSON pairs); None, and nothing written, when the thread exists."""
+        JSON pairs); None, and nothing written, when the thread exists, unless the copy
+        of the same ``identity`` made it (then the version it made). ``admit`` as
+        :meth:`enqueue_many`'s."""
         [p] = prepare_all(
             [delta], "", self.new_id, self.settings.max_json_depth,
             commits=self.settings.ingest_commits,
         )
-        [raw], short = self._run([bulk.create_call(self.settings, p, metadata)])
+        if admit is not None:
+            admit()
+        [raw], short = self._run([bulk.create_call(self.settings, p, metadata, identity)])
         created, woken = bulk.created(delta, p, raw)
         if woken:
             try:
@@ -283,11 +305,15 @@ class AsyncProducer:
         delta = Delta(thread_id, messages, delta_id, tenant)
         return (await self.enqueue_many([delta], path="delta"))[0]
 
-    async def enqueue_many(self, deltas: Sequence[Delta], path: str = "deltas") -> list[Appended]:
+    async def enqueue_many(
+        self, deltas: Sequence[Delta], path: str = "deltas", *, admit: Admit | None = None
+    ) -> list[Appended]:
         prepared = prepare_all(
             deltas, path, self.new_id, self.settings.max_json_depth,
             commits=self.settings.ingest_commits,
         )
+        if admit is not None:
+            admit()
         loop = asyncio.get_running_loop()
         waiting = _Waiting(deltas, prepared, loop.create_future())
         if not self._waiting:
@@ -295,13 +321,22 @@ class AsyncProducer:
         self._waiting.append(waiting)
         return await waiting.done
 
-    async def create(self, delta: Delta, metadata: Sequence[str | bytes]) -> Appended | None:
+    async def create(
+        self,
+        delta: Delta,
+        metadata: Sequence[str | bytes],
+        *,
+        admit: Admit | None = None,
+        identity: str = "",
+    ) -> Appended | None:
         """:meth:`Producer.create` for asyncio callers (a call of its own, never shared)."""
         [p] = prepare_all(
             [delta], "", self.new_id, self.settings.max_json_depth,
             commits=self.settings.ingest_commits,
         )
-        [raw], short = await self._run([bulk.create_call(self.settings, p, metadata)])
+        if admit is not None:
+            admit()
+        [raw], short = await self._run([bulk.create_call(self.settings, p, metadata, identity)])
         created, woken = bulk.created(delta, p, raw)
         if woken:
             try:

@@ -10,7 +10,16 @@ from threadfold.core.keys import Keyspace
 from threadfold.core.results import Status
 from threadfold.workers.redisio.client import AsyncRedis, arun
 from threadfold.workers.redisio.durable import Wait, awrite
-from threadfold.workers.storage import context, delete, feed, patch, read_state, status, touch
+from threadfold.workers.storage import (
+    context,
+    copy_source,
+    delete,
+    feed,
+    patch,
+    read_state,
+    status,
+    touch,
+)
 from threadfold.workers.storage.context import ContextRead, Direction
 from threadfold.workers.storage.meta import VERSION_FIELDS, version_of
 from threadfold.workers.storage.read_state import StateBodies, StatePage, WholeThread
@@ -32,6 +41,11 @@ class AsyncStore:
     ) -> StatePage | None:
         call = read_state.call(self.keyspace.thread(ref), mode, anchor, limit)
         return read_state.parse(await arun(self.client, call), mode, limit)
+
+    async def copy_source(self, ref: str) -> tuple[StatePage, dict[str, bytes]] | None:
+        """The whole state and the metadata, in one read (a copy's source)."""
+        call = copy_source.call(self.keyspace.thread(ref))
+        return copy_source.parse(await arun(self.client, call))
 
     async def read_context(self, ref: str, direction: Direction, want: int) -> ContextRead | None:
         """:meth:`Store.read_context <threadfold.workers.storage.store.Store.read_context>`."""

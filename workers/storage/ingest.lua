@@ -10,12 +10,14 @@
 --       (delta_id '' = no dedupe; fps: the index fingerprints of the ids the delta
 --       mentions, 4 bytes each, in order; opts '' or lines only_new(0|1), key, value
 --       JSON, ...: the metadata a thread this call creates is born with, and 1 to
---       append only if the thread does not exist, a copy's; records: '' or, for a
+--       append only if the thread does not exist, a copy's, followed by the copy's
+--       identity (hex, or nothing); records: '' or, for a
 --       delta the call may commit (distinct ids, no chunk, no removal of everything),
 --       its messages' records but for their positions, in order (pages.unplaced, a
 --       removal's pages.unplaced_removal))
 -- -> per thread, in order: woke(0|1, 2: committed here, or -1: only_new and the thread
---    exists, nothing written), then {version, new(0|1)} per delta
+--    exists, nothing written; 0 with the version it made for a copy retried), then
+--    {version, new(0|1)} per delta
 -- Every redis.call costs about a microsecond on top of its command: the common path
 -- (no delta_id, flag already set) makes four per thread plus one per delta.
 --
@@ -151,7 +153,7 @@ end
 local function ingest(k, ref, n, opts, a)
   local log, meta, sched, dirty, all, dd, ddx = KEYS[k + 1], KEYS[k + 2],
     KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6], KEYS[k + 7]
-  local changes = false
+  local changes, copy_identity = false, ''
   if opts ~= '' then   -- rare: a new thread's metadata, a copy
     changes = {}
     local at = 1
@@ -161,16 +163,23 @@ local function ingest(k, ref, n, opts, a)
       if not nl then break end
       at = nl + 1
     end
-    -- A copy retried after its answer was lost finds its own delta_id: answered as
-    -- the duplicate it is, below.
-    if changes[1] == '1' and redis.call('EXISTS', meta) == 1 and
-        not (ARGV[a] ~= '' and redis.call('HEXISTS', dd, ARGV[a]) == 1) then
-      out[#out + 1] = -1
-      for i = 1, n do
-        out[#out + 1] = ''
-        out[#out + 1] = 0
+    -- A copy: its first line is '1' and the copy's identity (a digest of its source
+    -- and delta_id, '' for none), kept in the meta hash ('cp') of the thread it made,
+    -- never in the appends' delta_ids: a retry after its answer was lost finds it and
+    -- is answered with the version it made ('b'); any other copy onto an existing
+    -- thread is refused, whatever delta_ids the thread's appends used.
+    if string.sub(changes[1], 1, 1) == '1' then
+      copy_identity = string.sub(changes[1], 2)
+      if redis.call('EXISTS', meta) == 1 then
+        local made = copy_identity ~= '' and
+          redis.call('HGET', meta, 'cp') == copy_identity and redis.call('HGET', meta, 'b')
+        out[#out + 1] = made and 0 or -1
+        for i = 1, n do
+          out[#out + 1] = made or ''
+          out[#out + 1] = 0
+        end
+        return
       end
-      return
     end
     table.remove(changes, 1)
   end
@@ -235,6 +244,7 @@ local function ingest(k, ref, n, opts, a)
     -- 'b': its first entry. A log that no longer starts there lost entries, and a
     -- version before it is no state of this incarnation (see PREFIX).
     redis.call('HSET', meta, 'i', birth_token, 'b', first)
+    if copy_identity ~= '' then redis.call('HSET', meta, 'cp', copy_identity) end
     born(meta, ref, first, changes)
   end
   if recorded and dedupe_ms > 0 then

@@ -84,13 +84,16 @@ MAX_THREADS_PER_INGEST: Final = 200
 IngestGroup = tuple[str, Sequence[tuple[str, bytes, bytes, bytes]], bytes]
 
 
-def options(metadata: Sequence[str | bytes], *, only_new: bool = False) -> bytes:
+def options(
+    metadata: Sequence[str | bytes], *, only_new: bool = False, identity: str = ""
+) -> bytes:
     """A thread's opts: the metadata (:func:`threadfold.core.metadata.pairs`) it is
-    created with, and whether to append only if it does not exist. One line each: no
-    key and no value's JSON holds a newline (JSON escapes it in a string)."""
+    created with, and whether to append only if it does not exist (a copy), with the
+    copy's ``identity`` (hex: its retry is answered with the thread it made). One line
+    each: no key and no value's JSON holds a newline (JSON escapes it in a string)."""
     if not metadata and not only_new:
         return b""
-    lines = [b"1" if only_new else b"0"]
+    lines = [b"1" + identity.encode() if only_new else b"0"]
     lines += [x.encode() if isinstance(x, str) else x for x in metadata]
     return b"\n".join(lines)
 

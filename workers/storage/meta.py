@@ -21,8 +21,10 @@ letter  name              meaning                     written by      read by
 ``i``   INCARNATION       a random token of the call  ingest (birth)  head, candidates,
                           that created the thread                     commit, rebuild, prefix,
                           (in the fence)                              log_fence
-``b``   BIRTH             the current incarnation's   ingest (birth)  prefix
-                          first entry
+``b``   BIRTH             the current incarnation's   ingest (birth)  prefix, ingest (a
+                          first entry                                 copy's retry)
+``cp``  COPY_IDENTITY     set by a copy: a digest of  ingest (birth)  ingest (a copy's
+                          its source and delta_id                     retry)
 ``e``   ENQUEUED          the last entry appended;    ingest          status, prefix,
                           set = the thread exists                     log_fence, version_of,
                                                                       threads_recent
@@ -82,6 +84,7 @@ CURSOR: Final = "c"
 GENERATION: Final = "g"
 INCARNATION: Final = "i"
 BIRTH: Final = "b"
+COPY_IDENTITY: Final = "cp"
 ENQUEUED: Final = "e"
 NEXT_POSITION: Final = "n"
 MESSAGES: Final = "m"
@@ -105,6 +108,7 @@ FIELDS: Final = {
     "GENERATION": GENERATION,
     "INCARNATION": INCARNATION,
     "BIRTH": BIRTH,
+    "COPY_IDENTITY": COPY_IDENTITY,
     "ENQUEUED": ENQUEUED,
     "NEXT_POSITION": NEXT_POSITION,
     "MESSAGES": MESSAGES,

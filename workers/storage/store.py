@@ -12,6 +12,7 @@ from threadfold.workers.storage import (
     backlog,
     commit,
     context,
+    copy_source,
     delete,
     expire,
     fail,
@@ -92,6 +93,10 @@ class Store:
         """:meth:`read_state` without decoding the messages."""
         call = read_state.call(self.keyspace.thread(ref), mode, anchor, limit)
         return read_state.parse_bodies(run(self.client, call), mode, limit)
+
+    def copy_source(self, ref: str) -> tuple[StatePage, dict[str, bytes]] | None:
+        """The whole state and the metadata, in one read (a copy's source)."""
+        return copy_source.parse(run(self.client, copy_source.call(self.keyspace.thread(ref))))
 
     def read_context(self, ref: str, direction: Direction, want: int) -> ContextRead | None:
         """The pages a context window needs: from the thread's end (or start) until

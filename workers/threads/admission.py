@@ -8,7 +8,11 @@ through one process (an API process, a direct client) at that many deltas a seco
 average, ``THREADFOLD_TENANT_BURST`` ahead of it; the rest of the capacity stays for
 the other tenants. A call over the tenant's share is refused whole, before anything is
 written, with :class:`~threadfold.core.errors.RateLimited` (429 ``rate_limited``,
-``Retry-After``: when the share allows it again).
+``Retry-After``: when the share allows it again). What is counted are writes: an
+append's deltas, a bulk's, and a copy as one delta (it writes the source's state as
+its new thread's first delta). Admission is the last step before the write, after
+every check that can refuse the call as invalid (the producer's validation of the
+messages among them), so a refused call (422, 404, ...) costs the tenant nothing.
 
 The bucket may go into debt: a call is admitted whenever the bucket holds a delta's
 worth and takes all its deltas, so a bulk larger than the burst still passes once, and the
@@ -18,6 +22,7 @@ times the rate (a fleet-wide count would cost a Redis write on every call).
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -43,6 +48,11 @@ class TenantBudget:
         self.clock = clock
         self._buckets: dict[str, tuple[float, float]] = {}  # tenant -> (tokens, at)
         self._lock = threading.Lock()  # a sync client's threads share its service
+
+    def admission(self, tenant: str, deltas: int) -> Callable[[], None]:
+        """:meth:`admit` of ``tenant``'s ``deltas``, to be made later: once the write
+        is validated, before anything is written (a refused write costs nothing)."""
+        return functools.partial(self.admit, tenant, deltas)
 
     def admit(self, tenant: str, deltas: int) -> None:
         """Take ``deltas`` from ``tenant``'s bucket, or raise RateLimited."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ import msgspec
 
 from threadfold.core import metadata as md
 from threadfold.core.errors import BadRequest, InvalidInput
+from threadfold.core.ids import MAX_DELTA_ID
 from threadfold.core.keys import InvalidName, check_name, make_ref
 from threadfold.core.lifecycle import (
     MAX_TTL_SECONDS,
@@ -263,6 +265,18 @@ class Copy:
     at_version: str | None
     metadata: md.Changes
     delta_id: str | None = None
+    source: str = ""
+
+    @property
+    def identity(self) -> str:
+        """What a retry of this copy is known by ('' without a delta_id): its source and
+        delta_id, digested (hex, one line). The thread the copy makes keeps it, apart
+        from its appends' delta_ids, so a copy is never taken for an append nor for a
+        copy of another source (``ingest.lua``)."""
+        if self.delta_id is None:
+            return ""
+        given = msgspec.json.encode([self.source, self.delta_id])
+        return hashlib.sha256(given).hexdigest()[:32]
 
     def metadata_of(self, stored: Mapping[str, bytes]) -> list[str | bytes]:
         """The new thread's metadata: the source's with the changes, within the limits."""
@@ -301,4 +315,10 @@ def copy_of(
             raise InvalidInput("at_version: expected a version <ms>-<seq>", field="at_version")
         version = check_version(at_version, "at_version")
     changes = {} if metadata is None else md.changes(metadata)
-    return Copy(to, make_ref(tenant, to), version, changes, delta_id)
+    if delta_id is not None and not (
+        isinstance(delta_id, str) and 0 < len(delta_id) <= MAX_DELTA_ID
+    ):
+        raise InvalidInput(
+            f"delta_id: expected a string of 1 to {MAX_DELTA_ID} characters", field="delta_id"
+        )
+    return Copy(to, make_ref(tenant, to), version, changes, delta_id, source)

@@ -128,14 +128,6 @@ def from_query(
     return op(**given)
 
 
-def no_query(items: Sequence[tuple[str, str]]) -> None:
-    """A route that takes no query string refuses one, naming its first parameter (a
-    ``?dry_run=true`` on a write is never silently dropped)."""
-    for name, _ in items:
-        where = path_text("", [name])
-        raise BadRequest(f"{where}: unknown query parameter", field=where)
-
-
 def body_type(op: type[Op[Any]]) -> type[msgspec.Struct]:
     """The Struct an operation's JSON body decodes into: its fields that are not in the
     path, unknown fields refused; named as the OpenAPI document names it."""

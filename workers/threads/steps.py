@@ -9,7 +9,7 @@ their awaits.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -37,6 +37,7 @@ from threadfold.workers.ingest.prepare import Delta
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.patch import Refused
 from threadfold.workers.storage.read_state import StatePage
+from threadfold.workers.storage.status import Stored
 from threadfold.workers.threads import lifecycle, operations, query
 from threadfold.workers.threads.admission import TenantBudget
 from threadfold.workers.threads.lifecycle import Copy, Search
@@ -119,7 +120,8 @@ _EMPTY: Final = ({"type": "remove", "id": REMOVE_ALL_MESSAGES, "content": ""},)
 def copy_delta(tenant: str, plan: Copy, page: StatePage) -> Delta:
     """The copy's first delta: the source's messages, ids and all, in order (on an empty
     thread, ``add_messages`` of them is exactly them)."""
-    return Delta(plan.to, list(page.messages) or list(_EMPTY), plan.delta_id, tenant)
+    # Its delta_id is not the delta's: a copy's retry is known by plan.identity.
+    return Delta(plan.to, list(page.messages) or list(_EMPTY), None, tenant)
 
 
 def copied(source: str, plan: Copy, page: StatePage, made: Appended | None) -> Copied:
@@ -129,18 +131,39 @@ def copied(source: str, plan: Copy, page: StatePage, made: Appended | None) -> C
     return Copied(plan.to, source, page.version, made.version, page.total)
 
 
+def sourced(
+    found: tuple[StatePage, Mapping[str, bytes]] | StatePage | None,
+    thread_id: str,
+    stored: Stored | None = None,
+) -> tuple[StatePage, Mapping[str, bytes]]:
+    """A copy's source, or 404 when it is gone: at its current version, its state and
+    metadata read at once (``copy_source.lua``); at an earlier version, the state time
+    travel found and the metadata read after it (404 when the source was deleted
+    meanwhile: never a copy without its metadata)."""
+    if found is None:
+        raise never_written(thread_id)
+    if isinstance(found, StatePage):
+        if stored is None:
+            raise never_written(thread_id)
+        return found, stored.metadata
+    return found
+
+
 class Checks:
     """What both forms check before any I/O: the request's sizes (the HTTP API's limits;
-    a direct client has none), then the tenant's share of appends (``tenant_rate``)."""
+    a direct client has none); and the tenant's share of writes (``tenant_rate``), an
+    append's, a bulk's or a copy's, which the producer takes once the write is
+    validated, before anything is written."""
 
     def __init__(self, limits: Limits, settings: Settings) -> None:
         self.limits = limits
         rate = settings.tenant_rate
         self.budget = TenantBudget(rate, settings.tenant_burst) if rate > 0 else None
 
-    def admit(self, tenant: str, deltas: int) -> None:
-        if self.budget is not None:
-            self.budget.admit(tenant, deltas)
+    def admission(self, tenant: str, deltas: int) -> Callable[[], None] | None:
+        """The tenant's admission of a write of ``deltas``, for the producer to make
+        once the write is validated and before it is sent (:mod:`.admission`)."""
+        return None if self.budget is None else self.budget.admission(tenant, deltas)
 
     def sized(self, given: Sequence[Any], field: str, top: int | None, what: str) -> None:
         if top is not None and len(given) > top:
@@ -167,6 +190,7 @@ __all__ = [
     "patched",
     "refusals",
     "searched",
+    "sourced",
     "status_of",
     "target",
 ]

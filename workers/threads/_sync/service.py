@@ -13,7 +13,7 @@ by its name: the HTTP API's routes and the direct clients call it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from threadfold.core.context import Window
@@ -81,19 +81,22 @@ class Service:
     def append(self, tenant: str, op: ops.Append) -> Appended:
         """Append one delta; its metadata is the thread's if this append creates it."""
         self.checks.append(op.messages, "messages")
-        self.checks.admit(tenant, 1)
         delta = Delta(op.thread_id, op.messages, op.delta_id, tenant, op.metadata)
         with refusals:
-            [result] = self.producer.enqueue_many([delta], path="")
+            [result] = self.producer.enqueue_many(
+                [delta], path="", admit=self.checks.admission(tenant, 1)
+            )
         return result
 
     def append_many(self, tenant: str, op: ops.AppendMany) -> list[Appended]:
         """Many deltas, of many threads, in one round trip; all checked before any is
         appended."""
         self.checks.bulk(op.deltas)
-        self.checks.admit(tenant, len(op.deltas))
+        admit = self.checks.admission(tenant, len(op.deltas))
         with refusals:
-            return self.producer.enqueue_many(steps.deltas(tenant, op.deltas), path="deltas")
+            return self.producer.enqueue_many(
+                steps.deltas(tenant, op.deltas), "deltas", admit=admit
+            )
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -243,13 +246,21 @@ class Service:
         plan = op.checked(tenant, at.thread_id)
         q = Query(at_version=plan.at_version)
         with refusals:
-            page = reads.checked(self._page(at, q), at.thread_id, q)
-            source = self.store.stored(at.ref)
-            stored = {} if source is None else source.metadata
+            page, stored = self._source(at, q)
             made = self.producer.create(
-                steps.copy_delta(tenant, plan, page), plan.metadata_of(stored)
+                steps.copy_delta(tenant, plan, page),
+                plan.metadata_of(stored),
+                admit=self.checks.admission(tenant, 1),
+                identity=plan.identity,
             )
         return steps.copied(at.thread_id, plan, page, made)
+
+    def _source(self, at: Target, q: Query) -> tuple[StatePage, Mapping[str, bytes]]:
+        """A copy's source: its state and metadata, of one version (:func:`steps.sourced`)."""
+        if q.at_version is None:
+            return steps.sourced(self.store.copy_source(at.ref), at.thread_id)
+        page = reads.checked(self._page(at, q), at.thread_id, q)
+        return steps.sourced(page, at.thread_id, self.store.stored(at.ref))
 
     def prune(
         self, tenant: str | None, op: ops.Prune, progress: Callable[[int], None] | None = None
