@@ -154,13 +154,12 @@ def settle(client: ClientProtocol, ledger: Ledger) -> int:
 def _plan(ledger: Ledger, threads: Iterable[str] | None) -> tuple[Report, list[tuple[str, str]]]:
     report = Report()
     todo = []
-    for thread_id in ledger.threads() if threads is None else threads:
+    names = [*ledger.threads(), *ledger.unsettled()] if threads is None else threads
+    for thread_id in dict.fromkeys(names):
         last = ledger.last_version(thread_id)
-        if last is None:
-            continue
         if not ledger.settled(thread_id):
             report.unverifiable.append(thread_id)
-        else:
+        elif last is not None:
             report.checked.append(thread_id)
             todo.append((thread_id, last))
     return report, todo

@@ -221,6 +221,11 @@ class Ledger:
             thread = self._threads.get(thread_id)
             return thread is None or (not thread.pending and not thread.tainted)
 
+    def unsettled(self) -> list[str]:
+        """The threads not :meth:`settled`: a write in flight, or one lost."""
+        with self._lock:
+            return [name for name, t in self._threads.items() if t.pending or t.tainted]
+
     def tainted(self, thread_id: str) -> bool:
         with self._lock:
             thread = self._threads.get(thread_id)
