@@ -5,7 +5,8 @@ Writes still unanswered are settled first: re-sent with their ``delta_id`` (the 
 answers a retry with the original version and ids, or stores it now; the ledger is right
 either way), or, without one, the thread is counted unverifiable instead of guessed.
 Then each thread is read with ``min_version`` = its last version and compared, message
-by message, with ``core.apply_deltas`` over its deltas in version order.
+by message, with the ledger's fold (:class:`threadfold.testing.Ledger`: ``apply_deltas``
+over its deltas one at a time, in version order).
 
 Plain ``urllib`` on purpose: it runs inside Locust (gevent makes it cooperative) and in
 tests without Locust alike.
@@ -24,10 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
-from threadfold.core import dump_messages
-from threadfold.loadtests.ledger import Ledger
+from threadfold.testing import Ledger, Mismatch, describe
 
 log = logging.getLogger("threadfold.loadtests.check")
 _SHOWN = 10  # differences logged in full; the summary file lists them all
@@ -79,13 +77,6 @@ def _decode(raw: bytes) -> Any:
         return raw.decode(errors="replace")
 
 
-@dataclass(frozen=True)
-class Difference:
-    thread_id: str
-    kind: str
-    detail: str
-
-
 @dataclass
 class CheckReport:
     threads_written: int = 0
@@ -93,7 +84,7 @@ class CheckReport:
     threads_unverifiable: int = 0
     resent: int = 0
     seconds: float = 0.0
-    differences: list[Difference] = field(default_factory=list)
+    differences: list[Mismatch] = field(default_factory=list)
     unverifiable: list[str] = field(default_factory=list)
 
     @property
@@ -130,7 +121,7 @@ def settle_pending(api: Api, ledger: Ledger) -> int:
     return resent
 
 
-def check_thread(api: Api, ledger: Ledger, thread_id: str, wait: float) -> Difference | None:
+def check_thread(api: Api, ledger: Ledger, thread_id: str, wait: float) -> Mismatch | None:
     """Read the thread at (at least) its last version and compare it with the fold."""
     last = ledger.last_version(thread_id)
     if last is None:
@@ -138,41 +129,16 @@ def check_thread(api: Api, ledger: Ledger, thread_id: str, wait: float) -> Diffe
     status, body = api.state(thread_id, last, wait)
     if status != 200:
         kinds = {404: "missing", 409: "version not reached"}
-        return Difference(thread_id, kinds.get(status, f"http {status}"), _snippet(body))
+        return Mismatch(thread_id, kinds.get(status, f"http {status}"), _snippet(body))
     try:
-        expected = as_json(dump_messages(ledger.expected(thread_id)))
+        expected = ledger.expected_dump(thread_id)
     except Exception as exc:  # noqa: BLE001  # one thread's broken fold must not end the check
-        return Difference(thread_id, "fold failed", f"{type(exc).__name__}: {exc}")
+        return Mismatch(thread_id, "fold failed", f"{type(exc).__name__}: {exc}")
     if body["has_more"]:
-        return Difference(thread_id, "incomplete", "the full read answered has_more")
+        return Mismatch(thread_id, "incomplete", "the full read answered has_more")
     if body["messages"] != expected:
-        return Difference(thread_id, "state differs", describe(expected, body["messages"]))
+        return Mismatch(thread_id, "state differs", describe(expected, body["messages"]))
     return None
-
-
-def as_json(value: Any) -> Any:
-    """What the value looks like after a JSON round trip (tuples become lists...)."""
-    return msgspec.json.decode(msgspec.json.encode(value))
-
-
-def describe(expected: list[Any], actual: list[Any]) -> str:
-    """Where two message lists first differ, and which ids one has that the other lacks."""
-    notes = []
-    if len(expected) != len(actual):
-        notes.append(f"expected {len(expected)} messages, got {len(actual)}")
-    for i, (want, got) in enumerate(zip(expected, actual, strict=False)):
-        if want != got:
-            notes.append(
-                f"first difference at message {i}: expected {_snippet(want)}, got {_snippet(got)}"
-            )
-            break
-    want_ids = {m.get("id") for m in expected}
-    got_ids = {m.get("id") for m in actual}
-    if want_ids - got_ids:
-        notes.append(f"missing ids {sorted(map(str, want_ids - got_ids))[:5]}")
-    if got_ids - want_ids:
-        notes.append(f"unexpected ids {sorted(map(str, got_ids - want_ids))[:5]}")
-    return "; ".join(notes) or "same messages, different order"
 
 
 def _snippet(value: Any) -> str:

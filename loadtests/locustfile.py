@@ -35,11 +35,10 @@ from locust import FastHttpUser, LoadTestShape, events, task
 from locust.env import Environment
 from locust.runners import MasterRunner
 
-from threadfold.core import dump_messages
 from threadfold.loadtests import workload
-from threadfold.loadtests.check import Api, as_json, check_threads, describe
+from threadfold.loadtests.check import Api, check_threads
 from threadfold.loadtests.config import LoadConfig, options, parse_stages, stage_at, step_stages
-from threadfold.loadtests.ledger import Ledger, Outgoing
+from threadfold.testing import Ledger, Outgoing, describe
 
 log = logging.getLogger("loadtests")
 TAG = f"lt{secrets.token_hex(4)}"
@@ -61,7 +60,7 @@ class RunState:
     """This process's knobs and record of what it sent."""
 
     config: LoadConfig = field(default_factory=LoadConfig)
-    ledger: Ledger = field(default_factory=Ledger)
+    ledger: Ledger = field(default_factory=lambda: Ledger(compact=True))
     book: workload.IdBook = field(default_factory=workload.IdBook)
     sequence: itertools.count[int] = field(default_factory=itertools.count)
     in_flight: set[Any] = field(default_factory=set)
@@ -94,7 +93,7 @@ def _add_options(parser: Any) -> None:
 
 def _configure(environment: Environment, **_: Any) -> None:
     STATE.config = config = LoadConfig.from_options(environment.parsed_options)
-    STATE.ledger = Ledger(merge_chunks=config.merge_chunks)
+    STATE.ledger = Ledger(merge_chunks=config.merge_chunks, compact=True)
     parse_stages(config.stages)  # a malformed --stages fails now, not mid-run
     # Locust reads the weights when it spawns users, after this event.
     AgentWriter.weight = config.writer_weight
@@ -348,7 +347,7 @@ def _own_thread_problem(thread: str, messages: list[Any]) -> str | None:
     """How the read differs from the fold of this user's writes (only it writes there)."""
     if not STATE.ledger.settled(thread):  # a lost write: the fold would be a guess
         return None
-    expected = as_json(dump_messages(STATE.ledger.expected(thread)))
+    expected = STATE.ledger.expected_dump(thread)
     return None if messages == expected else describe(expected, messages)
 
 

@@ -17,8 +17,14 @@ LINKED: Final = ("core", "workers", "api", "loadtests")
 
 def python_files(top: str) -> Iterator[Path]:
     """The ``.py`` files of the top-level folder ``top``: for ``threadfold`` its own
-    modules only (its links are read at their targets)."""
+    modules and subpackages (``threadfold/testing``) only (its links are read at their
+    targets)."""
     if top == PACKAGE:
-        yield from sorted((ROOT / PACKAGE).glob("*.py"))
+        package = ROOT / PACKAGE
+        own = [p for p in package.iterdir() if p.is_dir() and not p.is_symlink()]
+        yield from sorted([
+            *package.glob("*.py"),
+            *(p for d in own for p in d.rglob("*.py") if "__pycache__" not in p.parts),
+        ])
     else:
         yield from sorted((ROOT / top).rglob("*.py"))

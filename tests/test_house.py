@@ -70,7 +70,7 @@ EXCEPTIONS: dict[str, str] = {
         "the one module that imports Locust (and with it gevent's patching of the standard "
         "library), so the rest of loadtests/ stays importable from tests and tools: its "
         "users, shape and end-of-run hooks stay together; what needs no Locust is already "
-        "in config.py, ledger.py, check.py and workload.py"
+        "in config.py, check.py and workload.py (the ledger: threadfold.testing)"
     ),
 }
 

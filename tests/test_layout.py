@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ PACKAGES = ["core", "workers", "api", "threadfold", "loadtests", "bench"]
 
 
 INTERNAL = set(LINKED)
+STDLIB = sys.stdlib_module_names
 
 
 def _layer(module: str) -> str:
@@ -107,13 +110,39 @@ def test_every_import_of_ours_goes_through_the_threadfold_namespace(package: str
         assert not bare, f"{path.relative_to(ROOT)} imports {sorted(bare)}"
 
 
-def test_bench_imports_of_the_tests_only_their_oracle() -> None:
-    """The oracle (the one-delta-at-a-time fold a run's states are checked against) is
-    the tests' and lives with them; a benchmark checks its states with it, and imports
-    nothing else of the tests' harness."""
+def test_bench_imports_nothing_of_the_tests() -> None:
+    """The oracle a run's states are checked against is the product's
+    (:mod:`threadfold.testing`); the rest a benchmark needs is bench's own. Tests may
+    import bench (in tests/bench), never the other way."""
     for path in (ROOT / "bench").rglob("*.py"):
-        found = {m for m in _modules(path) if m.split(".")[0] == "tests"} - {"tests.oracle"}
+        found = {m for m in _modules(path) if m.split(".")[0] == "tests"}
         assert not found, f"{path.relative_to(ROOT)} imports {sorted(found)}"
+
+
+def test_the_oracle_imports_only_the_reducers_and_itself() -> None:
+    """``threadfold.testing`` runs beside any client (and in Locust's gevent): it
+    imports the reducers and, for its types only, the client contract; no engine, no
+    Redis, Celery or httpx."""
+    allowed = {"threadfold.core", "threadfold.types", "msgspec", "__future__"}
+    for path in (ROOT / PACKAGE / "testing").rglob("*.py"):
+        found = {
+            m for m in _modules(path)
+            if not m.startswith("threadfold.testing") and m.split(".")[0] not in STDLIB
+        }
+        assert found <= allowed, f"{path.relative_to(ROOT)} imports {sorted(found - allowed)}"
+
+
+def test_importing_the_oracle_loads_no_client_or_service() -> None:
+    code = (
+        "import sys, threadfold.testing; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "{'redis', 'celery', 'kombu', 'httpx', 'starlette', 'uvicorn'} "
+        "or m.startswith(('threadfold.workers', 'threadfold.api', 'threadfold.types'))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.strip() == "[]"
 
 
 def test_the_tests_import_the_benchmarks_only_in_their_smoke_tests() -> None:

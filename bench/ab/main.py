@@ -3,7 +3,7 @@
 Run ``python -m bench.ab --base REV [--head REV|DIR] [--rounds N] [--quick] [--out
 PATH]``. ``--base`` is checked out in a temporary ``git worktree`` (outside the
 repository, removed afterwards) with this tree's ``bench/`` copied over its own, and
-the modules of ``tests/`` bench imports (the oracle: :mod:`bench.ab.trees`), so both
+the oracle bench checks with (``threadfold/testing``: :mod:`bench.ab.trees`), so both
 sides are driven and checked by the same benchmark code. The head is this checkout as
 it is, uncommitted changes included (the default, ``--head .``), another commit (a
 worktree too), or a directory holding a tree whose benchmark code equals this one's.

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bench.pipeline.workload import Mix, Planned, ref_of, round_robin, thread_id
-from tests.oracle import Sent
+from threadfold.testing import Ledger
 from threadfold.types import Appended
 
 #: One call: the thread id and its one-message delta.
@@ -44,9 +44,9 @@ def ops(planned: Sequence[Planned]) -> dict[str, int]:
     return counts
 
 
-def record(sent: Sequence[Call], answers: Sequence[Appended]) -> Sent:
+def record(sent: Sequence[Call], answers: Sequence[Appended]) -> Ledger:
     """What each call was promised (its version and stamped ids), for the state check."""
-    out = Sent()
+    out = Ledger()
     for (thread, messages), answer in zip(sent, answers, strict=True):
         out.add(ref_of(thread), answer.version, messages, answer.ids)
     return out

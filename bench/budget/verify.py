@@ -2,7 +2,7 @@
 
 * every thread of every part of every round (the warm-up's too) equals the
   one-delta-at-a-time fold of what its calls were promised (the oracle,
-  :class:`tests.oracle.Sent`, through :func:`bench.pipeline.e2e.verify`: no backlog, the
+  :class:`threadfold.testing.Ledger`, through :func:`bench.pipeline.e2e.verify`: no backlog, the
   version the last call was given, the log trimmed, every index exact, the state);
 * a sample of each part's threads equals LangGraph's ``add_messages`` applied delta by
   delta to the same dicts (each with the id it was stamped with): the oracle is
@@ -21,9 +21,10 @@ from langgraph.graph.message import add_messages
 
 from bench.common.checks import first_difference, lc_dump
 from bench.common.stack import Stack
+from bench.common.stored import state_dump
 from bench.pipeline.e2e import verify
 from bench.pipeline.workload import ref_of, thread_id
-from tests.oracle import Sent, state_dump, version_key
+from threadfold.testing import Ledger
 from threadfold.workers.storage.store import Store
 
 #: Threads of each part folded by LangGraph too.
@@ -38,17 +39,17 @@ class Failure:
     detail: str
 
 
-def states(store: Store, stack: Stack, sent: Sent, part: str) -> list[Failure]:
+def states(store: Store, stack: Stack, sent: Ledger, part: str) -> list[Failure]:
     check = verify(store, stack.settings, sent)
     return [] if check.ok else [Failure(f"{part}: {check.name}", check.detail)]
 
 
-def langgraph(store: Store, sent: Sent, part: str, sample: int = SAMPLE) -> list[Failure]:
+def langgraph(store: Store, sent: Ledger, part: str, sample: int = SAMPLE) -> list[Failure]:
     """The first ``sample`` threads against LangGraph's reducer."""
     failures = []
-    for ref in sorted(sent.deltas)[:sample]:
+    for ref in sorted(sent.threads())[:sample]:
         theirs: Any = []
-        for _, messages, ids in sorted(sent.deltas[ref], key=lambda d: version_key(d[0])):
+        for _, messages, ids in sent.deltas(ref):
             stamped: list[Any] = [{**m, "id": i} for m, i in zip(messages, ids, strict=True)]
             theirs = add_messages(theirs, stamped)
         detail = first_difference(state_dump(store, ref), lc_dump(theirs))

@@ -2,7 +2,7 @@
 
 The benchmarks that drain by hand (commit cost, memory, components, replay) build their
 producer, store and drainer here rather than from the tests' harness, which is no part
-of the benchmarks (of ``tests`` they import the oracle alone). Only what every release
+of the benchmarks (they import nothing of ``tests``). Only what every release
 since the namespace has is imported here: the replay benchmark's ``--before`` runs this
 module in another tree.
 """

@@ -38,13 +38,14 @@ import redis
 from bench.common import cli, services
 from bench.common.machine import code_measured, load_average, redis_version
 from bench.common.store import NullWaker, store_for
+from bench.common.stored import state_dump
 from bench.lifecycle import load, memory, search, sweep
 from bench.lifecycle.report import render
 from bench.lifecycle.targets import judge
 from bench.lifecycle.threads import Shape
-from tests.oracle import Sent, state_dump
 from threadfold import Client
 from threadfold.core import dump_messages
+from threadfold.testing import Ledger
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.scripts import ALL
 from threadfold.workers.storage.store import Store
@@ -87,7 +88,7 @@ def _warm(admin: redis.Redis) -> None:
 
 
 def _states_problem(store: Store, shape: Shape, ks: Sequence[int]) -> str:
-    sent = Sent()
+    sent = Ledger()
     for k in ks:
         messages = shape.messages(k)
         sent.add(shape.ref(k), "0-1", messages, [m["id"] for m in messages])

@@ -29,8 +29,8 @@ from psycopg.rows import dict_row
 
 from bench.common.inputs import Dict
 from bench.pipeline.workload import ref_of
-from tests.oracle import version_key
 from threadfold import Client, HttpClient
+from threadfold.testing import version_key
 
 Kind = Literal["langgraph", "langgraph-delta", "client", "http", "client-bulk"]
 KINDS: tuple[Kind, ...] = ("langgraph", "langgraph-delta", "client", "http", "client-bulk")

@@ -22,10 +22,11 @@ from bench.common import cpu, services
 from bench.common.checks import Check
 from bench.common.services import CommandStat
 from bench.common.store import store_for
+from bench.common.stored import CountingWaker, state_dump, wait_drained
 from bench.pipeline.workload import Mix, Planned, ref_of, schedule, thread_id
-from tests.oracle import CountingWaker, Sent, state_dump, version_key, wait_drained
 from threadfold.core import dump_messages
 from threadfold.core.results import Appended
+from threadfold.testing import Ledger, version_key
 from threadfold.workers.ingest.producer import Producer
 from threadfold.workers.ops.processes import ManagedProcess, wait_until
 from threadfold.workers.redisio.client import SyncRedis, sync_client
@@ -131,16 +132,16 @@ def send(producer: Producer, planned: Sequence[list[Planned]], prefix: str) -> l
 
 
 def record(planned: Sequence[list[Planned]], results: Sequence[list[Appended]],
-           prefix: str) -> Sent:
+           prefix: str) -> Ledger:
     """What each delta was promised, for the check."""
-    sent = Sent()
+    sent = Ledger()
     for bulk, answers in zip(planned, results, strict=True):
         for p, r in zip(bulk, answers, strict=True):
             sent.add(ref_of(thread_id(p.thread, prefix)), r.version, [p.message], r.ids)
     return sent
 
 
-def produce(producer: Producer, mix: Mix, bulks: Sequence[list[int]], prefix: str) -> Sent:
+def produce(producer: Producer, mix: Mix, bulks: Sequence[list[int]], prefix: str) -> Ledger:
     planned = plan(mix, bulks, prefix)
     return record(planned, send(producer, planned, prefix), prefix)
 
@@ -175,10 +176,10 @@ def last_commit_ms(client: redis.Redis, settings: Settings, refs: Sequence[str])
     return max(int(t) for t in pipe.execute())
 
 
-def verify(store: Store, settings: Settings, sent: Sent) -> Check:
+def verify(store: Store, settings: Settings, sent: Ledger) -> Check:
     """Every thread equals the one-delta-at-a-time fold; logs trimmed, indexes exact."""
     wrong: list[str] = []
-    for ref, deltas in sent.deltas.items():
+    for ref, deltas in sent.items():
         k = settings.keyspace.thread(ref)
         status = store.status(ref)
         latest = max((v for v, _, _ in deltas), key=version_key)
@@ -187,7 +188,7 @@ def verify(store: Store, settings: Settings, sent: Sent) -> Check:
                 or layout_problems(store, ref)
                 or state_dump(store, ref) != dump_messages(sent.expected(ref))):
             wrong.append(ref)
-    name = f"{len(sent.deltas)} threads equal the one-at-a-time fold"
+    name = f"{len(sent.threads())} threads equal the one-at-a-time fold"
     return Check(name, not wrong, f"{len(wrong)} differ, e.g. {wrong[:3]}" if wrong else "")
 
 
@@ -196,7 +197,7 @@ def _warm_up(producer: Producer, store: Store, threads: int = 40, per_thread: in
     mix = Mix(threads, seed=99)
     bulks = list(schedule(threads, per_thread, 200, 5, seed=99))
     sent = produce(producer, mix, bulks, "warm")
-    wait_drained(store, sent.deltas, timeout=120)
+    wait_drained(store, sent.threads(), timeout=120)
 
 
 @dataclass
@@ -261,7 +262,7 @@ def run(cfg: E2EConfig, line: Pipeline, progress: Progress, prefix: str = "e2e")
     finally:
         gc.unfreeze()
     sent = record(planned, results, prefix)
-    counts = {ref: len(d) for ref, d in sent.deltas.items()}
+    counts = {ref: len(d) for ref, d in sent.items()}
     wait_applied(client, line.settings, counts, workers)
     wall = time.perf_counter() - start
     end_ms = last_commit_ms(client, line.settings, list(counts))

@@ -38,8 +38,8 @@ from bench.common import cpu, services
 from bench.common.checks import Check
 from bench.pipeline.e2e import Pipeline, verify, wait_idle
 from bench.pipeline.workload import Mix, ref_of, thread_id
-from tests.oracle import Sent, version_key
 from threadfold.core.keys import Keyspace
+from threadfold.testing import Ledger, version_key
 from threadfold.workers.ingest.producer import Producer
 from threadfold.workers.ingest.wakeup import BackgroundWaker
 from threadfold.workers.redisio.client import run as run_call
@@ -179,11 +179,11 @@ def _poll(url: str, prefix: str, buckets: int, inbox: Any, outbox: Any) -> None:
 
 
 def _pace(producer: Producer, cfg: LatencyConfig, mix: Mix, inbox: Any,
-          prefix: str) -> tuple[Sent, float]:
+          prefix: str) -> tuple[Ledger, float]:
     """Send at ``cfg.rate`` for ``cfg.seconds``, a bulk per ``cfg.tick`` (what fell due
     since the last); returns what was sent and the rate kept."""
     rng = random.Random(cfg.seed)
-    sent, count, ticks = Sent(), 0, 0
+    sent, count, ticks = Ledger(), 0, 0
     refs_of: dict[int, str] = {}
     start = time.monotonic()
     while (elapsed := time.monotonic() - start) < cfg.seconds:

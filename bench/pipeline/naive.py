@@ -24,8 +24,8 @@ from bench.common.checks import Check, first_difference, lc_dump
 from bench.common.services import ROOT
 from bench.pipeline import naive_app
 from bench.pipeline.workload import Mix, ref_of, round_robin, thread_id
-from tests.oracle import Sent
 from threadfold.core import dump_messages
+from threadfold.testing import Ledger
 from threadfold.workers.ops.processes import ManagedProcess, wait_until
 
 Progress = Callable[[str], None]
@@ -95,32 +95,32 @@ def start_worker(state_url: str, broker_url: str, name: str, logs: Path) -> Mana
     )
 
 
-def _send(app: Any, mix: Mix, order: Sequence[int]) -> Sent:
+def _send(app: Any, mix: Mix, order: Sequence[int]) -> Ledger:
     """One task per delta; what was sent is recorded for the check."""
-    sent = Sent()
+    sent = Ledger()
     with app.producer_or_acquire() as producer:
-        for t in order:
+        for n, t in enumerate(order):
             planned = mix.next(t)
             thread = thread_id(t, PREFIX)
             app.send_task(naive_app.TASK, args=[thread, [planned.message]], queue=QUEUE,
                           producer=producer)
-            sent.add(ref_of(thread), f"0-{len(sent.deltas.get(ref_of(thread), []))}",
+            sent.add(ref_of(thread), f"0-{n}",
                      [planned.message], [planned.message["id"]])
     return sent
 
 
-def verify(client: redis.Redis, sent: Sent) -> Check:
+def verify(client: redis.Redis, sent: Ledger) -> Check:
     """Each stored blob against the one-delta-at-a-time fold of what was sent."""
     wrong: list[str] = []
     detail = ""
-    for ref in sent.deltas:
+    for ref in sent.threads():
         raw = client.get(naive_app.state_key(ref.partition("/")[2]))
         stored = lc_dump(messages_from_dict(json.loads(raw))) if raw else []
         difference = first_difference(stored, dump_messages(sent.expected(ref)))
         if difference:
             wrong.append(ref)
             detail = detail or f"{ref}: {difference}"
-    name = f"naive: {len(sent.deltas)} threads equal the one-at-a-time fold"
+    name = f"naive: {len(sent.threads())} threads equal the one-at-a-time fold"
     return Check(name, not wrong, f"{len(wrong)} differ; {detail}" if wrong else "")
 
 

@@ -21,13 +21,14 @@ from typing import Any
 
 from bench.common import cpu, services
 from bench.common.checks import Check
+from bench.common.stored import state_dump
 from bench.pipeline import e2e
 from bench.pipeline.workload import Mix, Planned, schedule, thread_id
 from bench.scale.stack import Stack
-from tests.oracle import Sent, state_dump, version_key
 from threadfold.core import dump_messages
 from threadfold.core.errors import RateLimited
 from threadfold.core.keys import DEFAULT_TENANT
+from threadfold.testing import Ledger, version_key
 from threadfold.workers.ingest.producer import Delta
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage import meta
@@ -140,8 +141,8 @@ def idle(st: Stack, seconds: float = 3.0) -> dict[str, float]:
             "worker_cpu_per_s": spent.workers / len(st.workers) / seconds}
 
 
-def _check(st: Stack, sent: Sent, always: Sequence[str]) -> Check:
-    refs = list(sent.deltas)
+def _check(st: Stack, sent: Ledger, always: Sequence[str]) -> Check:
+    refs = sent.threads()
     chosen = [*always, *random.Random(7).sample(refs, min(SAMPLE, len(refs)))]
     wrong = [r for r in chosen
              if state_dump(st.store, r) != dump_messages(sent.expected(r))]

@@ -50,7 +50,7 @@ from bench.spread.senders import (
     shares,
     started,
 )
-from tests.oracle import Sent
+from threadfold.testing import Ledger
 from threadfold.workers.storage.store import Store
 
 Progress = Callable[[str], None]
@@ -80,11 +80,11 @@ def _span(reports: Sequence[Report]) -> tuple[float, float]:
     return min(r.first for r in reports), max(r.end for r in reports)
 
 
-def _merged(promised: Sequence[Sent]) -> Sent:
+def _merged(promised: Sequence[Ledger]) -> Ledger:
     """The senders' promises as one (each sender's threads are its own)."""
-    sent = Sent()
+    sent = Ledger()
     for part in promised:
-        sent.deltas.update(part.deltas)
+        sent.merge(part)
     return sent
 
 

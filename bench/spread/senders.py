@@ -41,7 +41,7 @@ import redis
 
 from bench.peer.workload import mine
 from bench.pipeline.workload import Mix, ref_of, schedule, thread_id
-from tests.oracle import Sent
+from threadfold.testing import Ledger
 
 #: One delta as the bulk body carries it: ``{"thread_id": ..., "messages": [...]}``.
 Item = dict[str, Any]
@@ -135,7 +135,7 @@ def http_sender(job: HttpJob, conn: Connection, go: Event, more: Event) -> None:
     """``POST /deltas`` per bulk over one keep-alive connection, one in flight; once
     ``more`` is set (every delta visible), what the answers promised."""
 
-    def work() -> Sent:
+    def work() -> Ledger:
         bulks = items(job.share, job.prefix)
         encode = msgspec.json.Encoder().encode
         bodies = [encode({"deltas": bulk}) for bulk in bulks]
@@ -155,13 +155,13 @@ def http_sender(job: HttpJob, conn: Connection, go: Event, more: Event) -> None:
         conn.send(("done", report))
         # Decoded only now: while the workers drain, the senders keep off the cores.
         more.wait()
-        return _promised(bulks, answers) if not report.refused else Sent()
+        return _promised(bulks, answers) if not report.refused else Ledger()
 
     _reporting(conn, work)
 
 
-def _promised(bulks: Sequence[list[Item]], answers: Sequence[httpx.Response]) -> Sent:
-    sent = Sent()
+def _promised(bulks: Sequence[list[Item]], answers: Sequence[httpx.Response]) -> Ledger:
+    sent = Ledger()
     for bulk, answer in zip(bulks, answers, strict=True):
         results = msgspec.json.decode(answer.content)["results"]
         for item, result in zip(bulk, results, strict=True):
@@ -235,7 +235,7 @@ class Senders:
         return [self._next(c, p, "done") for c, p in zip(self.conns, self.procs, strict=True)]
 
     def promised(self) -> list[Any]:
-        """What each sender has to say after its run (the HTTP senders: a Sent)."""
+        """What each sender has to say after its run (the HTTP senders: a Ledger)."""
         self._more.set()
         out = [self._next(c, p, "promised") for c, p in zip(self.conns, self.procs, strict=True)]
         for proc in self.procs:

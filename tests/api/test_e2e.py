@@ -12,9 +12,10 @@ import httpx
 import pytest
 
 from tests.infra.processes import wait_until
-from tests.workers.harness import Sent, make_settings, start_api, start_worker, version_key
+from tests.workers.harness import make_settings, start_api, start_worker
 from tests.workers.produce import random_messages
 from threadfold.core import dump_messages
+from threadfold.testing import Ledger, version_key
 from threadfold.workers.settings import Settings
 
 
@@ -35,7 +36,7 @@ def stack(
             worker.kill()
 
 
-def _send(client: httpx.Client, sent: Sent, rng: random.Random, step: int) -> None:
+def _send(client: httpx.Client, sent: Ledger, rng: random.Random, step: int) -> None:
     if rng.random() < 0.3:  # a bulk call across threads
         batch = [
             {"thread_id": f"h{rng.randrange(30)}", "messages": random_messages(rng, step)}
@@ -60,10 +61,10 @@ def test_random_deltas_through_http_read_back_with_min_version_equal_the_fold(
 ) -> None:
     client, _ = stack
     rng = random.Random(42)
-    sent = Sent()
+    sent = Ledger()
     for step in range(600):
         _send(client, sent, rng, step)
-    for ref, deltas in sent.deltas.items():
+    for ref, deltas in sent.items():
         thread = ref.split("/", 1)[1]
         last = max((v for v, _, _ in deltas), key=version_key)
         response = client.get(f"/threads/{thread}/state", params={"min_version": last, "wait": 20})

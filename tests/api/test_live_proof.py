@@ -19,10 +19,11 @@ import pytest
 
 from tests.infra.processes import wait_until
 from tests.infra.redis_server import RedisServer
-from tests.workers.harness import Sent, make_settings, start_api, start_worker
+from tests.workers.harness import make_settings, start_api, start_worker
 from tests.workers.produce import random_messages
 from threadfold import Client, Event, HttpClient, Snapshot, Transcript
 from threadfold.core import dump_messages
+from threadfold.testing import Ledger
 from threadfold.workers.ops.processes import ManagedProcess, free_port
 from threadfold.workers.settings import Settings
 
@@ -59,7 +60,7 @@ class Watcher:
         return self.transcript.version
 
 
-def _writes(client: Client, sent: Sent, threads: list[str], n: int, seed: int) -> None:
+def _writes(client: Client, sent: Ledger, threads: list[str], n: int, seed: int) -> None:
     rng = random.Random(seed)
     for step in range(n):
         thread = rng.choice(threads)
@@ -96,7 +97,7 @@ def test_subscribers_hold_the_state_of_every_version_they_reach(
     settings, logs = stack
     api, url = start_api(settings, logs)
     threads = ["p0", "p1", "p2"]
-    sent = Sent()
+    sent = Ledger()
     watchers = [Watcher(HttpClient(url), t) for t in threads for _ in range(2)]
     try:
         with Client(settings=settings) as writer:
@@ -130,7 +131,7 @@ def test_an_api_killed_mid_stream_costs_the_subscriber_nothing(
     port = free_port()
     api: ManagedProcess = start_api(settings, logs / "first", port=port)[0]
     threads = ["k0", "k1"]
-    sent = Sent()
+    sent = Ledger()
     url = f"http://127.0.0.1:{port}"
     watchers = [Watcher(HttpClient(url, retries=50, max_backoff=0.5), t) for t in threads]
     try:
@@ -168,7 +169,7 @@ def test_a_feed_trimmed_past_the_subscriber_gives_it_a_snapshot(tmp_path: Path) 
             with Client(settings=small) as writer, HttpClient(url) as reader:
                 writer.append("tr", [{"role": "user", "content": "first", "id": "f"}])
                 held = _finals(writer, ["tr"])["tr"]
-                _writes(writer, Sent(), ["tr"], 400, seed=9)  # one commit each: it trims
+                _writes(writer, Ledger(), ["tr"], 400, seed=9)  # one commit each: it trims
                 final = _finals(writer, ["tr"])["tr"]
                 events = reader.subscribe("tr", after=held)
                 first = next(events)

@@ -15,10 +15,11 @@ import pytest
 
 from tests.infra.processes import wait_until
 from tests.infra.redis_server import RedisServer
-from tests.workers.harness import make_settings, start_api, state_dump, store_for, version_key
+from tests.workers.harness import make_settings, start_api, state_dump, store_for
 from tests.workers.replaying import NoWake, Oracle, Writer
 from threadfold.core.codec import encode_messages
 from threadfold.core.messages import HumanMessage
+from threadfold.testing import version_key
 from threadfold.workers.ingest.producer import Producer
 from threadfold.workers.redisio.client import text
 from threadfold.workers.replay import prefix

@@ -16,7 +16,6 @@ from tests.client.conftest import Stack
 from tests.client.kinds import DIRECT, KINDS, new_thread, open_client
 from tests.client.proxy import Proxy
 from tests.infra.processes import wait_until
-from tests.workers.harness import stamped, version_key
 from threadfold import (
     ClientClosed,
     ClientProtocol,
@@ -30,6 +29,7 @@ from threadfold import (
 from threadfold.core import dump_messages
 from threadfold.core.depth import pointer as api_pointer
 from threadfold.core.openai import to_openai
+from threadfold.testing import stamped, version_key
 from threadfold.workers.wiring import CONNECTION_NAME
 
 WAIT = 20.0  # seconds a read-your-writes read may wait for the worker

@@ -13,5 +13,5 @@ about. ``tests/workers/test_history.py`` runs it briefly in ``make test``;
 
 It is a test, so it lives with the tests (issue 21; it was ``bench/history``) and
 imports nothing from ``bench``: a run is handed a :class:`~tests.history.session.Target`
-by whoever started the processes, and its oracle is the tests' (:mod:`tests.oracle`).
+by whoever started the processes, and its oracle is :mod:`threadfold.testing`'s fold.
 """

@@ -1,11 +1,12 @@
-"""The oracle: LangGraph's delta reducer applied one delta at a time to a log prefix.
+"""The oracle by log prefix: :func:`threadfold.testing.fold` of an incarnation's first
+deltas.
 
-The tests' oracle (:mod:`tests.oracle`), by prefix: ``apply_deltas``, the
-reducer the differential tests prove equal to LangGraph's ``_messages_delta_reducer``,
-folds an incarnation's acknowledged deltas in version order, each with the ids its
-writer was told were stored. The state after every :data:`CHECKPOINT` deltas is kept
-(messages are immutable, so a kept state is a list of references): the state after any
-prefix costs at most that many steps.
+The fold is the one every check uses (``apply_deltas``, the reducer the differential
+tests prove equal to LangGraph's ``_messages_delta_reducer``, one call per delta in
+version order, each with the ids its writer was told were stored); what is the
+history's own is asking it for any prefix. The state after every :data:`CHECKPOINT`
+deltas is kept (messages are immutable, so a kept state is a list of references): the
+state after any prefix costs at most that many steps.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from tests.oracle import stamped
-from threadfold.core import BaseMessage, apply_deltas, dump_messages
+from threadfold.core import BaseMessage, dump_messages
+from threadfold.testing import fold
 
 CHECKPOINT: Final = 32
 #: Dumped states kept per incarnation (reads ask for the same few versions again and
@@ -48,6 +49,4 @@ class Fold:
         return self._dumped[length]
 
     def _apply(self, state: list[BaseMessage], start: int, stop: int) -> list[BaseMessage]:
-        for messages, ids in self.deltas[start:stop]:
-            state = list(apply_deltas(state, [stamped(messages, ids)]))
-        return state
+        return fold(self.deltas[start:stop], state=state)

@@ -1,5 +1,5 @@
 """Clients that record what they appended, for the oracle: the one-at-a-time fold of a
-thread's accepted deltas in the order of its log (``tests.workers.harness.Sent``).
+thread's accepted deltas in the order of its log (``tests.workers.harness.Ledger``).
 
 They wrap real clients (the calls go to the real stack); only the appends are noted,
 with the ids and version the service answered. A duplicate (a retried ``delta_id``) is
@@ -13,7 +13,6 @@ from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
-from tests.workers.harness import Sent, version_key
 from threadfold import (
     Appended,
     AsyncClientProtocol,
@@ -25,6 +24,7 @@ from threadfold import (
     Status,
 )
 from threadfold.core import dump_messages
+from threadfold.testing import Ledger
 from threadfold.types import UNSET, Context, Copied, Pruned, Searched, ThreadList, Unset
 
 
@@ -32,7 +32,7 @@ class Recorder:
     """The appends of any number of clients, from any number of threads."""
 
     def __init__(self) -> None:
-        self.sent = Sent()
+        self.sent = Ledger()
         self.delta_ids: list[str | None] = []
         self.duplicates: list[Appended] = []
         self._lock = threading.Lock()
@@ -52,7 +52,9 @@ class Recorder:
 
     def last_version(self, thread_id: str) -> str:
         with self._lock:
-            return max((v for v, _, _ in self.sent.deltas[thread_id]), key=version_key)
+            last = self.sent.last_version(thread_id)
+        assert last is not None, f"nothing appended to {thread_id}"
+        return last
 
 
 class Recording:

@@ -22,8 +22,8 @@ from threadfold.loadtests.config import (
     stage_at,
     step_stages,
 )
-from threadfold.loadtests.ledger import Ledger
 from threadfold.loadtests.run import run_loadtest
+from threadfold.testing import Ledger
 
 # Every user class present (3 writers, 2 readers, 1 batch job at 6 users), small batches,
 # and enough probes that the VISIBLE entry has rows even in a short run.

@@ -8,8 +8,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from tests.workers.harness import Sent, stamped, version_key
-from threadfold.core import apply_deltas, dump_messages
+from threadfold.core import dump_messages
+from threadfold.testing import Ledger, fold, version_key
 from threadfold.workers.ingest.producer import Delta, Producer
 
 
@@ -36,7 +36,7 @@ class Writer:
 
     def __init__(self, producer: Producer) -> None:
         self.producer = producer
-        self.sent = Sent()
+        self.sent = Ledger()
         self.lock = threading.Lock()
 
     def write(self, thread: str, count: int, tag: str, *, bulk: int = 200) -> list[Record]:
@@ -53,7 +53,7 @@ class Writer:
 
     def deltas(self, ref: str) -> list[Record]:
         with self.lock:
-            return sorted(self.sent.deltas.get(ref, []), key=lambda d: version_key(d[0]))
+            return [(d.version, d.messages, d.ids) for d in self.sent.deltas(ref)]
 
 
 class Oracle:
@@ -79,8 +79,6 @@ class Oracle:
     def at(self, version: str) -> list[dict[str, Any]]:
         if version not in self.memo:
             key = version_key(version)
-            state = apply_deltas(
-                [], [stamped(m, ids) for v, m, ids in self.deltas if version_key(v) <= key]
-            )
+            state = fold((m, ids) for v, m, ids in self.deltas if version_key(v) <= key)
             self.memo[version] = dump_messages(state)
         return self.memo[version]

@@ -20,7 +20,6 @@ from tests.infra.processes import wait_until
 from tests.workers.harness import (
     WORKERS_ONLY,
     CountingWaker,
-    Sent,
     make_settings,
     start_worker,
     state_dump,
@@ -28,6 +27,7 @@ from tests.workers.harness import (
     wait_drained,
 )
 from threadfold.core import dump_messages
+from threadfold.testing import Ledger
 from threadfold.workers.ingest.producer import Producer
 from threadfold.workers.ingest.wakeup import SPACING, BackgroundWaker, CoalescingWaker
 from threadfold.workers.runtime.app import CeleryWaker, make_celery
@@ -244,7 +244,7 @@ def test_one_delta_per_call_from_several_threads_is_drained_by_a_real_worker(
     store = store_for(settings)
     counting = CountingWaker(CeleryWaker(app, settings.queue))
     worker = start_worker(settings, "bw0", tmp_path)
-    sent, lock = Sent(), threading.Lock()
+    sent, lock = Ledger(), threading.Lock()
     try:
         with BackgroundWaker(counting, window=0.25) as waker:
             producer = Producer(store.client, settings, waker)
@@ -261,8 +261,8 @@ def test_one_delta_per_call_from_several_threads_is_drained_by_a_real_worker(
                 c.start()
             for c in callers:
                 c.join()
-        wait_drained(store, sent.deltas, timeout=60)
-        for ref in sent.deltas:
+        wait_drained(store, sent.threads(), timeout=60)
+        for ref in sent.threads():
             assert state_dump(store, ref) == dump_messages(sent.expected(ref)), ref
         assert counting.sent >= 100  # every thread woken at least once
         assert counting.publishes < counting.sent / 4

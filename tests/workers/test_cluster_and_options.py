@@ -13,7 +13,7 @@ from tests.infra.redis_server import RedisServer
 from tests.workers.harness import (
     ROOT,
     WORKERS_ONLY,
-    Sent,
+    load_jsonl,
     make_settings,
     start_worker,
     state_dump,
@@ -22,6 +22,7 @@ from tests.workers.harness import (
 )
 from tests.workers.test_concurrency import NoWake
 from threadfold.core import dump_messages
+from threadfold.testing import Ledger
 from threadfold.workers.ingest.producer import Producer
 from threadfold.workers.ops.processes import settings_env
 from threadfold.workers.redisio.client import text
@@ -58,18 +59,18 @@ def test_a_three_master_cluster_holds_state_with_the_broker_outside_it(
         ]
         for proc in procs:
             assert proc.wait(timeout=300) == 0
-        sent = Sent()
+        sent = Ledger()
         for seed in seeds:
-            sent.load_jsonl(tmp_path / f"p{seed}.jsonl")
+            load_jsonl(sent, tmp_path / f"p{seed}.jsonl")
         store = store_for(settings)
-        wait_drained(store, sent.deltas, timeout=120)
-        for ref in sent.deltas:
+        wait_drained(store, sent.threads(), timeout=120)
+        for ref in sent.threads():
             assert state_dump(store, ref) == dump_messages(sent.expected(ref)), ref
         nodes = {
             store.client.keyslot(  # type: ignore[union-attr]  # a cluster client
                 settings.keyspace.thread(ref).log
             )
-            for ref in sent.deltas
+            for ref in sent.threads()
         }
         assert len(nodes) > 20  # threads really are spread over slots
     finally:

@@ -12,7 +12,6 @@ import pytest
 from tests.infra.redis_cluster import RedisCluster
 from tests.workers.harness import (
     WORKERS_ONLY,
-    Sent,
     make_settings,
     start_worker,
     state_dump,
@@ -23,6 +22,7 @@ from tests.workers.produce import random_messages
 from threadfold.core import dump_messages
 from threadfold.core.codec import decode_messages
 from threadfold.core.fold import ThreadFold
+from threadfold.testing import Ledger
 from threadfold.workers.ingest.producer import Producer
 from threadfold.workers.runtime.app import CeleryWaker, make_celery
 from threadfold.workers.runtime.drain import Drainer, _decode, _mentioned
@@ -43,10 +43,10 @@ class NoWake:
         self.refs.extend(refs)
 
 
-def _produce(settings: Settings, store: Store, threads: int, deltas: int, seed: int) -> Sent:
+def _produce(settings: Settings, store: Store, threads: int, deltas: int, seed: int) -> Ledger:
     producer = Producer(store.client, settings, NoWake())
     rng = random.Random(seed)
-    sent = Sent()
+    sent = Ledger()
     for step in range(deltas):
         thread = f"c{rng.randrange(threads)}"
         messages = random_messages(rng, step)
@@ -61,7 +61,7 @@ def test_the_same_drain_run_concurrently_and_repeatedly_applies_each_entry_once(
     settings = make_settings(redis_url, batch_size=7)
     store = store_for(settings)
     sent = _produce(settings, store, threads=3, deltas=400, seed=7)
-    refs = sorted(sent.deltas)
+    refs = sorted(sent.threads())
 
     def drain_all() -> None:
         drainer = Drainer(store_for(settings), settings)
@@ -78,7 +78,7 @@ def test_the_same_drain_run_concurrently_and_repeatedly_applies_each_entry_once(
         assert state_dump(store, ref) == dump_messages(sent.expected(ref))
         found = store.stored(ref)
         assert found is not None and found.status.backlog == 0
-        assert found.applied == len(sent.deltas[ref])  # every entry applied once, not more
+        assert found.applied == len(sent.deltas(ref))  # every entry applied once, not more
 
 
 def test_a_stale_worker_committing_late_is_refused_and_changes_nothing(redis_url: str) -> None:
@@ -121,10 +121,10 @@ def test_duplicate_wake_ups_sent_to_four_workers_leave_the_state_exact(
     workers = [start_worker(settings, f"d{i}", tmp_path) for i in range(4)]
     try:
         for _ in range(25):  # 100 wake-ups for 4 threads, all at once
-            for ref in sorted(sent.deltas):
+            for ref in sorted(sent.threads()):
                 waker.wake([ref])
-        wait_drained(store, sent.deltas, timeout=60)
-        for ref in sent.deltas:
+        wait_drained(store, sent.threads(), timeout=60)
+        for ref in sent.threads():
             assert state_dump(store, ref) == dump_messages(sent.expected(ref))
     finally:
         for worker in workers:

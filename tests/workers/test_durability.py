@@ -29,9 +29,10 @@ import redis
 from tests.infra.processes import wait_until
 from tests.infra.redis_sentinel import QUICK_SYNC
 from tests.infra.redis_server import RedisServer
-from tests.workers.harness import WORKERS_ONLY, make_settings, start_api, store_for, version_key
+from tests.workers.harness import WORKERS_ONLY, make_settings, start_api, store_for
 from tests.workers.test_concurrency import NoWake
 from threadfold.core.errors import NotReplicated
+from threadfold.testing import version_key
 from threadfold.workers import wiring
 from threadfold.workers.ingest.producer import AsyncProducer, Delta, Producer
 from threadfold.workers.redisio.client import async_client, sync_client

@@ -14,7 +14,6 @@ from tests.infra.processes import wait_until
 from tests.infra.redis_server import RedisServer
 from tests.workers.harness import (
     WORKERS_ONLY,
-    Sent,
     lose_waiting_wake_ups,
     make_settings,
     start_beat,
@@ -27,13 +26,14 @@ from tests.workers.produce import random_messages
 from tests.workers.test_concurrency import NoWake
 from threadfold.core import InvalidMessage, dump_messages
 from threadfold.core.messages import HumanMessage
+from threadfold.testing import Ledger
 from threadfold.workers.ingest.producer import Delta, Producer
 from threadfold.workers.runtime.app import CeleryWaker, make_celery
 from threadfold.workers.settings import Settings
 
 
 def _producer_loop(
-    settings: Settings, sent: Sent, stop: threading.Event, seed: int, errors: list[BaseException]
+    settings: Settings, sent: Ledger, stop: threading.Event, seed: int, errors: list[BaseException]
 ) -> None:
     """Enqueue until told to stop; every delta carries a delta_id and is retried until it
     is accepted, the documented way to survive a lost reply."""
@@ -72,7 +72,7 @@ def test_kill_9_of_workers_at_random_moments_loses_nothing_and_applies_nothing_t
     rng = random.Random(3)
     workers = [start_worker(settings, f"k{i}", tmp_path) for i in range(4)]
     beat = start_beat(settings, tmp_path)
-    sent, stop = Sent(), threading.Event()
+    sent, stop = Ledger(), threading.Event()
     errors: list[BaseException] = []
     producing = threading.Thread(target=_producer_loop, args=(settings, sent, stop, 5, errors))
     producing.start()
@@ -89,11 +89,11 @@ def test_kill_9_of_workers_at_random_moments_loses_nothing_and_applies_nothing_t
         producing.join()
         assert not errors
         store = store_for(settings)
-        wait_drained(store, sent.deltas, timeout=90)
-        for ref in sent.deltas:
+        wait_drained(store, sent.threads(), timeout=90)
+        for ref in sent.threads():
             assert state_dump(store, ref) == dump_messages(sent.expected(ref)), ref
             status = store.stored(ref)
-            assert status is not None and status.applied == len(sent.deltas[ref])
+            assert status is not None and status.applied == len(sent.deltas(ref))
         assert kills >= 10
     finally:
         stop.set()
@@ -145,7 +145,7 @@ def test_a_redis_restart_mid_run_keeps_every_acknowledged_delta(tmp_path: Path) 
         settings = make_settings(server.url, failure_limit=1000)
         workers = [start_worker(settings, f"r{i}", tmp_path) for i in range(2)]
         beat = start_beat(settings, tmp_path)
-        sent, stop = Sent(), threading.Event()
+        sent, stop = Ledger(), threading.Event()
         errors: list[BaseException] = []
         producing = threading.Thread(target=_producer_loop, args=(settings, sent, stop, 9, errors))
         producing.start()
@@ -163,8 +163,8 @@ def test_a_redis_restart_mid_run_keeps_every_acknowledged_delta(tmp_path: Path) 
             producing.join()
             assert not errors
             store = store_for(settings)
-            wait_drained(store, sent.deltas, timeout=90)
-            for ref in sent.deltas:
+            wait_drained(store, sent.threads(), timeout=90)
+            for ref in sent.threads():
                 assert state_dump(store, ref) == dump_messages(sent.expected(ref)), ref
         finally:
             stop.set()

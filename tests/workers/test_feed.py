@@ -16,11 +16,12 @@ from typing import Any
 import redis
 
 from tests.infra.redis_cluster import RedisCluster
-from tests.workers.harness import Sent, make_settings, store_for
+from tests.workers.harness import make_settings, store_for
 from tests.workers.produce import random_messages
 from tests.workers.test_concurrency import NoWake
 from threadfold.core import dump_messages
 from threadfold.core.codec import decode_stored
+from threadfold.testing import Ledger
 from threadfold.workers.feed import subscription
 from threadfold.workers.feed.apply import apply, in_order
 from threadfold.workers.feed.events import Change, Deleted, Snapshot
@@ -84,11 +85,11 @@ def _follow(store: Store, ref: str, state: State, version: str) -> list[tuple[st
             seen.append((event.version, state))
 
 
-def _run_history(settings: Settings, seed: int, threads: int, deltas: int) -> tuple[Store, Sent]:
+def _run_history(settings: Settings, seed: int, threads: int, deltas: int) -> tuple[Store, Ledger]:
     store = store_for(settings)
     producer = Producer(store.client, settings, NoWake())
     rng = random.Random(seed)
-    sent = Sent()
+    sent = Ledger()
     refs = [f"_/f{t}" for t in range(threads)]
     for step in range(deltas):
         thread = f"f{rng.randrange(threads)}"
@@ -107,7 +108,7 @@ def test_each_event_turns_the_state_before_into_the_state_after(redis_url: str) 
     settings = make_settings(redis_url, key_prefix="feed1", retention_seconds=3600)
     for seed in range(3):
         store, sent = _run_history(settings, seed, threads=3, deltas=250)
-        for ref in sent.deltas:
+        for ref in sent.threads():
             seen = _follow(store, ref, {}, "0-0")
             assert len(seen) > 5
             for version, state in seen:  # every version committed: the replayed state
@@ -146,7 +147,7 @@ def test_every_commit_is_published_as_the_event_it_keeps(redis_url: str) -> None
 def test_a_trimmed_feed_is_a_gap_not_a_partial_answer(redis_url: str) -> None:
     settings = make_settings(redis_url, key_prefix="feed3", batch_size=1, feed_max_events=10)
     store, sent = _run_history(settings, 11, threads=1, deltas=400)
-    [ref] = list(sent.deltas)
+    [ref] = sent.threads()
     feed = settings.keyspace.thread(ref).feed
     assert store.client.xlen(feed) == 10  # exactly the last 10 kept
     # ... and the whole feed goes once the thread is idle for the age limit.
@@ -173,7 +174,7 @@ def test_a_rebuild_and_a_delete_break_every_chain(redis_url: str) -> None:
     notice, and the thread written again starts a chain on 0-0."""
     settings = make_settings(redis_url, key_prefix="feed5", batch_size=4)
     store, sent = _run_history(settings, 5, threads=1, deltas=60)
-    [ref] = list(sent.deltas)
+    [ref] = sent.threads()
     k = settings.keyspace.thread(ref)
     version = store.read_state(ref).version  # type: ignore[union-attr]
     middle = _entries(store.client, k.feed)[3][0]
@@ -216,7 +217,7 @@ def test_a_rebuild_and_a_delete_break_every_chain(redis_url: str) -> None:
 def test_a_version_that_is_not_the_threads_is_a_gap(redis_url: str) -> None:
     settings = make_settings(redis_url, key_prefix="feed6", batch_size=4)
     store, sent = _run_history(settings, 9, threads=1, deltas=40)
-    [ref] = list(sent.deltas)
+    [ref] = sent.threads()
     versions = [i for i, _ in _entries(store.client, settings.keyspace.thread(ref).feed)]
     ms, seq = versions[2].split("-")
     for after in (f"{ms}-{int(seq) + 1}", "1-0", "99999999999999-0"):
@@ -248,7 +249,7 @@ def test_on_a_cluster_every_node_hears_every_thread(redis_cluster: RedisCluster)
         for ref in refs:
             kept = _entries(store.client, settings.keyspace.thread(ref).feed)
             assert heard[settings.keyspace.thread(ref).feed] == [i for i, _ in kept]
-    for ref in sent.deltas:
+    for ref in sent.threads():
         seen = _follow(store, ref, {}, "0-0")
         assert _messages(seen[-1][1]) == dump_messages(sent.expected(ref))
 

@@ -20,13 +20,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.infra.redis_cluster import RedisCluster
-from tests.oracle import Sent, state_dump
-from tests.workers.harness import make_settings, store_for
+from tests.workers.harness import make_settings, state_dump, store_for
 from threadfold.core import dump_messages
 from threadfold.core.codec import decode_stored, encode_messages
 from threadfold.core.context import approximate
 from threadfold.core.convert import to_messages
 from threadfold.core.results import Appended
+from threadfold.testing import Ledger
 from threadfold.workers.feed.apply import apply_in_place, in_order
 from threadfold.workers.ingest.prepare import records_of
 from threadfold.workers.ingest.producer import Delta, Producer
@@ -138,7 +138,7 @@ def test_what_is_not_a_plain_append_waits_for_a_worker(
     after = producer.enqueue("w", ["after"])
     assert store.status("_/w").backlog == 2  # type: ignore[union-attr]
     Drainer(store, settings).drain("_/w")
-    expected = Sent()
+    expected = Ledger()
     expected.add("_/w", first.version, [{"role": "user", "content": "first", "id": "m1"}],
                  first.ids)
     expected.add("_/w", done.version, later, done.ids)
@@ -244,10 +244,10 @@ def _valid(deltas: list[tuple[str, list[Any]]], present: dict[str, set[str]]) ->
     return True
 
 
-def _run(settings: Settings, steps: list[tuple[list[tuple[str, list[Any]]], bool]]) -> Sent:
+def _run(settings: Settings, steps: list[tuple[list[tuple[str, list[Any]]], bool]]) -> Ledger:
     store, producer, _ = _producer(settings)
     drainer = Drainer(store, settings)
-    sent = Sent()
+    sent = Ledger()
     present: dict[str, set[str]] = {}
     for deltas, drain in steps:
         if not _valid(deltas, present):
@@ -287,7 +287,7 @@ def test_commits_at_ingest_equal_the_workers_fold_and_feed(
     there = make_settings(redis_url, key_prefix=f"law{n}w", ingest_commits=False)
     sent, sent_there = _run(here, steps), _run(there, steps)
     store, workers_only = store_for(here), store_for(there)
-    for ref in sent.deltas:  # (each run stamps id-less messages with ids of its own)
+    for ref in sent.threads():  # (each run stamps id-less messages with ids of its own)
         assert state_dump(store, ref) == dump_messages(sent.expected(ref))
         assert state_dump(workers_only, ref) == dump_messages(sent_there.expected(ref))
         assert layout_problems(store, ref) == []

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.workers.harness import WORKERS_ONLY, make_settings, store_for, version_key
+from tests.workers.harness import WORKERS_ONLY, make_settings, store_for
 from threadfold.core.keys import Keyspace
+from threadfold.testing import version_key
 from threadfold.workers.ingest.producer import Delta, Producer
 from threadfold.workers.storage.ingest import MAX_THREADS_PER_INGEST, groups_of
 

@@ -16,11 +16,12 @@ from typing import Any
 
 import pytest
 
-from tests.workers.harness import WORKERS_ONLY, Sent, make_settings, state_dump, store_for
+from tests.workers.harness import WORKERS_ONLY, make_settings, state_dump, store_for
 from tests.workers.test_concurrency import NoWake, _commit_of
 from threadfold.core import dump_messages
 from threadfold.core.codec import encode_stored
 from threadfold.core.messages import HumanMessage
+from threadfold.testing import Ledger
 from threadfold.workers.ingest.producer import Producer
 from threadfold.workers.metrics import Metrics
 from threadfold.workers.redisio.client import text
@@ -59,14 +60,14 @@ def _messages(rng: random.Random, step: int, clears: bool) -> list[dict[str, Any
 
 def _run(
     settings: Settings, seed: int, steps: int, threads: int, *, clears: bool = True
-) -> tuple[Drainer, Sent]:
+) -> tuple[Drainer, Ledger]:
     store = store_for(settings)
     producer = Producer(store.client, settings, NoWake())
     # Counters are kept in the process (no periodic flush to Redis empties them), so a
     # test can read them after the run however long it took.
     drainer = Drainer(store, settings, metrics=Metrics(settings.keyspace, "worker", math.inf))
     rng = random.Random(seed)
-    sent = Sent()
+    sent = Ledger()
     refs = [f"_/t{i}" for i in range(threads)]
     for step in range(steps):
         thread = rng.randrange(threads)
@@ -217,7 +218,7 @@ def test_a_batch_that_edits_or_empties_the_last_page_and_appends_to_it_writes_it
     store = store_for(settings)
     producer = Producer(store.client, settings, NoWake())
     drainer = Drainer(store, settings)
-    ref, sent = "_/lp", Sent()
+    ref, sent = "_/lp", Ledger()
 
     def send(messages: list[dict[str, Any]]) -> None:
         result = producer.enqueue("lp", messages)

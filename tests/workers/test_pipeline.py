@@ -12,18 +12,15 @@ from langgraph.graph.message import _messages_delta_reducer
 from tests.differential.lc import lc_from_ours
 from tests.workers.harness import (
     ROOT,
-    Sent,
+    load_jsonl,
     make_settings,
     start_worker,
     state_dump,
     store_for,
-    version_key,
     wait_drained,
 )
-from tests.workers.harness import (
-    stamped as stamped_messages,
-)
 from threadfold.core import dump_messages
+from threadfold.testing import Ledger, stamped
 from threadfold.workers.ops.processes import settings_env
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.layout import layout_problems
@@ -35,7 +32,7 @@ DELTAS_PER_PRODUCER = 700
 
 def _run_producers(
     settings: Settings, tmp: Path, seeds: list[int], threads: int, deltas: int
-) -> Sent:
+) -> Ledger:
     procs = [
         subprocess.Popen(
             [
@@ -54,36 +51,36 @@ def _run_producers(
     ]
     for proc in procs:
         assert proc.wait(timeout=300) == 0
-    sent = Sent()
+    sent = Ledger()
     for seed in seeds:
-        sent.load_jsonl(tmp / f"produced-{seed}.jsonl")
+        load_jsonl(sent, tmp / f"produced-{seed}.jsonl")
     return sent
 
 
-def _assert_states(settings: Settings, sent: Sent) -> None:
+def _assert_states(settings: Settings, sent: Ledger) -> None:
     store = store_for(settings)
-    wait_drained(store, sent.deltas, timeout=120)
+    wait_drained(store, sent.threads(), timeout=120)
     wrong = [
-        ref for ref in sent.deltas if state_dump(store, ref) != dump_messages(sent.expected(ref))
+        ref for ref in sent.threads() if state_dump(store, ref) != dump_messages(sent.expected(ref))
     ]
     assert not wrong, f"{len(wrong)} threads differ from the fold, e.g. {wrong[:3]}"
-    for ref in sent.deltas:
+    for ref in sent.threads():
         k = settings.keyspace.thread(ref)
         assert store.client.xlen(k.log) == 0, f"{ref}: applied entries left in the log"
         assert layout_problems(store, ref) == [], ref
         assert store.client.zscore(k.dirty, ref) is None
         status = store.status(ref)
         assert status is not None
-        assert status.version == max((v for v, _, _ in sent.deltas[ref]), key=version_key)
+        assert status.version == sent.last_version(ref)
     store.client.close()
 
 
-def _langgraph_fold(sent: Sent, ref: str) -> list[dict[str, Any]]:
+def _langgraph_fold(sent: Ledger, ref: str) -> list[dict[str, Any]]:
     """The same deltas through the real LangGraph delta reducer, one delta per call."""
     state: list[Any] = []
-    for _, messages, ids in sorted(sent.deltas[ref], key=lambda d: version_key(d[0])):
-        stamped = [lc_from_ours(m) for m in dump_messages(stamped_messages(messages, ids))]
-        state = _messages_delta_reducer(state, [stamped])
+    for _, messages, ids in sent.deltas(ref):
+        theirs = [lc_from_ours(m) for m in dump_messages(stamped(messages, ids))]
+        state = _messages_delta_reducer(state, [theirs])
     return [m.model_dump() for m in state]
 
 
@@ -94,10 +91,10 @@ def test_random_deltas_from_several_producers_fold_to_the_one_at_a_time_state(
     workers = [start_worker(settings, f"w{i}", tmp_path) for i in range(4)]
     try:
         sent = _run_producers(settings, tmp_path, [1, 2, 3], THREADS, DELTAS_PER_PRODUCER)
-        assert len(sent.deltas) > THREADS * 0.9
+        assert len(sent.threads()) > THREADS * 0.9
         _assert_states(settings, sent)
         store = store_for(settings)
-        for ref in sorted(sent.deltas)[:50]:
+        for ref in sorted(sent.threads())[:50]:
             assert state_dump(store, ref) == _langgraph_fold(sent, ref), ref
         store.client.close()
     finally:

@@ -14,11 +14,12 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from tests.workers.harness import WORKERS_ONLY, Sent, make_settings, state_dump, store_for
+from tests.workers.harness import WORKERS_ONLY, make_settings, state_dump, store_for
 from tests.workers.produce import random_messages
 from threadfold.core import dump_messages
 from threadfold.core.codec import encode_messages
 from threadfold.core.ids import ensure_ids, uuid4_str
+from threadfold.testing import Ledger
 from threadfold.workers.ingest.producer import Producer
 from threadfold.workers.redisio.client import as_bytes, text
 from threadfold.workers.runtime.drain import Drainer, _decode, _mentioned
@@ -63,7 +64,7 @@ def test_entries_without_their_ids_fold_exactly_too(redis_url: str) -> None:
     store = store_for(settings)
     producer = Producer(store.client, settings, NoWake())
     rng = random.Random(5)
-    sent = Sent()
+    sent = Ledger()
     drainer = Drainer(store, settings)
     for step in range(400):
         thread = f"h{rng.randrange(3)}"
@@ -84,9 +85,9 @@ def test_entries_without_their_ids_fold_exactly_too(redis_url: str) -> None:
             # A batch holding this entry comes without positions: the fallback runs.
             assert read_batches(store, [ref], settings.batch_size)[0].candidates is None
         if step % 25 == 0:
-            drainer.drain_many(sorted(sent.deltas))
-    drainer.drain_many(sorted(sent.deltas))
-    for ref in sent.deltas:
+            drainer.drain_many(sorted(sent.threads()))
+    drainer.drain_many(sorted(sent.threads()))
+    for ref in sent.threads():
         assert state_dump(store, ref) == dump_messages(sent.expected(ref)), ref
 
 
@@ -127,7 +128,7 @@ def test_a_kept_log_is_read_from_the_cursor_by_a_worker_that_never_drained_it(
     # the thread reads from the log's start, finds only applied entries, and must read
     # again from the cursor instead of taking the thread for drained.
     settings, store, producer = _retained(redis_url, **WORKERS_ONLY)
-    sent = Sent()
+    sent = Ledger()
     for step in range(40):
         messages = [{"role": "user", "content": f"c{step}", "id": f"m{step % 7}"}]
         result = producer.enqueue("k", messages)

@@ -18,7 +18,6 @@ import pytest
 
 from tests.workers.harness import (
     WORKERS_ONLY,
-    Sent,
     make_settings,
     start_worker,
     state_dump,
@@ -29,6 +28,7 @@ from tests.workers.harness import (
 from tests.workers.produce import random_messages
 from tests.workers.test_concurrency import NoWake
 from threadfold.core import dump_messages
+from threadfold.testing import Ledger
 from threadfold.workers.ingest.producer import Producer
 from threadfold.workers.ops.processes import ManagedProcess, wait_until
 from threadfold.workers.runtime.app import CeleryWaker, make_celery
@@ -42,11 +42,11 @@ ENTRIES = 3000
 REF = "_/long"
 
 
-def _backlog(settings: Settings, store: Store) -> Sent:
+def _backlog(settings: Settings, store: Store) -> Ledger:
     """ENTRIES deltas to one thread, its flag set and no wake-up sent."""
     producer = Producer(store.client, settings, NoWake())
     rng = random.Random(21)
-    sent = Sent()
+    sent = Ledger()
     for step in range(ENTRIES):
         messages = random_messages(rng, step)
         result = producer.enqueue(REF[2:], messages)

@@ -11,19 +11,13 @@ from typing import Any
 import pytest
 
 from tests.api.client import api_client, api_settings
-from tests.workers.harness import (
-    Sent,
-    make_settings,
-    start_worker,
-    state_dump,
-    store_for,
-    version_key,
-)
+from tests.workers.harness import make_settings, start_worker, state_dump, store_for
 from tests.workers.produce import random_messages
 from tests.workers.test_concurrency import NoWake
 from threadfold.core import dump_messages
 from threadfold.core.codec import encode_stored
 from threadfold.core.messages import HumanMessage
+from threadfold.testing import Ledger, version_key
 from threadfold.workers.ingest.producer import Producer
 from threadfold.workers.ops.cli import main
 from threadfold.workers.ops.processes import settings_env
@@ -35,17 +29,17 @@ from threadfold.workers.storage.pages import record, sized_records
 from threadfold.workers.storage.store import Store
 
 
-def _written(settings: Settings, threads: int = 3, deltas: int = 120) -> tuple[Store, Sent]:
+def _written(settings: Settings, threads: int = 3, deltas: int = 120) -> tuple[Store, Ledger]:
     store = store_for(settings)
     producer = Producer(store.client, settings, NoWake())
-    rng, sent = random.Random(8), Sent()
+    rng, sent = random.Random(8), Ledger()
     for step in range(deltas):
         thread = f"r{rng.randrange(threads)}"
         messages = random_messages(rng, step)
         result = producer.enqueue(thread, messages)
         sent.add(f"_/{thread}", result.version, messages, result.ids)
     drainer = Drainer(store, settings)
-    for ref in sent.deltas:
+    for ref in sent.threads():
         drainer.drain(ref)
     return store, sent
 
@@ -66,7 +60,7 @@ def _corrupt(store: Store, ref: str) -> None:
 def test_audit_finds_a_corrupted_state_and_rebuild_fixes_it(redis_url: str) -> None:
     settings = make_settings(redis_url, retention_seconds=3600)
     store, sent = _written(settings)
-    ref = max(sent.deltas, key=lambda r: len(sent.deltas[r]))
+    ref = max(sent.threads(), key=lambda r: len(sent.deltas(r)))
     assert audit(store, ref).differences == []
     _corrupt(store, ref)
     found = audit(store, ref)
@@ -79,12 +73,14 @@ def test_audit_finds_a_corrupted_state_and_rebuild_fixes_it(redis_url: str) -> N
 def test_time_travel_matches_the_fold_of_the_log_prefix(redis_url: str) -> None:
     settings = make_settings(redis_url, retention_seconds=3600)
     store, sent = _written(settings, threads=1, deltas=60)
-    [(ref, deltas)] = sent.deltas.items()
+    [(ref, deltas)] = sent.items()
     ordered = sorted(deltas, key=lambda d: version_key(d[0]))
     with api_client(api_settings(redis_url, retention_seconds=3600)) as client:
         for cut in (1, 7, 30, len(ordered)):
             version = ordered[cut - 1][0]
-            prefix = Sent({ref: ordered[:cut]})
+            prefix = Ledger()
+            for d in ordered[:cut]:
+                prefix.add(ref, *d)
             expected = dump_messages(prefix.expected(ref))
             assert dump_messages(replay(store, ref, version).messages) == expected
             body = client.get("/threads/r0/state", params={"at_version": version}).json()
@@ -95,7 +91,7 @@ def test_time_travel_matches_the_fold_of_the_log_prefix(redis_url: str) -> None:
 def test_a_trimmed_log_is_refused_for_replay_rather_than_half_replayed(redis_url: str) -> None:
     settings = make_settings(redis_url)  # retention 0: trimmed at once
     store, sent = _written(settings, threads=1, deltas=10)
-    [(ref, deltas)] = sent.deltas.items()
+    [(ref, deltas)] = sent.items()
     first, last = min(d[0] for d in deltas), max(d[0] for d in deltas)
     with pytest.raises(NotReplayable, match="retention trimmed its log"):
         audit(store, ref)
@@ -111,7 +107,7 @@ def test_recompute_runs_as_celery_jobs_and_reports_a_summary(
 ) -> None:
     settings = make_settings(redis_url, retention_seconds=3600)
     store, sent = _written(settings, threads=6, deltas=200)
-    bad = sorted(sent.deltas)[0]
+    bad = sorted(sent.threads())[0]
     _corrupt(store, bad)
     for name, value in settings_env(settings).items():
         monkeypatch.setenv(name, value)

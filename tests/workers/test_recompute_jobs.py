@@ -84,7 +84,7 @@ def test_a_dry_run_shows_what_a_rebuild_would_change_and_writes_nothing(
 ) -> None:
     settings = make_settings(redis_url, retention_seconds=3600)
     store, sent = _written(settings, threads=3, deltas=90)
-    bad = sorted(sent.deltas)[1]
+    bad = sorted(sent.threads())[1]
     _corrupt(store, bad)
     before = _snapshot(store, bad)
     with _worker(settings, tmp_path):
@@ -108,7 +108,7 @@ def test_a_log_that_no_longer_reaches_its_first_entry_is_not_replayable_and_not_
     # audit said "35 messages live, 0 replayed" and rebuild emptied the thread.
     store, sent = _written(make_settings(redis_url), threads=2, deltas=60)
     settings = make_settings(redis_url, retention_seconds=3600)
-    refs = sorted(sent.deltas)
+    refs = sorted(sent.threads())
     before = {ref: _snapshot(store, ref) for ref in refs}
     with _worker(settings, tmp_path):
         for mode in ("--audit", "--rebuild"):
@@ -128,7 +128,7 @@ def test_a_thread_that_fails_is_named_with_why_and_the_others_are_recomputed(
 ) -> None:
     settings = make_settings(redis_url, retention_seconds=3600)
     store, sent = _written(settings, threads=4, deltas=80)
-    broken = sorted(sent.deltas)[2]
+    broken = sorted(sent.threads())[2]
     k = store.keyspace.thread(broken)
     store.client.hset(k.pages, 0, b"\x00" * 7 + b"\x05" + b"\x00" * 3 + b"\x09junk" + b"\xff" * 20)
     with _worker(settings, tmp_path):

@@ -22,7 +22,6 @@ from tests.infra.processes import ManagedProcess, wait_until
 from tests.infra.redis_server import RedisServer
 from tests.workers.harness import (
     WORKERS_ONLY,
-    Sent,
     make_settings,
     start_api,
     start_beat,
@@ -35,6 +34,7 @@ from tests.workers.produce import random_messages
 from tests.workers.test_concurrency import NoWake
 from threadfold.core import dump_messages
 from threadfold.core.errors import RedisFull
+from threadfold.testing import Ledger
 from threadfold.workers.ingest.producer import Delta, Producer
 from threadfold.workers.runtime.app import CeleryWaker, make_celery
 from threadfold.workers.runtime.tasks import Runtime, sweep_once
@@ -67,12 +67,12 @@ def bulk(rng: random.Random, k: int) -> list[dict[str, Any]]:
     ]
 
 
-def check_every_acknowledged_delta_is_applied(store: Store, sent: Sent) -> None:
-    for ref in sent.deltas:
+def check_every_acknowledged_delta_is_applied(store: Store, sent: Ledger) -> None:
+    for ref in sent.threads():
         assert state_dump(store, ref) == dump_messages(sent.expected(ref)), ref
         found = store.stored(ref)
         assert found is not None and not found.status.quarantined, (ref, found)
-        assert found.applied == len(sent.deltas[ref]), ref
+        assert found.applied == len(sent.deltas(ref)), ref
 
 
 def met_a_full_redis(worker: ManagedProcess) -> bool:
@@ -93,7 +93,7 @@ def test_a_full_redis_answers_503_keeps_workers_and_beat_up_and_drains_once_free
         beat = start_beat(settings, tmp_path)
         api, url = start_api(settings, tmp_path)
         workers: list[ManagedProcess] = []
-        rng, sent = random.Random(13), Sent()
+        rng, sent = random.Random(13), Ledger()
         try:
             with httpx.Client(base_url=url, timeout=30) as http:
                 # No worker yet: what is accepted waits in the logs, and fills Redis.
@@ -126,7 +126,7 @@ def test_a_full_redis_answers_503_keeps_workers_and_beat_up_and_drains_once_free
                 for delta, done in zip(deltas, retried.json()["results"], strict=True):
                     sent.add(f"_/{delta['thread_id']}", done["version"],
                              delta["messages"], done["ids"])
-                wait_drained(store, sent.deltas, timeout=60)
+                wait_drained(store, sent.threads(), timeout=60)
                 check_every_acknowledged_delta_is_applied(store, sent)
                 assert [w.alive for w in workers] == [True, True], [
                     w.read_log()[-2000:] for w in workers
@@ -154,7 +154,7 @@ def test_a_drain_that_meets_a_full_redis_waits_for_memory_instead_of_failing(
         app = make_celery(settings)
         producer = Producer(store.client, settings, CeleryWaker(app, settings.queue))
         limit_to(state, 1_000_000)
-        rng, sent = random.Random(17), Sent()
+        rng, sent = random.Random(17), Ledger()
         workers: list[ManagedProcess] = []
         beat = start_beat(settings, tmp_path)
         try:
@@ -173,7 +173,7 @@ def test_a_drain_that_meets_a_full_redis_waits_for_memory_instead_of_failing(
                 message="no drain met the full Redis",
             )
             free(state)
-            wait_drained(store, sent.deltas, timeout=30)
+            wait_drained(store, sent.threads(), timeout=30)
             check_every_acknowledged_delta_is_applied(store, sent)
             assert [w.alive for w in workers] == [True, True] and beat.alive
         finally:

@@ -16,12 +16,12 @@ from tests.workers.harness import (
     start_worker,
     state_dump,
     store_for,
-    version_key,
     wait_drained,
 )
 from tests.workers.test_concurrency import NoWake
 from threadfold.core.codec import encode_messages
 from threadfold.core.messages import HumanMessage
+from threadfold.testing import version_key
 from threadfold.workers.ingest.producer import Producer
 from threadfold.workers.ops.processes import settings_env
 from threadfold.workers.redisio.client import text

@@ -29,7 +29,6 @@ from tests.infra.processes import wait_until
 from tests.infra.redis_sentinel import SentinelGroup
 from tests.workers.harness import (
     WORKERS_ONLY,
-    Sent,
     make_settings,
     start_api,
     start_beat,
@@ -41,6 +40,7 @@ from tests.workers.harness import (
 from tests.workers.produce import random_messages
 from threadfold.core import dump_messages
 from threadfold.errors import Unavailable
+from threadfold.testing import Ledger
 from threadfold.workers.redact import settings_error
 from threadfold.workers.redisio import sentinel
 from threadfold.workers.redisio.client import async_client, sync_client
@@ -52,7 +52,7 @@ RETRIED = (Unavailable, redis.ConnectionError, redis.TimeoutError,
            httpx.TransportError)
 
 
-def _direct(settings: Settings, sent: Sent, stop: threading.Event, errors: list[Any]) -> None:
+def _direct(settings: Settings, sent: Ledger, stop: threading.Event, errors: list[Any]) -> None:
     client = threadfold.Client(settings=settings)
     rng = random.Random(1)
     try:
@@ -70,7 +70,7 @@ def _direct(settings: Settings, sent: Sent, stop: threading.Event, errors: list[
         client.close()
 
 
-def _http(url: str, sent: Sent, stop: threading.Event, errors: list[Any]) -> None:
+def _http(url: str, sent: Ledger, stop: threading.Event, errors: list[Any]) -> None:
     rng = random.Random(2)
     try:
         with httpx.Client(base_url=url, timeout=10) as http:
@@ -116,7 +116,7 @@ def test_a_sentinel_failover_loses_no_acknowledged_delta_and_the_backlog_drains(
         workers = [start_worker(settings, f"s{i}", tmp_path) for i in range(2)]
         beat = start_beat(settings, tmp_path)
         api, url = start_api(settings, tmp_path)
-        sent, stop, errors = Sent(), threading.Event(), list[Any]()
+        sent, stop, errors = Ledger(), threading.Event(), list[Any]()
         writers = [threading.Thread(target=_direct, args=(settings, sent, stop, errors)),
                    threading.Thread(target=_http, args=(url, sent, stop, errors))]
         try:
@@ -145,10 +145,10 @@ def test_a_sentinel_failover_loses_no_acknowledged_delta_and_the_backlog_drains(
             assert not errors, errors
             assert before > 20 and sent.count >= at_failover + 20  # written before and after
             store = store_for(settings)
-            wait_drained(store, sent.deltas, timeout=90)
-            for ref in sent.deltas:
+            wait_drained(store, sent.threads(), timeout=90)
+            for ref in sent.threads():
                 assert state_dump(store, ref) == dump_messages(sent.expected(ref)), ref
-            thread = next(iter(sent.deltas)).split("/", 1)[1]
+            thread = sent.threads()[0].split("/", 1)[1]
             got = httpx.get(f"{url}/threads/{thread}/state", timeout=10).json()["messages"]
             assert got == dump_messages(sent.expected(f"_/{thread}"))  # the API reads it too
         finally:

@@ -8,19 +8,13 @@ from typing import Any
 
 import pytest
 
-from tests.workers.harness import (
-    WORKERS_ONLY,
-    Sent,
-    make_settings,
-    state_dump,
-    store_for,
-    version_key,
-)
+from tests.workers.harness import WORKERS_ONLY, make_settings, state_dump, store_for
 from tests.workers.produce import random_messages
 from tests.workers.test_ingest_groups import Woken
 from threadfold.core import dump_messages
 from threadfold.core.errors import InvalidMessage
 from threadfold.core.results import Appended
+from threadfold.testing import Ledger, version_key
 from threadfold.workers.ingest.producer import Delta, Producer
 from threadfold.workers.redisio.client import sync_client, text
 from threadfold.workers.runtime.drain import Drainer
@@ -42,7 +36,7 @@ def _bulks(rng: random.Random, count: int, threads: int, prefix: str) -> list[li
     return bulks
 
 
-def _record(sent: Sent, bulk: list[Delta], results: list[Appended]) -> None:
+def _record(sent: Ledger, bulk: list[Delta], results: list[Appended]) -> None:
     for delta, result in zip(bulk, results, strict=True):
         if not result.duplicate:
             sent.add(f"_/{delta.thread_id}", result.version, list(delta.messages), result.ids)
@@ -71,20 +65,24 @@ def test_a_stream_answers_every_bulk_in_order_and_folds_to_the_one_at_a_time_sta
 ) -> None:
     settings, store, producer, woken = _setup(redis_url, "st1")
     bulks = _bulks(random.Random(5), 40, 12, "s")
-    sent = Sent()
+    sent = Ledger()
     answered = 0
+    keys: dict[str, list[tuple[int, int]]] = {}  # per thread, in the order answered
     for bulk, results in zip(bulks, producer.enqueue_stream(bulks), strict=True):
         assert [r.thread_id for r in results] == [d.thread_id for d in bulk]
         _record(sent, bulk, results)
+        for r in results:
+            if not r.duplicate:  # a duplicate is answered with the first write's version
+                keys.setdefault(r.thread_id, []).append(version_key(r.version))
         answered += 1
     assert answered == len(bulks)
     # Each thread's versions ascend across bulks: one connection keeps them in order.
-    for deltas in sent.deltas.values():
-        keys = [version_key(v) for v, _, _ in deltas]
-        assert keys == sorted(keys) and len(set(keys)) == len(keys)
-    assert set(woken.refs) == set(sent.deltas)
-    Drainer(store, settings).drain_many(sorted(sent.deltas))
-    for ref in sent.deltas:
+    for answered_keys in keys.values():
+        assert answered_keys == sorted(answered_keys)
+        assert len(set(answered_keys)) == len(answered_keys)
+    assert set(woken.refs) == set(sent.threads())
+    Drainer(store, settings).drain_many(sorted(sent.threads()))
+    for ref in sent.threads():
         assert state_dump(store, ref) == dump_messages(sent.expected(ref)), ref
 
 

@@ -22,8 +22,9 @@ import redis
 
 from tests.infra.ports import HOST
 from tests.infra.processes import ManagedProcess, pid_alive, wait_until
-from tests.workers.harness import FAST, ROOT, Sent, make_settings, state_dump, store_for
+from tests.workers.harness import FAST, ROOT, make_settings, state_dump, store_for
 from threadfold.core import dump_messages
+from threadfold.testing import Ledger
 
 THREADFOLD = str(Path(sys.executable).with_name("threadfold"))
 RESTARTED = (
@@ -63,7 +64,7 @@ def _descendants(pid: int) -> dict[int, str]:
     return found
 
 
-def _write(http: httpx.Client, sent: Sent, tag: str, count: int) -> None:
+def _write(http: httpx.Client, sent: Ledger, tag: str, count: int) -> None:
     """``count`` deltas over three threads, each acknowledged (202) before the next."""
     for i in range(count):
         thread = f"t{i % 3}"
@@ -86,12 +87,12 @@ def _accepted(http: httpx.Client, path: str, messages: list[Any], delta_id: str)
     return answers[-1].json()
 
 
-def _all_applied(url: str, sent: Sent) -> None:
+def _all_applied(url: str, sent: Ledger) -> None:
     store = store_for(make_settings(url))
 
     def equal() -> bool:
         return all(
-            state_dump(store, ref) == dump_messages(sent.expected(ref)) for ref in sent.deltas
+            state_dump(store, ref) == dump_messages(sent.expected(ref)) for ref in sent.threads()
         )
 
     wait_until(equal, 90, interval=0.2, message="the states did not reach every acknowledged delta")
@@ -129,7 +130,7 @@ def test_up_restarts_a_killed_redis_server_with_its_data_a_killed_worker_and_bro
         redis_pid = int(admin.info("server")["process_id"])
         others = {p: cmd for p, cmd in _children(up.pid).items() if p != redis_pid}
         assert any("-m threadfold.api" in cmd for cmd in others.values()), others
-        sent = Sent()
+        sent = Ledger()
         with httpx.Client(base_url=api[1], timeout=30) as http:
             _write(http, sent, "before", 30)
             os.kill(redis_pid, signal.SIGKILL)  # acknowledged, perhaps not yet applied

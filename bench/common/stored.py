@@ -1,0 +1,53 @@
+"""A run's threads as the store holds them, for the checks of the in-process benchmarks:
+their states (:func:`state_dump`), their backlogs drained (:func:`wait_drained`), and
+the wake-ups a producer sent (:class:`CountingWaker`).
+
+What a state must equal is the oracle's, :class:`threadfold.testing.Ledger`; these read
+the engine's own store, below the client contract, so they are the benchmarks' (the
+tests' harness has its own, as ``tests`` and ``bench`` import nothing of each other).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from threadfold.core import dump_messages
+from threadfold.workers.ingest.wakeup import Waker
+from threadfold.workers.ops.processes import wait_until
+from threadfold.workers.storage.store import Store
+
+
+def state_dump(store: Store, ref: str) -> list[dict[str, Any]]:
+    """The thread's state as stored, dumped (empty when there is none)."""
+    page = store.read_state(ref)
+    return [] if page is None else dump_messages(page.messages)
+
+
+def wait_drained(store: Store, refs: Iterable[str], timeout: float) -> None:
+    """Until every thread has no backlog (checked through the status the API serves)."""
+    pending = set(refs)
+
+    def done() -> bool:
+        for ref in list(pending):
+            status = store.status(ref)
+            if status is not None and status.backlog == 0:
+                pending.discard(ref)
+        return not pending
+
+    wait_until(done, timeout, interval=0.1,
+               message=f"threads still with a backlog: {sorted(pending)[:5]}")
+
+
+class CountingWaker:
+    """A waker that counts what it passes on to ``inner``: refs woken and publishes."""
+
+    def __init__(self, inner: Waker) -> None:
+        self.inner = inner
+        self.sent = 0
+        self.publishes = 0
+
+    def wake(self, refs: Sequence[str]) -> None:
+        self.sent += len(refs)
+        self.publishes += 1
+        self.inner.wake(refs)
