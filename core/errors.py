@@ -203,6 +203,13 @@ class InvalidInput(RequestError, ValueError):
 
     status_code, error_code = 422, "invalid"
 
+    def under(self, prefix: str) -> InvalidInput:
+        """The same refusal, located under ``prefix`` (``bulks[2].``): a fault of one
+        bulk of a stream named as the stream's."""
+        field = f"{prefix}{self.field}" if self.field else prefix.rstrip(".")
+        text = f"{prefix}{self}" if self.field else f"{field}: {self}"
+        return type(self)(text, field=field)
+
 
 class BadRequest(InvalidInput):
     """A body that is not JSON, or a malformed argument or query parameter (400)."""

@@ -4,11 +4,29 @@ service's, :mod:`threadfold.workers.threads.query`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Protocol, TypeAlias
 
 from threadfold.core.errors import InvalidInput
-from threadfold.types import DeltaLike
 from threadfold.workers.threads.operations import Delta
+
+
+class HasDelta(Protocol):
+    """A delta given as an object (:class:`threadfold.Delta`, a dataclass of yours); its
+    attributes ``delta_id`` and ``metadata`` are used when present."""
+
+    @property
+    def thread_id(self) -> str: ...
+
+    @property
+    def messages(self) -> Sequence[Any]: ...
+
+
+#: One delta of ``append_many``: ``(thread_id, messages)``, ``(thread_id, messages,
+#: delta_id)``, a mapping with those keys, or an object with those attributes.
+DeltaLike: TypeAlias = (
+    tuple[str, Sequence[Any]] | tuple[str, Sequence[Any], str | None] | Mapping[str, Any] | HasDelta
+)
 
 
 def deltas(items: Iterable[DeltaLike]) -> list[Delta]:
@@ -53,3 +71,18 @@ def _one(item: object, i: int) -> Delta:
         f"or an object with thread_id and messages, got {type(item).__name__}",
         field=where,
     )
+
+
+def bulks(items: Iterable[Iterable[DeltaLike]]) -> Iterator[list[Delta]]:
+    """The bulks of ``append_stream``, each as ``append_many`` takes its deltas, checked
+    as they are reached (a stream may be longer than memory); a bad one is refused as
+    ``bulks[k]...``."""
+    if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
+        raise InvalidInput(
+            f"bulks: expected an iterable of bulks, got {type(items).__name__}", field="bulks"
+        )
+    for k, bulk in enumerate(items):
+        try:
+            yield deltas(bulk)
+        except InvalidInput as exc:
+            raise exc.under(f"bulks[{k}].") from None

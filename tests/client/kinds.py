@@ -63,6 +63,18 @@ class Synced:
     def append_many(self, deltas: Iterable[DeltaLike]) -> list[Appended]:
         return self.runner.run(self.inner.append_many(deltas))
 
+    def append_stream(self, bulks: Iterable[Iterable[DeltaLike]]) -> Iterator[list[Appended]]:
+        stream = self.inner.append_stream(bulks)
+
+        async def step() -> list[Appended]:
+            return await stream.__anext__()
+
+        while True:
+            try:
+                yield self.runner.run(step())
+            except StopAsyncIteration:
+                return
+
     def state(
         self,
         thread_id: str,

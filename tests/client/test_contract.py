@@ -121,6 +121,59 @@ def test_append_many_takes_pairs_triples_mappings_and_objects(client: ClientProt
     assert client.append_many([]) == []
 
 
+def test_a_stream_of_bulks_is_appended_in_order(client: ClientProtocol) -> None:
+    """A bulk load through the client: bulk after bulk, each one's results as its
+    append_many's, every thread's deltas in the order the stream had them, and the
+    stream read lazily (a generator the client pulls from as it goes)."""
+    threads = [new_thread() for _ in range(3)]
+    pulled: list[int] = []
+
+    def bulks() -> Any:
+        for k in range(6):
+            pulled.append(k)
+            yield [
+                (t, [f"{t}-{k}"], f"{t}-{k}") if k % 2 else Item(t, [f"{t}-{k}"])
+                for t in threads
+            ]
+
+    answered = []
+    for k, results in enumerate(client.append_stream(bulks())):
+        assert [r.thread_id for r in results] == threads
+        assert pulled[-1] <= k + 1  # read as the stream goes, at most one bulk ahead
+        answered.append(results)
+    assert len(answered) == 6
+    for i, thread in enumerate(threads):
+        last = max((bulk[i].version for bulk in answered), key=version_key)
+        state = client.state(thread, min_version=last, wait=WAIT)
+        assert [m["content"] for m in state.messages] == [f"{thread}-{k}" for k in range(6)]
+        assert [m["id"] for m in state.messages] == [bulk[i].ids[0] for bulk in answered]
+
+
+def test_a_bad_bulk_of_a_stream_is_refused_as_the_streams(client: ClientProtocol) -> None:
+    """The bulks before a bad one are appended and yielded; the bad one is refused whole,
+    located as ``bulks[k]...``; nothing of it is written."""
+    good, bad = new_thread(), new_thread()
+    stream = [
+        [(good, ["one"])],
+        [(good, ["two"]), (bad, [{"role": "tool", "content": "no id"}])],
+    ]
+    answered = []
+    with pytest.raises(InvalidInput) as caught:
+        for results in client.append_stream(stream):
+            answered.append(results)
+    assert len(answered) == 1
+    assert caught.value.field is not None
+    assert caught.value.field.startswith("bulks[1].deltas[1].messages[0]")
+    assert str(caught.value).startswith("bulks[1].deltas[1].messages[0]")
+    state = client.state(good, min_version=answered[0][0].version, wait=WAIT)
+    assert [m["content"] for m in state.messages] == ["one"]
+    with pytest.raises(NotFound):
+        client.status(bad)
+    with pytest.raises(InvalidInput) as caught:
+        list(client.append_stream([[("t", ["x"])], "not a bulk"]))
+    assert caught.value.field == "bulks[1].deltas"
+
+
 def test_the_openai_format(client: ClientProtocol) -> None:
     thread = new_thread()
     done = client.append(thread, CONVERSATION)

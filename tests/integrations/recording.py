@@ -79,6 +79,9 @@ class Recording:
     def append_many(self, deltas: Iterable[DeltaLike]) -> list[Appended]:
         raise NotImplementedError("not recorded: the integrations append one delta a call")
 
+    def append_stream(self, bulks: Iterable[Iterable[DeltaLike]]) -> Iterator[list[Appended]]:
+        raise NotImplementedError("not recorded: the integrations append one delta a call")
+
     def state(
         self,
         thread_id: str,
@@ -210,6 +213,11 @@ class AsyncRecording:
         return done
 
     async def append_many(self, deltas: Iterable[DeltaLike]) -> list[Appended]:
+        raise NotImplementedError("not recorded: the integrations append one delta a call")
+
+    def append_stream(
+        self, bulks: Iterable[Iterable[DeltaLike]]
+    ) -> AsyncIterator[list[Appended]]:
         raise NotImplementedError("not recorded: the integrations append one delta a call")
 
     async def state(

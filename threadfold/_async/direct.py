@@ -14,13 +14,16 @@ process's threads.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import TypeVar
 
+from threadfold import args
 from threadfold._async.front import AsyncFront
+from threadfold.args import DeltaLike
 from threadfold.core.errors import ClientClosed
 from threadfold.core.keys import DEFAULT_TENANT
 from threadfold.core.render import Format
+from threadfold.core.results import Appended
 from threadfold.workers.feed.events import Event
 from threadfold.workers.settings import Settings
 from threadfold.workers.threads import operations as ops
@@ -64,6 +67,16 @@ class AsyncClient(AsyncFront):
         if self._closed:
             raise ClientClosed("this client is closed")
         return await self._threads.run(self.tenant, op)
+
+    async def append_stream(
+        self, bulks: Iterable[Iterable[DeltaLike]]
+    ) -> AsyncIterator[list[Appended]]:
+        if self._closed:
+            raise ClientClosed("this client is closed")
+        stream = self._threads.append_stream(self.tenant, args.bulks(bulks))
+        async with contextlib.aclosing(stream):
+            async for done in stream:
+                yield done
 
     async def subscribe(
         self, thread_id: str, *, after: str | None = None, format: Format = "langchain"

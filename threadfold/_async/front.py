@@ -15,7 +15,9 @@ from types import TracebackType
 from typing import Any, Self, TypeVar
 
 from threadfold import args
+from threadfold.args import DeltaLike
 from threadfold.core.context import Counter, Strategy
+from threadfold.core.errors import InvalidInput
 from threadfold.core.render import Format
 from threadfold.core.results import (
     Appended,
@@ -27,7 +29,6 @@ from threadfold.core.results import (
     Status,
     ThreadList,
 )
-from threadfold.types import DeltaLike
 from threadfold.workers.feed.events import Event
 from threadfold.workers.threads import operations as ops
 from threadfold.workers.threads.operations import UNSET, Unset
@@ -62,6 +63,22 @@ class AsyncFront:
         """Append many deltas, of many threads, in one round trip; all are checked
         before any is appended."""
         return await self._run(ops.AppendMany(deltas=args.deltas(deltas)))
+
+    async def append_stream(
+        self, bulks: Iterable[Iterable[DeltaLike]]
+    ) -> AsyncIterator[list[Appended]]:
+        """Append bulk after bulk (a bulk load, a replay, a rebuild), each as
+        :meth:`append_many` appends its deltas; yields each bulk's results, in order,
+        once they are in. ``bulks`` is read as the stream goes, so it may be longer than
+        memory. A bad bulk is refused as ``bulks[k]...`` once the bulks before it are
+        appended and yielded; give deltas a ``delta_id`` to make a retry of the stream
+        safe. A direct client keeps one bulk in flight while it prepares the next."""
+        for k, bulk in enumerate(args.bulks(bulks)):
+            try:
+                done = await self._run(ops.AppendMany(deltas=bulk))
+            except InvalidInput as exc:
+                raise exc.under(f"bulks[{k}].") from None
+            yield done
 
     async def state(  # noqa: PLR0913  # the public read's keyword arguments: GET /state's query
         self,

@@ -16,13 +16,16 @@ process's threads.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TypeVar
 
+from threadfold import args
 from threadfold._sync.front import Front
+from threadfold.args import DeltaLike
 from threadfold.core.errors import ClientClosed
 from threadfold.core.keys import DEFAULT_TENANT
 from threadfold.core.render import Format
+from threadfold.core.results import Appended
 from threadfold.workers.feed.events import Event
 from threadfold.workers.settings import Settings
 from threadfold.workers.threads import operations as ops
@@ -66,6 +69,14 @@ class Client(Front):
         if self._closed:
             raise ClientClosed("this client is closed")
         return self._threads.run(self.tenant, op)
+
+    def append_stream(self, bulks: Iterable[Iterable[DeltaLike]]) -> Iterator[list[Appended]]:
+        if self._closed:
+            raise ClientClosed("this client is closed")
+        stream = self._threads.append_stream(self.tenant, args.bulks(bulks))
+        with contextlib.closing(stream):
+            for done in stream:
+                yield done
 
     def subscribe(
         self, thread_id: str, *, after: str | None = None, format: Format = "langchain"

@@ -17,7 +17,9 @@ from types import TracebackType
 from typing import Any, Self, TypeVar
 
 from threadfold import args
+from threadfold.args import DeltaLike
 from threadfold.core.context import Counter, Strategy
+from threadfold.core.errors import InvalidInput
 from threadfold.core.render import Format
 from threadfold.core.results import (
     Appended,
@@ -29,7 +31,6 @@ from threadfold.core.results import (
     Status,
     ThreadList,
 )
-from threadfold.types import DeltaLike
 from threadfold.workers.feed.events import Event
 from threadfold.workers.threads import operations as ops
 from threadfold.workers.threads.operations import UNSET, Unset
@@ -64,6 +65,20 @@ class Front:
         """Append many deltas, of many threads, in one round trip; all are checked
         before any is appended."""
         return self._run(ops.AppendMany(deltas=args.deltas(deltas)))
+
+    def append_stream(self, bulks: Iterable[Iterable[DeltaLike]]) -> Iterator[list[Appended]]:
+        """Append bulk after bulk (a bulk load, a replay, a rebuild), each as
+        :meth:`append_many` appends its deltas; yields each bulk's results, in order,
+        once they are in. ``bulks`` is read as the stream goes, so it may be longer than
+        memory. A bad bulk is refused as ``bulks[k]...`` once the bulks before it are
+        appended and yielded; give deltas a ``delta_id`` to make a retry of the stream
+        safe. A direct client keeps one bulk in flight while it prepares the next."""
+        for k, bulk in enumerate(args.bulks(bulks)):
+            try:
+                done = self._run(ops.AppendMany(deltas=bulk))
+            except InvalidInput as exc:
+                raise exc.under(f"bulks[{k}].") from None
+            yield done
 
     def state(  # noqa: PLR0913  # the public read's keyword arguments: GET /state's query
         self,
@@ -171,9 +186,7 @@ class Front:
         op = ops.Search(metadata=metadata, status=status, sort=sort, limit=limit, cursor=cursor)
         return self._run(op)
 
-    def count(
-        self, *, metadata: Mapping[str, Any] | None = None, status: str | None = None
-    ) -> int:
+    def count(self, *, metadata: Mapping[str, Any] | None = None, status: str | None = None) -> int:
         """How many threads :meth:`search` would find."""
         return (self._run(ops.Count(metadata=metadata, status=status))).count
 
@@ -200,9 +213,7 @@ class Front:
     ) -> Pruned:
         """Remove this tenant's threads whose id starts with ``prefix``, holding every
         ``metadata`` value, idle ``idle_seconds`` or more; never a pinned one."""
-        op = ops.Prune(
-            prefix=prefix, metadata=metadata, idle_seconds=idle_seconds, dry_run=dry_run
-        )
+        op = ops.Prune(prefix=prefix, metadata=metadata, idle_seconds=idle_seconds, dry_run=dry_run)
         return self._run(op)
 
     def subscribe(

@@ -32,7 +32,7 @@ from typing import Any
 import redis
 import redis.asyncio as aioredis
 
-from threadfold.core.errors import InvalidMessage, NotReplicated
+from threadfold.core.errors import InvalidMessage, NotReplicated, RequestError
 from threadfold.core.ids import MAX_DELTA_ID, IdSource, uuid4_str
 from threadfold.core.keys import DEFAULT_TENANT
 from threadfold.core.results import Appended
@@ -126,7 +126,11 @@ class Producer:
         return run_waited(self.client, calls, self.wait)
 
     def enqueue_stream(
-        self, bulks: Iterable[Sequence[Delta]], path: str = "deltas"
+        self,
+        bulks: Iterable[Sequence[Delta]],
+        path: str = "deltas",
+        *,
+        admit: Callable[[int], None] | None = None,
     ) -> Generator[list[Appended], None, None]:
         """Append bulk after bulk, each as :meth:`enqueue_many` would, with one in flight:
         bulk k+1 is validated and encoded while Redis appends bulk k. Yields each bulk's
@@ -142,7 +146,9 @@ class Producer:
         the error is raised for bulk k; the bulk sent after it may have been appended
         (its wake-ups are sent) and is in doubt to the caller, as are the bulks of a lost
         connection: give deltas a ``delta_id`` to make their retry safe. Leaving the
-        loop early still reads the bulk in flight and sends its wake-ups.
+        loop early still reads the bulk in flight and sends its wake-ups. ``admit`` is
+        given each bulk's size once it is validated, before it is sent (it may refuse it,
+        as a bad bulk is refused).
         """
         stream = Stream(self.client, self.wait)
         waiting: deque[_Staged] = deque()
@@ -150,10 +156,14 @@ class Producer:
             for k, deltas in enumerate(bulks):
                 try:
                     staged = self._stage(deltas, path, commits=False)
-                except InvalidMessage as exc:
+                    if admit is not None:
+                        admit(len(deltas))
+                except (InvalidMessage, RequestError) as exc:
                     while waiting:  # what was sent before the bad bulk is answered first
                         yield self._answer(stream, waiting)
-                    raise exc.under(f"bulks[{k}].") from None
+                    if isinstance(exc, InvalidMessage):
+                        raise exc.under(f"bulks[{k}].") from None
+                    raise
                 if waiting and not waiting[-1].groups.keys().isdisjoint(staged.groups):
                     yield self._answer(stream, waiting)  # a thread in both: bulk k first
                 stream.send(staged.calls)

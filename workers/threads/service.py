@@ -15,20 +15,23 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import AsyncGenerator, Generator
+from collections.abc import AsyncGenerator, Generator, Iterable, Iterator, Sequence
 
-from threadfold.core.errors import ClientClosed, TooManySubscribers, Unavailable
+from threadfold.core.errors import ClientClosed, InvalidInput, TooManySubscribers, Unavailable
 from threadfold.core.render import Format
+from threadfold.core.results import Appended
 from threadfold.workers.feed import connect, subscription
 from threadfold.workers.feed.bodies import Bodies
 from threadfold.workers.feed.events import Event
 from threadfold.workers.feed.hub import Hub, HubClosed, HubFull
 from threadfold.workers.feed.subscriber import Subscriber
+from threadfold.workers.ingest.prepare import Delta
 from threadfold.workers.ingest.producer import AsyncProducer
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.astore import AsyncStore
 from threadfold.workers.storage.read_state import StateBodies
-from threadfold.workers.threads import query
+from threadfold.workers.threads import operations as ops
+from threadfold.workers.threads import query, steps
 from threadfold.workers.threads._async.service import AsyncService
 from threadfold.workers.threads._sync.service import Service
 from threadfold.workers.threads.query import NO_LIMITS, Limits
@@ -47,6 +50,30 @@ def followed(
 
 class Threads(Service):
     """The thread service, synchronous: one per process (or per direct client)."""
+
+    def append_stream(
+        self, tenant: str, bulks: Iterable[Sequence[ops.Delta]]
+    ) -> Generator[list[Appended], None]:
+        """:meth:`Service.append_stream` with one bulk in flight: bulk k+1 is checked
+        and encoded while Redis appends bulk k, over one connection, so each thread's
+        deltas stay in order (:meth:`Producer.enqueue_stream`; a stream's deltas are the
+        workers' to fold). The tenant's share is taken per bulk, once it is checked."""
+
+        def checked() -> Iterator[list[Delta]]:
+            for k, bulk in enumerate(bulks):
+                try:
+                    self.checks.bulk(bulk)
+                except InvalidInput as exc:
+                    raise exc.under(f"bulks[{k}].") from None
+                yield steps.deltas(tenant, bulk)
+
+        def admit(deltas: int) -> None:
+            admission = self.checks.admission(tenant, deltas)
+            if admission is not None:
+                admission()
+
+        with refusals:
+            yield from self.producer.enqueue_stream(checked(), admit=admit)
 
     def subscribe(
         self, tenant: str, thread_id: str, *, after: str | None, format: object

@@ -11,11 +11,11 @@ by its name: the HTTP API's routes and the direct clients call it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from threadfold.core.context import Window
-from threadfold.core.errors import never_written
+from threadfold.core.errors import InvalidInput, never_written
 from threadfold.core.results import (
     Appended,
     Context,
@@ -95,6 +95,19 @@ class AsyncService:
             return await self.producer.enqueue_many(
                 steps.deltas(tenant, op.deltas), "deltas", admit=admit
             )
+
+    async def append_stream(
+        self, tenant: str, bulks: Iterable[Sequence[ops.Delta]]
+    ) -> AsyncGenerator[list[Appended], None]:
+        """Append bulk after bulk (a batch job: a bulk load, a replay), each as
+        :meth:`append_many`; yields each bulk's results, in order. A bad bulk is refused
+        as ``bulks[k]...`` once the bulks before it are appended and yielded."""
+        for k, bulk in enumerate(bulks):
+            try:
+                done = await self.append_many(tenant, ops.AppendMany(deltas=bulk))
+            except InvalidInput as exc:
+                raise exc.under(f"bulks[{k}].") from None
+            yield done
 
     # -- reads -----------------------------------------------------------------------------
 
