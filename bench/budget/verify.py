@@ -21,10 +21,10 @@ from langgraph.graph.message import add_messages
 
 from bench.common.checks import first_difference, lc_dump
 from bench.common.stack import Stack
-from bench.common.stored import state_dump
 from bench.pipeline.e2e import verify
 from bench.pipeline.workload import ref_of, thread_id
 from threadfold.testing import Ledger
+from threadfold.testing.stored import state_dump
 from threadfold.workers.storage.store import Store
 
 #: Threads of each part folded by LangGraph too.

@@ -6,5 +6,5 @@ cost; :mod:`bench.common.stack`: the whole running service, APIs included).
 Each concern is its own small module; the benchmarks (``bench.core``, ``bench.pipeline``,
 ``bench.http``, ``bench.replay``, ``bench.live``, ``bench.ab``) import from here. Of
 ``tests`` they import nothing: their states are checked against the oracle
-:mod:`threadfold.testing`, read from the store by :mod:`bench.common.stored`.
+:mod:`threadfold.testing`, read from the store by :mod:`threadfold.testing.stored`.
 """

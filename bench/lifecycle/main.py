@@ -38,7 +38,6 @@ import redis
 from bench.common import cli, services
 from bench.common.machine import code_measured, load_average, redis_version
 from bench.common.store import NullWaker, store_for
-from bench.common.stored import state_dump
 from bench.lifecycle import load, memory, search, sweep
 from bench.lifecycle.report import render
 from bench.lifecycle.targets import judge
@@ -46,6 +45,7 @@ from bench.lifecycle.threads import Shape
 from threadfold import Client
 from threadfold.core import dump_messages
 from threadfold.testing import Ledger
+from threadfold.testing.stored import state_dump
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.scripts import ALL
 from threadfold.workers.storage.store import Store

@@ -22,11 +22,11 @@ from bench.common import cpu, services
 from bench.common.checks import Check
 from bench.common.services import CommandStat
 from bench.common.store import store_for
-from bench.common.stored import CountingWaker, state_dump, wait_drained
 from bench.pipeline.workload import Mix, Planned, ref_of, schedule, thread_id
 from threadfold.core import dump_messages
 from threadfold.core.results import Appended
 from threadfold.testing import Ledger, version_key
+from threadfold.testing.stored import CountingWaker, state_dump, wait_drained
 from threadfold.workers.ingest.producer import Producer
 from threadfold.workers.ops.processes import ManagedProcess, wait_until
 from threadfold.workers.redisio.client import SyncRedis, sync_client

@@ -21,7 +21,6 @@ from typing import Any
 
 from bench.common import cpu, services
 from bench.common.checks import Check
-from bench.common.stored import state_dump
 from bench.pipeline import e2e
 from bench.pipeline.workload import Mix, Planned, schedule, thread_id
 from bench.scale.stack import Stack
@@ -29,6 +28,7 @@ from threadfold.core import dump_messages
 from threadfold.core.errors import RateLimited
 from threadfold.core.keys import DEFAULT_TENANT
 from threadfold.testing import Ledger, version_key
+from threadfold.testing.stored import state_dump
 from threadfold.workers.ingest.producer import Delta
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage import meta

@@ -153,7 +153,7 @@ def test_a_bad_bulk_of_a_stream_is_refused_as_the_streams(client: ClientProtocol
     """The bulks before a bad one are appended and yielded; the bad one is refused whole,
     located as ``bulks[k]...``; nothing of it is written."""
     good, bad = new_thread(), new_thread()
-    stream = [
+    stream: list[Any] = [
         [(good, ["one"])],
         [(good, ["two"]), (bad, [{"role": "tool", "content": "no id"}])],
     ]
@@ -170,7 +170,7 @@ def test_a_bad_bulk_of_a_stream_is_refused_as_the_streams(client: ClientProtocol
     with pytest.raises(NotFound):
         client.status(bad)
     with pytest.raises(InvalidInput) as caught:
-        list(client.append_stream([[("t", ["x"])], "not a bulk"]))
+        list(client.append_stream([[("t", ["x"])], "not a bulk"]))  # type: ignore[list-item]
     assert caught.value.field == "bulks[1].deltas"
 
 

@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from celery import Celery
 
-from threadfold.core import dump_messages
 from threadfold.testing import Ledger
+
+# Re-exported: the engine's tests import these from the harness.
+from threadfold.testing.stored import CountingWaker as CountingWaker  # noqa: PLC0414
+from threadfold.testing.stored import state_dump as state_dump  # noqa: PLC0414
+from threadfold.testing.stored import wait_drained as wait_drained  # noqa: PLC0414
 from threadfold.workers import wiring
-from threadfold.workers.ingest.wakeup import Waker
 from threadfold.workers.ops.processes import (
     API_ARGV,
     ManagedProcess,
@@ -127,41 +129,6 @@ def lose_waiting_wake_ups(app: Celery, queue: str, expected: int) -> None:
     )
     with app.connection_for_write() as conn:
         assert conn.default_channel.queue_purge(queue) == expected
-
-
-def state_dump(store: Store, ref: str) -> list[dict[str, Any]]:
-    """The thread's state as stored, dumped (empty when there is none)."""
-    page = store.read_state(ref)
-    return [] if page is None else dump_messages(page.messages)
-
-
-def wait_drained(store: Store, refs: Iterable[str], timeout: float) -> None:
-    """Until every thread has no backlog (checked through the status the API serves)."""
-    pending = set(refs)
-
-    def done() -> bool:
-        for ref in list(pending):
-            status = store.status(ref)
-            if status is not None and status.backlog == 0:
-                pending.discard(ref)
-        return not pending
-
-    wait_until(done, timeout, interval=0.1,
-               message=f"threads still with a backlog: {sorted(pending)[:5]}")
-
-
-class CountingWaker:
-    """A waker that counts what it passes on to ``inner``: refs woken and publishes."""
-
-    def __init__(self, inner: Waker) -> None:
-        self.inner = inner
-        self.sent = 0
-        self.publishes = 0
-
-    def wake(self, refs: Sequence[str]) -> None:
-        self.sent += len(refs)
-        self.publishes += 1
-        self.inner.wake(refs)
 
 
 def load_jsonl(ledger: Ledger, path: Path) -> None:

@@ -1,10 +1,11 @@
-"""A run's threads as the store holds them, for the checks of the in-process benchmarks:
-their states (:func:`state_dump`), their backlogs drained (:func:`wait_drained`), and
-the wake-ups a producer sent (:class:`CountingWaker`).
+"""Threads as a deployment's store holds them, for harnesses that run beside its Redis
+(the engine's tests, in-process benchmarks): a thread's state as stored
+(:func:`state_dump`), every backlog drained (:func:`wait_drained`), and the wake-ups a
+producer sent (:class:`CountingWaker`).
 
-What a state must equal is the oracle's, :class:`threadfold.testing.Ledger`; these read
-the engine's own store, below the client contract, so they are the benchmarks' (the
-tests' harness has its own, as ``tests`` and ``bench`` import nothing of each other).
+What a state must equal is still the oracle's (:class:`threadfold.testing.Ledger`);
+these read the engine's own store, below the client contract, so they import the engine
+(Redis): they are imported by name, never by ``import threadfold.testing``.
 """
 
 from __future__ import annotations
