@@ -45,6 +45,11 @@ EXCEPTIONS: dict[str, str] = {
         "descriptions and its route, the one place the service, the API, its document and "
         "the clients read them from"
     ),
+    "workers/ingest/producer.py": (
+        "the producer in both forms: the sync one's stream of bulks and the asyncio one's "
+        "calls of an event-loop turn share the staging, the admission, the answers and the "
+        "wake-ups, which apart would reach into each other's internals"
+    ),
     "core/errors.py": (
         "the one error tree: every refusal the service makes is a class here, with its "
         "status, code and details, and nothing maps them elsewhere"

@@ -125,6 +125,10 @@ def test_the_oracle_imports_only_the_reducers_and_itself() -> None:
     Redis, Celery or httpx."""
     allowed = {"threadfold.core", "threadfold.types", "msgspec", "__future__"}
     for path in (ROOT / PACKAGE / "testing").rglob("*.py"):
+        if path.name == "stored.py":
+            # The store-side helpers of harnesses beside Redis: imported by name only
+            # (the next test), through the engine's doors (the front ends' test).
+            continue
         found = {
             m for m in _modules(path)
             if not m.startswith("threadfold.testing") and m.split(".")[0] not in STDLIB

@@ -52,8 +52,10 @@ from threadfold.workers.threads.service import AsyncThreads, Threads
 __all__ = [
     "CONNECTION_NAME",
     "AsyncEngine",
+    "AsyncStore",
     "AsyncWaker",
     "Engine",
+    "Store",
     "Waker",
     "aproducer",
     "aredis",

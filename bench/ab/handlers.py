@@ -57,7 +57,10 @@ async def _side(posts: int, gets: int) -> dict[str, Any]:
     from bench.common import services  # noqa: PLC0415
     from threadfold.api.app import build_resources, create_app  # noqa: PLC0415
     from threadfold.api.settings import ApiSettings  # noqa: PLC0415
-    from threadfold.workers import wiring  # noqa: PLC0415
+    try:  # the composition root; a tree from before its merge names it entry
+        from threadfold.workers import wiring  # noqa: PLC0415
+    except ImportError:
+        from threadfold.workers import entry as wiring  # type: ignore[attr-defined,no-redef]  # noqa: PLC0415
     from threadfold.workers.runtime.drain import Drainer  # noqa: PLC0415
 
     class Dropped:

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 
@@ -24,7 +24,6 @@ from bench.common.services import CommandStat
 from bench.common.store import store_for
 from bench.pipeline.workload import Mix, Planned, ref_of, schedule, thread_id
 from threadfold.core import dump_messages
-from threadfold.core.results import Appended
 from threadfold.testing import Ledger, version_key
 from threadfold.testing.stored import CountingWaker, state_dump, wait_drained
 from threadfold.workers.ingest.producer import Producer
@@ -35,6 +34,9 @@ from threadfold.workers.settings import Settings
 from threadfold.workers.storage import meta
 from threadfold.workers.storage.layout import layout_problems
 from threadfold.workers.storage.store import Store
+
+if TYPE_CHECKING:  # an A/B runs bench against older trees, where results had another home
+    from threadfold.core.results import Appended
 
 Progress = Callable[[str], None]
 

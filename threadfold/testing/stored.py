@@ -10,13 +10,12 @@ these read the engine's own store, below the client contract, so they import the
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from threadfold.core import dump_messages
-from threadfold.workers.ingest.wakeup import Waker
-from threadfold.workers.ops.processes import wait_until
-from threadfold.workers.storage.store import Store
+from threadfold.workers.wiring import Store, Waker
 
 
 def state_dump(store: Store, ref: str) -> list[dict[str, Any]]:
@@ -36,8 +35,11 @@ def wait_drained(store: Store, refs: Iterable[str], timeout: float) -> None:
                 pending.discard(ref)
         return not pending
 
-    wait_until(done, timeout, interval=0.1,
-               message=f"threads still with a backlog: {sorted(pending)[:5]}")
+    deadline = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"threads still with a backlog: {sorted(pending)[:5]}")
+        time.sleep(0.1)
 
 
 class CountingWaker:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Sequence
@@ -54,7 +55,6 @@ log = logging.getLogger("threadfold.producer")
 #: A call's admission (a tenant's share of writes: threadfold.workers.threads.admission),
 #: made once the call is validated and before anything is written; it raises to refuse.
 Admit = Callable[[], None]
-
 
 
 @dataclass(slots=True)
@@ -114,9 +114,7 @@ class Producer:
     ) -> list[Appended]:
         """Append many deltas for many threads in one round trip; all validated first,
         then ``admit`` called (it may refuse the call), then anything written."""
-        staged = self._stage(deltas, path, commits=self.settings.ingest_commits)
-        if admit is not None:
-            admit()
+        staged = self._stage(deltas, path, commits=self.settings.ingest_commits, admit=admit)
         return self._finish(staged, *self._run(staged.calls))
 
     def _run(self, calls: Sequence[Call]) -> Waited:
@@ -132,48 +130,45 @@ class Producer:
         *,
         admit: Callable[[int], None] | None = None,
     ) -> Generator[list[Appended], None, None]:
-        """Append bulk after bulk, each as :meth:`enqueue_many` would, with one in flight:
-        bulk k+1 is validated and encoded while Redis appends bulk k. Yields each bulk's
-        results, in order, once they are in. For batch jobs (replays, rebuilds), in one
-        thread: the bulks go over one connection, so each thread's deltas stay in order.
-        Its deltas are the workers' to fold (the module's head says why).
+        """Append bulk after bulk, each as :meth:`enqueue_many` would, with one in flight
+        (bulk k+1 validated and encoded while Redis appends bulk k), yielding each bulk's
+        results in order. For batch jobs, in one thread: one connection, so each thread's
+        deltas stay in order; they are the workers' to fold (the module's head says why).
 
         Bulk k+1 is sent before bulk k is answered only when the two share no thread, so
-        a bulk Redis refuses (a server error) never has a later bulk's deltas overtake
-        its own in any thread. A bad bulk is refused when it is reached, located as
-        ``bulks[k].deltas[i]...``, after the bulks before it were appended and yielded;
-        nothing of it is written. When Redis refuses bulk k or the connection is lost,
-        the error is raised for bulk k; the bulk sent after it may have been appended
-        (its wake-ups are sent) and is in doubt to the caller, as are the bulks of a lost
-        connection: give deltas a ``delta_id`` to make their retry safe. Leaving the
-        loop early still reads the bulk in flight and sends its wake-ups. ``admit`` is
-        given each bulk's size once it is validated, before it is sent (it may refuse it,
-        as a bad bulk is refused).
+        a bulk Redis refuses never has a later bulk's deltas overtake its own. A bad bulk
+        (or one ``admit``, given its size, refuses) is refused whole when reached, as
+        ``bulks[k]...``, after the bulks before it were appended and yielded. When Redis
+        refuses bulk k or the connection is lost, the bulk sent after it may have been
+        appended (its wake-ups are sent) and is in doubt, as are a lost connection's:
+        give deltas a ``delta_id`` to make a retry safe. Leaving the loop early still
+        reads the bulk in flight and sends its wake-ups.
         """
         stream = Stream(self.client, self.wait)
         waiting: deque[_Staged] = deque()
         try:
             for k, deltas in enumerate(bulks):
                 try:
-                    staged = self._stage(deltas, path, commits=False)
-                    if admit is not None:
-                        admit(len(deltas))
+                    taken = None if admit is None else functools.partial(admit, len(deltas))
+                    staged = self._stage(deltas, path, commits=False, admit=taken)
                 except (InvalidMessage, RequestError) as exc:
-                    while waiting:  # what was sent before the bad bulk is answered first
-                        yield self._answer(stream, waiting)
-                    if isinstance(exc, InvalidMessage):
-                        raise exc.under(f"bulks[{k}].") from None
-                    raise
+                    yield from self._answer_all(stream, waiting)  # what was sent before
+                    raise _located(exc, k) from None
                 if waiting and not waiting[-1].groups.keys().isdisjoint(staged.groups):
                     yield self._answer(stream, waiting)  # a thread in both: bulk k first
                 stream.send(staged.calls)
                 waiting.append(staged)
                 if len(waiting) > 1:
                     yield self._answer(stream, waiting)
-            while waiting:
-                yield self._answer(stream, waiting)
+            yield from self._answer_all(stream, waiting)
         finally:
             self._close(stream, waiting)
+
+    def _answer_all(
+        self, stream: Stream, waiting: deque[_Staged]
+    ) -> Generator[list[Appended], None, None]:
+        while waiting:
+            yield self._answer(stream, waiting)
 
     def create(
         self,
@@ -232,12 +227,16 @@ class Producer:
             raise
         return self._finish(staged, answers, short)
 
-    def _stage(self, deltas: Sequence[Delta], path: str, *, commits: bool) -> _Staged:
-        """A bulk checked and encoded, with its calls; ``commits``: whether its deltas
-        may be committed by the ingest call."""
+    def _stage(
+        self, deltas: Sequence[Delta], path: str, *, commits: bool, admit: Admit | None = None
+    ) -> _Staged:
+        """A bulk checked and encoded, with its calls, then admitted; ``commits``:
+        whether its deltas may be committed by the ingest call."""
         prepared = prepare_all(
             deltas, path, self.new_id, self.settings.max_json_depth, commits=commits
         )
+        if admit is not None:
+            admit()
         groups = bulk.group(prepared)
         calls, shares = bulk.calls(self.settings, prepared, groups)
         return _Staged(deltas, prepared, groups, calls, shares)
@@ -399,3 +398,8 @@ class AsyncProducer:
                 else:
                     w.done.set_result(results[at : at + len(w.deltas)])
             at += len(w.deltas)
+
+
+def _located(exc: InvalidMessage | RequestError, k: int) -> Exception:
+    """A stream's refusal of bulk ``k``: a bad message located as ``bulks[k]...``."""
+    return exc.under(f"bulks[{k}].") if isinstance(exc, InvalidMessage) else exc
