@@ -67,10 +67,17 @@ class SentinelGroup:
         return redis.Redis(host=HOST, port=port, socket_timeout=1)
 
     def _ready(self) -> bool:
-        """The replica is in sync, and every sentinel knows it and the other two."""
+        """The replica is in sync and acknowledges a write (a link that is up is not
+        enough: before its first acknowledgement the primary counts it at offset 0, and
+        a durable write then waits out its timeout), and every sentinel knows it and the
+        other two."""
         try:
             with self.servers[1].probe() as replica:
                 if replica.info("replication").get("master_link_status") != "up":
+                    return False
+            with self.primary.probe() as primary:
+                primary.set("threadfold-test:linked", 1)
+                if int(primary.wait(1, 1000)) < 1:
                     return False
             for port in self.ports:
                 with contextlib.closing(self._ask(port)) as s:
