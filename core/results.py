@@ -12,6 +12,7 @@ Like :mod:`threadfold.core.errors`, this imports nothing of Redis or Celery.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -20,6 +21,7 @@ from threadfold.core.context import Adjusted, Counter
 from threadfold.core.render import Format, Unservable
 
 __all__ = [
+    "Delta",
     "Appended",
     "Context",
     "Copied",
@@ -34,6 +36,21 @@ __all__ = [
     "ThreadRow",
     "Unservable",
 ]
+
+
+class Delta(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=True):
+    """One delta: ``messages`` (message-likes, or LangChain messages) for ``thread_id``,
+    with a ``delta_id`` that makes its retry idempotent (the first attempt's answer, and
+    nothing appended twice) and the ``metadata`` of the thread if this delta creates it
+    (an existing thread's is changed by ``update``). The same value from a client's
+    ``append_many`` through the thread service to the producer, which appends it in the
+    caller's tenant. (A Struct: built in C, one a delta; tracked by the collector, as it
+    holds the caller's objects.)"""
+
+    thread_id: str
+    messages: Sequence[Any]
+    delta_id: str | None = None
+    metadata: Mapping[str, Any] | None = None
 
 
 class Appended(msgspec.Struct, frozen=True, gc=False):  # gc: a bulk's millions hold no cycle

@@ -206,8 +206,7 @@ def _pace(producer: Producer, cfg: LatencyConfig, mix: Mix, inbox: Any,
         else:
             results, returned = [], []
             for d in deltas:
-                results.append(producer.enqueue(d.thread_id, d.messages, delta_id=d.delta_id,
-                                                tenant=d.tenant))
+                results.append(producer.enqueue(d.thread_id, d.messages, delta_id=d.delta_id))
                 returned.append(time.time())
         refs = [refs_of.get(p.thread) or refs_of.setdefault(
                     p.thread, ref_of(thread_id(p.thread, prefix))) for p in planned]

@@ -219,9 +219,9 @@ def paced(st: Stack, pace: Pace, prefix: str, seed: int = 2) -> dict[str, Any]:
             chosen = [pace.threads if rng.random() < pace.hot else rng.randrange(pace.threads)
                       for _ in range(due)]
             planned = [mix.next(t) for t in chosen]
-            deltas = [_delta(p, prefix, pace.tenant) for p in planned]
+            deltas = [_delta(p, prefix) for p in planned]
             at = time.perf_counter()
-            results = st.producer.enqueue_many(deltas)
+            results = st.producer.enqueue_many(deltas, tenant=pace.tenant)
             calls.append((time.perf_counter() - at) * 1000)
             mix.learn(planned, results)
             for p, d, r in zip(planned, deltas, results, strict=True):
@@ -244,8 +244,8 @@ def _p99(ordered: Sequence[float]) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else 0.0
 
 
-def _delta(p: Planned, prefix: str, tenant: str) -> Delta:
-    return Delta(thread_id(p.thread, prefix), [p.message], None, tenant)
+def _delta(p: Planned, prefix: str) -> Delta:
+    return Delta(thread_id(p.thread, prefix), [p.message])
 
 
 def flood(urls: tuple[str, str], shape: Shape, rate: float, stop: Any, counted: Any, *,

@@ -24,7 +24,7 @@ from bench.pipeline.memory import MemoryConfig
 from bench.pipeline.naive import NaiveConfig
 from bench.pipeline.workload import APPEND, REMOVE, UPDATE, Mix, schedule
 from tests.infra.redis_server import RedisServer
-from threadfold.core.keys import Keyspace
+from threadfold.core.keys import DEFAULT_TENANT, Keyspace
 from threadfold.core.results import Appended
 from threadfold.workers.ingest.producer import Admit, Delta, Producer
 from threadfold.workers.settings import Settings
@@ -167,10 +167,15 @@ class _Counting(Producer):
     sizes: list[int]
 
     def enqueue_many(
-        self, deltas: Sequence[Delta], path: str = "deltas", *, admit: Admit | None = None
+        self,
+        deltas: Sequence[Delta],
+        path: str = "deltas",
+        *,
+        tenant: str = DEFAULT_TENANT,
+        admit: Admit | None = None,
     ) -> list[Appended]:
         self.sizes.append(len(deltas))
-        return super().enqueue_many(deltas, path, admit=admit)
+        return super().enqueue_many(deltas, path, tenant=tenant, admit=admit)
 
 
 def test_the_pacer_sends_what_fell_due_once_a_tick(redis_url: str) -> None:

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from threadfold.core.results import Appended
-from threadfold.workers.ingest.prepare import Delta, Prepared
+from threadfold.core.results import Appended, Delta
+from threadfold.workers.ingest.prepare import Prepared
 from threadfold.workers.metrics import Metrics, record_commit
 from threadfold.workers.redisio.client import Call
 from threadfold.workers.settings import Settings

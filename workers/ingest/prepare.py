@@ -6,8 +6,8 @@ written (the producer stages a whole bulk this way before it sends any of it).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Callable, Sequence
+from typing import cast
 
 import msgspec
 
@@ -19,26 +19,16 @@ from threadfold.core.ids import MAX_DELTA_ID, IdSource, derived_ids, ensure_ids
 from threadfold.core.keys import DEFAULT_TENANT, InvalidName, make_ref
 from threadfold.core.messages import REMOVE_ALL_MESSAGES, RemoveMessage, is_chunk
 from threadfold.core.metadata import changes, pairs
+from threadfold.core.results import Delta
 from threadfold.core.servable import check_encoded
 from threadfold.workers.storage.ingest import options
 from threadfold.workers.storage.pages import fingerprints, unplaced, unplaced_removal
 
 
-# The per-delta records here are msgspec Structs: one is made per delta, and a Struct
-# is built in C (0.15 us) where a frozen dataclass sets each field through
-# object.__setattr__ (1.7 us): at 1,000 deltas per bulk call, a visible share.
-class Delta(msgspec.Struct, frozen=True):  # tracked by the GC: it holds the caller's objects
-    """One delta for one thread: a list of message-likes."""
-
-    thread_id: str
-    messages: Sequence[Any]
-    delta_id: str | None = None
-    tenant: str = DEFAULT_TENANT
-    #: The metadata the thread is created with, if this delta creates it (an existing
-    #: thread's is changed by ``update``): see threadfold.core.metadata.
-    metadata: Mapping[str, Any] | None = None
-
-
+# The per-delta record here is a msgspec Struct, as the Delta it is made from: one is
+# made per delta, and a Struct is built in C (0.15 us) where a frozen dataclass sets
+# each field through object.__setattr__ (1.7 us): at 1,000 deltas per bulk call, a
+# visible share.
 class Prepared(msgspec.Struct, gc=False):
     """A delta as the ingest script takes it: its thread, bytes and ids."""
 
@@ -56,9 +46,11 @@ class Prepared(msgspec.Struct, gc=False):
 
 
 def prepare(
-    delta: Delta, where: str, new_id: IdSource, max_depth: int = DEFAULT_MAX_DEPTH
+    delta: Delta, where: str, new_id: IdSource, max_depth: int = DEFAULT_MAX_DEPTH,
+    tenant: str = DEFAULT_TENANT,
 ) -> Prepared:
-    """Validate and encode one delta; errors are located under ``where`` ('' for none).
+    """Validate and encode ``tenant``'s delta; errors are located under ``where`` ('' for
+    none).
 
     A message nested deeper than ``max_depth`` levels is refused (see threadfold.core.depth).
     """
@@ -66,7 +58,7 @@ def prepare(
     def at(field: str) -> str:
         return f"{where}.{field}" if where else field
 
-    ref = _checked_ref(delta, at)
+    ref = _checked_ref(delta, at, tenant)
     source = derived_ids(ref, delta.delta_id) if delta.delta_id else new_id
     messages = ensure_ids(delta.messages, source, at("messages"))
     try:
@@ -119,10 +111,10 @@ def records_of(payload: bytes) -> bytes:
     return b"".join(parts)
 
 
-def _checked_ref(delta: Delta, at: Callable[[str], str]) -> str:
+def _checked_ref(delta: Delta, at: Callable[[str], str], tenant: str) -> str:
     """The thread's ref, once the delta's own fields (not its messages) are checked."""
     try:
-        ref = make_ref(delta.tenant, delta.thread_id)
+        ref = make_ref(tenant, delta.thread_id)
     except InvalidName as exc:
         raise InvalidMessage(at("thread_id"), str(exc)) from exc
     if delta.delta_id is not None and not (
@@ -135,10 +127,17 @@ def _checked_ref(delta: Delta, at: Callable[[str], str]) -> str:
     return ref
 
 
-def prepare_all(
-    deltas: Sequence[Delta], path: str, new_id: IdSource, max_depth: int, *, commits: bool = False
+def prepare_all(  # a bulk's deltas, where they are located, and how
+    deltas: Sequence[Delta],
+    path: str,
+    new_id: IdSource,
+    max_depth: int,
+    *,
+    commits: bool = False,
+    tenant: str = DEFAULT_TENANT,
 ) -> list[Prepared]:
-    """``path`` 'deltas' locates errors as deltas[i].<field>; any other is used as is.
+    """``tenant``'s deltas checked and encoded. ``path`` 'deltas' locates errors as
+    deltas[i].<field>; any other is used as is.
     ``commits``: give each delta its records (:func:`records_of`), for the ingest
     script to commit it itself where it can."""
     if not isinstance(deltas, Sequence):
@@ -148,7 +147,7 @@ def prepare_all(
         where = f"{path}[{i}]" if path == "deltas" else path
         if not isinstance(d, Delta):
             raise InvalidMessage(where, f"expected a Delta, got {type(d).__name__}")
-        p = prepare(d, where, new_id, max_depth)
+        p = prepare(d, where, new_id, max_depth, tenant)
         if commits:
             p.records = records_of(p.payload)
         prepared.append(p)

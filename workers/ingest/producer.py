@@ -36,9 +36,9 @@ import redis.asyncio as aioredis
 from threadfold.core.errors import InvalidMessage, NotReplicated, RequestError
 from threadfold.core.ids import MAX_DELTA_ID, IdSource, uuid4_str
 from threadfold.core.keys import DEFAULT_TENANT
-from threadfold.core.results import Appended
+from threadfold.core.results import Appended, Delta
 from threadfold.workers.ingest import calls as bulk
-from threadfold.workers.ingest.prepare import Delta, Prepared, prepare, prepare_all
+from threadfold.workers.ingest.prepare import Prepared, prepare, prepare_all
 from threadfold.workers.ingest.wakeup import AsyncWaker, Waker
 from threadfold.workers.metrics import Metrics
 from threadfold.workers.redisio.client import AsyncRedis, Call, SyncRedis, arun_many, run_many
@@ -107,14 +107,22 @@ class Producer:
         tenant: str = DEFAULT_TENANT,
     ) -> Appended:
         """Append one delta; returns its version (a Redis stream id ``<ms>-<seq>``)."""
-        return self.enqueue_many([Delta(thread_id, messages, delta_id, tenant)], path="delta")[0]
+        delta = Delta(thread_id, messages, delta_id)
+        return self.enqueue_many([delta], path="delta", tenant=tenant)[0]
 
     def enqueue_many(
-        self, deltas: Sequence[Delta], path: str = "deltas", *, admit: Admit | None = None
+        self,
+        deltas: Sequence[Delta],
+        path: str = "deltas",
+        *,
+        tenant: str = DEFAULT_TENANT,
+        admit: Admit | None = None,
     ) -> list[Appended]:
-        """Append many deltas for many threads in one round trip; all validated first,
-        then ``admit`` called (it may refuse the call), then anything written."""
-        staged = self._stage(deltas, path, commits=self.settings.ingest_commits, admit=admit)
+        """Append many deltas for many threads of ``tenant`` in one round trip; all
+        validated first, then ``admit`` called (it may refuse the call), then anything
+        written."""
+        commits = self.settings.ingest_commits
+        staged = self._stage(deltas, path, commits=commits, tenant=tenant, admit=admit)
         return self._finish(staged, *self._run(staged.calls))
 
     def _run(self, calls: Sequence[Call]) -> Waited:
@@ -124,11 +132,8 @@ class Producer:
         return run_waited(self.client, calls, self.wait)
 
     def enqueue_stream(
-        self,
-        bulks: Iterable[Sequence[Delta]],
-        path: str = "deltas",
-        *,
-        admit: Callable[[int], None] | None = None,
+        self, bulks: Iterable[Sequence[Delta]], path: str = "deltas", *,
+        tenant: str = DEFAULT_TENANT, admit: Callable[[int], None] | None = None,
     ) -> Generator[list[Appended], None, None]:
         """Append bulk after bulk, each as :meth:`enqueue_many` would, with one in flight
         (bulk k+1 validated and encoded while Redis appends bulk k), yielding each bulk's
@@ -150,7 +155,7 @@ class Producer:
             for k, deltas in enumerate(bulks):
                 try:
                     taken = None if admit is None else functools.partial(admit, len(deltas))
-                    staged = self._stage(deltas, path, commits=False, admit=taken)
+                    staged = self._stage(deltas, path, commits=False, tenant=tenant, admit=taken)
                 except (InvalidMessage, RequestError) as exc:
                     yield from self._answer_all(stream, waiting)  # what was sent before
                     raise _located(exc, k) from None
@@ -175,6 +180,7 @@ class Producer:
         delta: Delta,
         metadata: Sequence[str | bytes],
         *,
+        tenant: str = DEFAULT_TENANT,
         admit: Admit | None = None,
         identity: str = "",
     ) -> Appended | None:
@@ -184,7 +190,7 @@ class Producer:
         :meth:`enqueue_many`'s."""
         [p] = prepare_all(
             [delta], "", self.new_id, self.settings.max_json_depth,
-            commits=self.settings.ingest_commits,
+            commits=self.settings.ingest_commits, tenant=tenant,
         )
         if admit is not None:
             admit()
@@ -228,12 +234,19 @@ class Producer:
         return self._finish(staged, answers, short)
 
     def _stage(
-        self, deltas: Sequence[Delta], path: str, *, commits: bool, admit: Admit | None = None
+        self,
+        deltas: Sequence[Delta],
+        path: str,
+        *,
+        commits: bool,
+        tenant: str,
+        admit: Admit | None = None,
     ) -> _Staged:
         """A bulk checked and encoded, with its calls, then admitted; ``commits``:
         whether its deltas may be committed by the ingest call."""
         prepared = prepare_all(
-            deltas, path, self.new_id, self.settings.max_json_depth, commits=commits
+            deltas, path, self.new_id, self.settings.max_json_depth, commits=commits,
+            tenant=tenant,
         )
         if admit is not None:
             admit()
@@ -311,15 +324,20 @@ class AsyncProducer:
         delta_id: str | None = None,
         tenant: str = DEFAULT_TENANT,
     ) -> Appended:
-        delta = Delta(thread_id, messages, delta_id, tenant)
-        return (await self.enqueue_many([delta], path="delta"))[0]
+        delta = Delta(thread_id, messages, delta_id)
+        return (await self.enqueue_many([delta], path="delta", tenant=tenant))[0]
 
     async def enqueue_many(
-        self, deltas: Sequence[Delta], path: str = "deltas", *, admit: Admit | None = None
+        self,
+        deltas: Sequence[Delta],
+        path: str = "deltas",
+        *,
+        tenant: str = DEFAULT_TENANT,
+        admit: Admit | None = None,
     ) -> list[Appended]:
         prepared = prepare_all(
             deltas, path, self.new_id, self.settings.max_json_depth,
-            commits=self.settings.ingest_commits,
+            commits=self.settings.ingest_commits, tenant=tenant,
         )
         if admit is not None:
             admit()
@@ -335,13 +353,14 @@ class AsyncProducer:
         delta: Delta,
         metadata: Sequence[str | bytes],
         *,
+        tenant: str = DEFAULT_TENANT,
         admit: Admit | None = None,
         identity: str = "",
     ) -> Appended | None:
         """:meth:`Producer.create` for asyncio callers (a call of its own, never shared)."""
         [p] = prepare_all(
             [delta], "", self.new_id, self.settings.max_json_depth,
-            commits=self.settings.ingest_commits,
+            commits=self.settings.ingest_commits, tenant=tenant,
         )
         if admit is not None:
             admit()

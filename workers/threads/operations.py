@@ -43,6 +43,7 @@ from threadfold.core.results import (
     Appended,
     Context,
     Copied,
+    Delta,
     Pruned,
     Searched,
     State,
@@ -109,19 +110,6 @@ class Op(msgspec.Struct, Generic[R], frozen=True, kw_only=True, omit_defaults=Tr
 
 
 # -- appends -----------------------------------------------------------------------------
-
-
-class Delta(
-    msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True
-):
-    """One delta: ``messages`` (message-likes, or LangChain messages) for ``thread_id``,
-    with a ``delta_id`` that makes its retry idempotent (the first attempt's answer, and
-    nothing appended twice) and the ``metadata`` of the thread if this delta creates it."""
-
-    thread_id: str
-    messages: Sequence[MessageLike]
-    delta_id: str | None = None
-    metadata: Metadata | None = None
 
 
 class Append(Op[Appended], frozen=True, kw_only=True, omit_defaults=True):

@@ -19,19 +19,17 @@ from collections.abc import AsyncGenerator, Generator, Iterable, Iterator, Seque
 
 from threadfold.core.errors import ClientClosed, InvalidInput, TooManySubscribers, Unavailable
 from threadfold.core.render import Format
-from threadfold.core.results import Appended
+from threadfold.core.results import Appended, Delta
 from threadfold.workers.feed import connect, subscription
 from threadfold.workers.feed.bodies import Bodies
 from threadfold.workers.feed.events import Event
 from threadfold.workers.feed.hub import Hub, HubClosed, HubFull
 from threadfold.workers.feed.subscriber import Subscriber
-from threadfold.workers.ingest.prepare import Delta
 from threadfold.workers.ingest.producer import AsyncProducer
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.astore import AsyncStore
 from threadfold.workers.storage.read_state import StateBodies
-from threadfold.workers.threads import operations as ops
-from threadfold.workers.threads import query, steps
+from threadfold.workers.threads import query
 from threadfold.workers.threads._async.service import AsyncService
 from threadfold.workers.threads._sync.service import Service
 from threadfold.workers.threads.query import NO_LIMITS, Limits
@@ -52,20 +50,20 @@ class Threads(Service):
     """The thread service, synchronous: one per process (or per direct client)."""
 
     def append_stream(
-        self, tenant: str, bulks: Iterable[Sequence[ops.Delta]]
+        self, tenant: str, bulks: Iterable[Sequence[Delta]]
     ) -> Generator[list[Appended], None]:
         """:meth:`Service.append_stream` with one bulk in flight: bulk k+1 is checked
         and encoded while Redis appends bulk k, over one connection, so each thread's
         deltas stay in order (:meth:`Producer.enqueue_stream`; a stream's deltas are the
         workers' to fold). The tenant's share is taken per bulk, once it is checked."""
 
-        def checked() -> Iterator[list[Delta]]:
+        def checked() -> Iterator[Sequence[Delta]]:
             for k, bulk in enumerate(bulks):
                 try:
                     self.checks.bulk(bulk)
                 except InvalidInput as exc:
                     raise exc.under(f"bulks[{k}].") from None
-                yield steps.deltas(tenant, bulk)
+                yield bulk
 
         def admit(deltas: int) -> None:
             admission = self.checks.admission(tenant, deltas)
@@ -73,7 +71,7 @@ class Threads(Service):
                 admission()
 
         with refusals:
-            yield from self.producer.enqueue_stream(checked(), admit=admit)
+            yield from self.producer.enqueue_stream(checked(), tenant=tenant, admit=admit)
 
     def subscribe(
         self, tenant: str, thread_id: str, *, after: str | None, format: object

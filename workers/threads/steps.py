@@ -29,16 +29,16 @@ from threadfold.core.metadata import pairs as md_pairs
 from threadfold.core.results import (
     Appended,
     Copied,
+    Delta,
     Searched,
     Status,
     ThreadRow,
 )
-from threadfold.workers.ingest.prepare import Delta
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.patch import Refused
 from threadfold.workers.storage.read_state import StatePage
 from threadfold.workers.storage.status import Stored
-from threadfold.workers.threads import lifecycle, operations, query
+from threadfold.workers.threads import lifecycle, query
 from threadfold.workers.threads.admission import TenantBudget
 from threadfold.workers.threads.lifecycle import Copy, Search
 from threadfold.workers.threads.query import Limits
@@ -88,12 +88,6 @@ def target(tenant: str, thread_id: str) -> Target:
     return Target(name, make_ref(tenant, name))
 
 
-def deltas(tenant: str, given: Sequence[operations.Delta]) -> list[Delta]:
-    """The deltas of an append, in the tenant (the producer checks every id, message and
-    metadata)."""
-    return [Delta(d.thread_id, d.messages, d.delta_id, tenant, d.metadata) for d in given]
-
-
 def status_of(thread_id: str, found: Status | None) -> Status:
     if found is None:
         raise never_written(thread_id)
@@ -117,11 +111,11 @@ def searched(s: Search, rows: Sequence[ThreadRow], after: tuple[int, str] | None
 _EMPTY: Final = ({"type": "remove", "id": REMOVE_ALL_MESSAGES, "content": ""},)
 
 
-def copy_delta(tenant: str, plan: Copy, page: StatePage) -> Delta:
+def copy_delta(plan: Copy, page: StatePage) -> Delta:
     """The copy's first delta: the source's messages, ids and all, in order (on an empty
     thread, ``add_messages`` of them is exactly them)."""
     # Its delta_id is not the delta's: a copy's retry is known by plan.identity.
-    return Delta(plan.to, list(page.messages) or list(_EMPTY), None, tenant)
+    return Delta(plan.to, list(page.messages) or list(_EMPTY))
 
 
 def copied(source: str, plan: Copy, page: StatePage, made: Appended | None) -> Copied:
@@ -172,7 +166,7 @@ class Checks:
     def append(self, messages: Sequence[Any], field: str) -> None:
         self.sized(messages, field, self.limits.max_messages, "messages per delta")
 
-    def bulk(self, given: Sequence[operations.Delta]) -> None:
+    def bulk(self, given: Sequence[Delta]) -> None:
         self.sized(given, "deltas", self.limits.max_deltas, "deltas per request")
         for i, item in enumerate(given):
             self.append(item.messages, f"deltas[{i}].messages")
@@ -185,7 +179,6 @@ __all__ = [
     "Target",
     "copied",
     "copy_delta",
-    "deltas",
     "md_pairs",
     "patched",
     "refusals",

@@ -20,6 +20,7 @@ from threadfold.core.results import (
     Appended,
     Context,
     Copied,
+    Delta,
     Pruned,
     Searched,
     State,
@@ -27,7 +28,6 @@ from threadfold.core.results import (
     ThreadCount,
     ThreadList,
 )
-from threadfold.workers.ingest.prepare import Delta
 from threadfold.workers.ingest.producer import AsyncProducer
 from threadfold.workers.replay.prefix import NotReplayable
 from threadfold.workers.replay.replay import atravel
@@ -79,10 +79,10 @@ class AsyncService:
     async def append(self, tenant: str, op: ops.Append) -> Appended:
         """Append one delta; its metadata is the thread's if this append creates it."""
         self.checks.append(op.messages, "messages")
-        delta = Delta(op.thread_id, op.messages, op.delta_id, tenant, op.metadata)
+        delta = Delta(op.thread_id, op.messages, op.delta_id, op.metadata)
         with refusals:
             [result] = await self.producer.enqueue_many(
-                [delta], path="", admit=self.checks.admission(tenant, 1)
+                [delta], path="", tenant=tenant, admit=self.checks.admission(tenant, 1)
             )
         return result
 
@@ -93,7 +93,7 @@ class AsyncService:
         admit = self.checks.admission(tenant, len(op.deltas))
         with refusals:
             return await self.producer.enqueue_many(
-                steps.deltas(tenant, op.deltas), "deltas", admit=admit
+                op.deltas, "deltas", tenant=tenant, admit=admit
             )
 
     async def append_stream(
@@ -259,8 +259,9 @@ class AsyncService:
         with refusals:
             page, stored = await self._source(at, q)
             made = await self.producer.create(
-                steps.copy_delta(tenant, plan, page),
+                steps.copy_delta(plan, page),
                 plan.metadata_of(stored),
+                tenant=tenant,
                 admit=self.checks.admission(tenant, 1),
                 identity=plan.identity,
             )

@@ -22,6 +22,7 @@ from threadfold.core.results import (
     Appended,
     Context,
     Copied,
+    Delta,
     Pruned,
     Searched,
     State,
@@ -29,7 +30,6 @@ from threadfold.core.results import (
     ThreadCount,
     ThreadList,
 )
-from threadfold.workers.ingest.prepare import Delta
 from threadfold.workers.ingest.producer import Producer
 from threadfold.workers.replay.prefix import NotReplayable
 from threadfold.workers.replay.replay import travel
@@ -81,10 +81,10 @@ class Service:
     def append(self, tenant: str, op: ops.Append) -> Appended:
         """Append one delta; its metadata is the thread's if this append creates it."""
         self.checks.append(op.messages, "messages")
-        delta = Delta(op.thread_id, op.messages, op.delta_id, tenant, op.metadata)
+        delta = Delta(op.thread_id, op.messages, op.delta_id, op.metadata)
         with refusals:
             [result] = self.producer.enqueue_many(
-                [delta], path="", admit=self.checks.admission(tenant, 1)
+                [delta], path="", tenant=tenant, admit=self.checks.admission(tenant, 1)
             )
         return result
 
@@ -94,9 +94,7 @@ class Service:
         self.checks.bulk(op.deltas)
         admit = self.checks.admission(tenant, len(op.deltas))
         with refusals:
-            return self.producer.enqueue_many(
-                steps.deltas(tenant, op.deltas), "deltas", admit=admit
-            )
+            return self.producer.enqueue_many(op.deltas, "deltas", tenant=tenant, admit=admit)
 
     def append_stream(
         self, tenant: str, bulks: Iterable[Sequence[ops.Delta]]
@@ -261,8 +259,9 @@ class Service:
         with refusals:
             page, stored = self._source(at, q)
             made = self.producer.create(
-                steps.copy_delta(tenant, plan, page),
+                steps.copy_delta(plan, page),
                 plan.metadata_of(stored),
+                tenant=tenant,
                 admit=self.checks.admission(tenant, 1),
                 identity=plan.identity,
             )
