@@ -4,18 +4,20 @@
 producer sent (:class:`CountingWaker`).
 
 What a state must equal is still the oracle's (:class:`threadfold.testing.Ledger`);
-these read the engine's own store, below the client contract, so they import the engine
-(Redis): they are imported by name, never by ``import threadfold.testing``.
+these read the engine's own store, below the client contract (the caller passes its
+``Store``), so they are imported by name, never by ``import threadfold.testing``.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from threadfold.core import dump_messages
-from threadfold.workers.wiring import Store, Waker
+
+if TYPE_CHECKING:  # the engine's types only: what is passed in is the caller's
+    from threadfold.workers.wiring import Store, Waker
 
 
 def state_dump(store: Store, ref: str) -> list[dict[str, Any]]:
