@@ -92,3 +92,14 @@ def test_the_handlers_ab_runs_each_tree_through_its_asgi_app(tmp_path: Path) -> 
         assert len(data["figures"][figure]["ratios"]) == 1
     # Its own worktree only: the stack A/B's test may hold one at the same time.
     assert "threadfold-ab-handlers-" not in trees.git("worktree", "list")
+
+
+def test_a_client_side_makes_its_calls_through_each_kind_of_client() -> None:
+    """``bench.ab.clients``' side, as each tree runs it under callgrind: the calls go
+    through the public client, against a private Redis (and an API process), and say
+    which threadfold made them."""
+    from bench.ab import clients  # noqa: PLC0415
+
+    for kind in clients.KINDS:
+        found = clients._side(kind, appends=3, states=2)
+        assert found["threadfold"] == "threadfold/__init__.py"
