@@ -16,13 +16,14 @@ load generator) to core 1, with ``sched_setaffinity`` on every thread.
 
 from __future__ import annotations
 
+import inspect
 import os
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import httpx
 import redis
@@ -41,10 +42,10 @@ from threadfold.workers.ops.processes import (
 from threadfold.workers.redisio.client import run_many
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage import status as status_script
-from threadfold.workers.storage.status import Stored
 
 if TYPE_CHECKING:  # an A/B runs bench against older trees, where results had another home
     from threadfold.core.results import Status
+    from threadfold.workers.storage.status import Stored
 
 _CHUNK = 2000
 
@@ -150,7 +151,7 @@ class Stack:
             chunk = refs[i : i + _CHUNK]
             calls = [status_script.call(ks.thread(ref)) for ref in chunk]
             answers = run_many(self.client, calls)
-            out += [status_script.parse(raw, ref) for ref, raw in zip(chunk, answers, strict=True)]
+            out += [_parsed(raw, ref) for ref, raw in zip(chunk, answers, strict=True)]
         return out
 
     # -- pinning -----------------------------------------------------------------------
@@ -213,3 +214,21 @@ def running(api_workers: Sequence[int], celery_workers: int, logs: Path,
         client, broker = line.state.client(), line.broker.client()
         yield Stack(settings, apis, line.workers, beat, line.state.pid, line.broker.pid, client,
                     broker, logs)
+
+
+def _parsed(raw: Any, ref: str) -> Stored | None:
+    """STATUS's answer as this tree's parser reads it. An A/B drives trees from before
+    the parser built the service's Status with this bench (:mod:`bench.ab`): there it
+    takes the reply alone and gives one record, which has what the benchmarks read of a
+    status (version, backlog, messages, quarantined, applied) under the same names."""
+    if len(inspect.signature(status_script.parse).parameters) > 1:
+        return status_script.parse(raw, ref)
+    old: Any = status_script.parse(raw)  # type: ignore[call-arg]
+    return None if old is None else cast("Stored", _OldStored(old, old.applied, old.metadata))
+
+
+@dataclass(frozen=True)
+class _OldStored:
+    status: Any
+    applied: int
+    metadata: dict[str, bytes]

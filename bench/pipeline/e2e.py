@@ -28,7 +28,7 @@ from threadfold.testing import Ledger, version_key
 from threadfold.testing.stored import CountingWaker, state_dump, wait_drained
 from threadfold.workers.ingest.producer import Producer
 from threadfold.workers.ops.processes import ManagedProcess, wait_until
-from threadfold.workers.redisio.client import SyncRedis, sync_client
+from threadfold.workers.redisio.client import sync_client
 from threadfold.workers.runtime.app import CeleryWaker
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage import meta
@@ -37,6 +37,7 @@ from threadfold.workers.storage.store import Store
 
 if TYPE_CHECKING:  # an A/B runs bench against older trees, where results had another home
     from threadfold.core.results import Appended
+    from threadfold.workers.redisio.client import SyncRedis
 
 Progress = Callable[[str], None]
 
