@@ -179,3 +179,24 @@ class Conversation:
 
     def __repr__(self) -> str:
         return f"<Conversation thread_id={self.thread_id!r} client={self.client!r}>"
+
+
+class OnThread:
+    """What an integration kept in one thread (a chat history, a graph's conversation)
+    shows of it: the thread, the client, the version of its latest append."""
+
+    _thread: Conversation
+
+    @property
+    def thread_id(self) -> str:
+        return self._thread.thread_id
+
+    @property
+    def client(self) -> Client:
+        return self._thread.client
+
+    @property
+    def version(self) -> str | None:
+        """The version of the latest append to the thread through this client (None
+        before any)."""
+        return self._thread.version

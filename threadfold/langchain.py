@@ -23,7 +23,7 @@ with needs("threadfold.langchain", "langchain_core"):
     from langchain_core.chat_history import BaseChatMessageHistory
     from langchain_core.messages import BaseMessage, RemoveMessage, messages_from_dict
 
-from threadfold.conversation import Client, Conversation
+from threadfold.conversation import Client, Conversation, OnThread
 from threadfold.core.messages import REMOVE_ALL_MESSAGES
 
 __all__ = ["ThreadfoldChatMessageHistory", "to_langchain"]
@@ -35,7 +35,7 @@ def to_langchain(messages: Iterable[Mapping[str, Any]]) -> list[BaseMessage]:
     return messages_from_dict([{"type": m["type"], "data": m} for m in messages])
 
 
-class ThreadfoldChatMessageHistory(BaseChatMessageHistory):
+class ThreadfoldChatMessageHistory(OnThread, BaseChatMessageHistory):
     """The chat history of one thread (``thread_id``), read and written through
     ``client`` (``threadfold.Client``, ``AsyncClient``, ``HttpClient`` or
     ``AsyncHttpClient``).
@@ -65,20 +65,6 @@ class ThreadfoldChatMessageHistory(BaseChatMessageHistory):
     ) -> None:
         super().__init__()
         self._thread = Conversation(client, thread_id, wait=wait, read_your_writes=read_your_writes)
-
-    @property
-    def thread_id(self) -> str:
-        return self._thread.thread_id
-
-    @property
-    def client(self) -> Client:
-        return self._thread.client
-
-    @property
-    def version(self) -> str | None:
-        """The version of the latest append to the thread through this client (None
-        before any)."""
-        return self._thread.version
 
     # The base class declares ``messages`` as an attribute; LangChain's own histories
     # over a store (and its docs' example) make it a property that reads the store.

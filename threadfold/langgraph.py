@@ -38,7 +38,7 @@ with needs("threadfold.langgraph", "langchain_core", "langgraph"):
     from langgraph.pregel.protocol import PregelProtocol
     from langgraph.types import Overwrite, StreamMode
 
-from threadfold.conversation import Client, Conversation
+from threadfold.conversation import Client, Conversation, OnThread
 from threadfold.core.ids import MAX_DELTA_ID
 from threadfold.core.messages import REMOVE_ALL_MESSAGES
 from threadfold.langchain import to_langchain
@@ -66,7 +66,7 @@ def delta_id(run_id: str, step: int, node: str, rank: int = 0) -> str:
     return f"{run_id}:{step}:{digest}{tail}"[:MAX_DELTA_ID]
 
 
-class ThreadfoldMessages:
+class ThreadfoldMessages(OnThread):
     """A graph's conversation kept in the thread ``thread_id``, through ``client``
     (``threadfold.Client``, ``AsyncClient``, ``HttpClient`` or ``AsyncHttpClient``).
 
@@ -89,20 +89,6 @@ class ThreadfoldMessages:
     ) -> None:
         self._thread = Conversation(client, thread_id, wait=wait, read_your_writes=read_your_writes)
         self.key = key
-
-    @property
-    def thread_id(self) -> str:
-        return self._thread.thread_id
-
-    @property
-    def client(self) -> Client:
-        return self._thread.client
-
-    @property
-    def version(self) -> str | None:
-        """The version of the latest append to the thread through this client (None
-        before any)."""
-        return self._thread.version
 
     def load(self) -> list[BaseMessage]:
         """The thread's messages, for a graph's input: ``{"messages": tm.load()}``."""
