@@ -110,8 +110,16 @@ def _redis_cpu(server: RedisServer) -> float:
 
 
 def _linked(primary: RedisServer, replica: RedisServer) -> bool:
+    """The replica is in step: linked, and it acknowledges a write (until its first
+    acknowledgement after the sync the primary counts it at offset 0, and a replica
+    stopped then stays so counted for up to a second: no write of a short round would
+    be confirmed)."""
     with replica.probe() as r:
-        return r.info("replication").get("master_link_status") == "up"
+        if r.info("replication").get("master_link_status") != "up":
+            return False
+    with primary.probe() as p:
+        p.set("threadfold-bench:linked", 1)
+        return int(p.wait(1, 1000)) >= 1
 
 
 def one(mode: str, sizes: Sizes, fail: bool, rng: random.Random, lag: float = 0.0
