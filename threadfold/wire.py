@@ -145,11 +145,15 @@ def _with_delta_ids(op: ops.Op[T]) -> tuple[ops.Op[T], list[bool]]:
     return op, [False]
 
 
+#: A decoder per result type, made once: building one compiles its type's schema.
+_DECODERS: dict[type[Any], msgspec.json.Decoder[Any]] = {}
+
+
 def _reader(op: ops.Op[T], own: list[bool]) -> Callable[[bytes], T]:
     kind = type(op).result
     if kind is None:
         return lambda raw: None  # type: ignore[return-value]  # an Op[None]
-    decoder = msgspec.json.Decoder(kind)
+    decoder = _DECODERS.get(kind) or _DECODERS.setdefault(kind, msgspec.json.Decoder(kind))
     if isinstance(op, ops.AppendMany):
 
         def read_bulk(raw: bytes) -> T:

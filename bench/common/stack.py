@@ -216,12 +216,15 @@ def running(api_workers: Sequence[int], celery_workers: int, logs: Path,
                     broker, logs)
 
 
+_PARSE_TAKES_REF = len(inspect.signature(status_script.parse).parameters) > 1
+
+
 def _parsed(raw: Any, ref: str) -> Stored | None:
     """STATUS's answer as this tree's parser reads it. An A/B drives trees from before
     the parser built the service's Status with this bench (:mod:`bench.ab`): there it
     takes the reply alone and gives one record, which has what the benchmarks read of a
     status (version, backlog, messages, quarantined, applied) under the same names."""
-    if len(inspect.signature(status_script.parse).parameters) > 1:
+    if _PARSE_TAKES_REF:
         return status_script.parse(raw, ref)
     old: Any = status_script.parse(raw)  # type: ignore[call-arg]
     return None if old is None else cast("Stored", _OldStored(old, old.applied, old.metadata))

@@ -143,7 +143,7 @@ def _body_type(op: type[Op[Any]]) -> type[msgspec.Struct]:
         if p.where != "body":
             continue
         f = info[p.name]
-        hint = _concrete(hints[p.name])
+        hint = hints[p.name]
         if f.required:
             fields.append((p.name, hint))
         else:
@@ -157,12 +157,6 @@ def _body_type(op: type[Op[Any]]) -> type[msgspec.Struct]:
     )
     body.__doc__ = op.__doc__
     return body
-
-
-def _concrete(hint: Any) -> Any:
-    """A field's type as a body declares it (the operation's fields take any sequence of
-    deltas; a body holds the table's Delta as ``BulkItem``)."""
-    return hint
 
 
 _BODIES: Final = {
