@@ -61,19 +61,19 @@ class Failure:
 
 
 @contextmanager
-def database(server: str) -> Iterator[str]:
-    """A fresh database of this benchmark's own; its DSN. Dropped on the way out."""
+def database(server: str, name: str = DATABASE) -> Iterator[str]:
+    """A fresh database of this benchmark's own (``name``); its DSN. Dropped on the way out."""
     with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)")
-        admin.execute(f"CREATE DATABASE {DATABASE}")
-    dsn = f"{server}/{DATABASE}"
+        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        admin.execute(f"CREATE DATABASE {name}")
+    dsn = f"{server}/{name}"
     try:
         with psycopg.connect(dsn, autocommit=True) as conn:
             PostgresSaver(conn).setup()  # type: ignore[arg-type]  # psycopg's row factory
         yield dsn
     finally:
         with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)")
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 def _stack_cpu(stack: Stack) -> Callable[[], float]:

@@ -1,0 +1,5 @@
+import sys
+
+from bench.checkpoint.main import main
+
+sys.exit(main())
