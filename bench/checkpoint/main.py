@@ -133,22 +133,27 @@ def _build(side: Side, depth: int, thread: str) -> float:
     return time.perf_counter() - started
 
 
+def _checked(side: Side, depth: int, thread: str, reads: int) -> dict[str, Any]:
+    """A first read: its messages checked against the graph's, its round trips and
+    bytes counted, and how many timed reads it is worth."""
+    started = time.perf_counter()
+    got, shape = _messages(side, thread)
+    took = time.perf_counter() - started
+    detail = first_difference(lc_dump(got), lc_dump(depth_expected(depth)))
+    many = took < SLOW_READ
+    return {"depth": depth, "saver": side.name, "messages": len(got), "matches": not detail,
+            "detail": detail, **shape, **_counted(side, thread, 3 if many else 1),
+            "reads": reads if many else (3 if took < 10 else 1)}
+
+
 def _depth(depth: int, sides: Sequence[Side], stack: Stack, reads: int,
            say: Progress) -> tuple[list[dict[str, Any]], list[Failure]]:
-    thread, expected = f"depth-{depth}", lc_dump(depth_expected(depth))
+    thread = f"depth-{depth}"
     built = {id(s.saver): _build(s, depth, thread) for s in sides if not s.walk}
     stack.wait_drained(600)
-    rows, failures, times = [], [], {}
-    for side in sides:
-        started = time.perf_counter()
-        got, shape = _messages(side, thread)
-        times[side.name] = time.perf_counter() - started
-        if detail := first_difference(lc_dump(got), expected):
-            failures.append(Failure(f"{side.name} at depth {depth}", detail))
-        many = times[side.name] < SLOW_READ
-        rows.append({"depth": depth, "saver": side.name, "build_s": built[id(side.saver)],
-                     **shape, **_counted(side, thread, 3 if many else 1),
-                     "reads": reads if many else (3 if times[side.name] < 10 else 1)})
+    rows = [{**_checked(s, depth, thread, reads), "build_s": built[id(s.saver)]} for s in sides]
+    failures = [Failure(f"{r['saver']} at depth {depth}", r["detail"]) for r in rows
+                if not r["matches"]]
     samples: dict[str, list[tuple[float, float, float]]] = {s.name: [] for s in sides}
     for i in range(max(r["reads"] for r in rows)):
         for side, row in _rotated(list(zip(sides, rows, strict=True)), i):
@@ -156,8 +161,9 @@ def _depth(depth: int, sides: Sequence[Side], stack: Stack, reads: int,
                 samples[side.name].append(_timed(side, thread))
     for row in rows:
         walls, clients, servers = zip(*samples[row["saver"]], strict=True)
-        row.update(wall_ms=1e3 * statistics.median(walls), client_cpu_us=1e6 * statistics.mean(
-            clients), server_cpu_us=1e6 * statistics.mean(servers))
+        row.update(wall_ms=1e3 * statistics.median(walls),
+                   client_cpu_us=1e6 * statistics.mean(clients),
+                   server_cpu_us=1e6 * statistics.mean(servers))
         say(f"  depth {depth:,} {row['saver']}: {row['wall_ms']:,.1f} ms, "
             f"{row['trips']} round trips")
     return rows, failures
@@ -245,6 +251,7 @@ def agent_part(sizes: Sizes, stack: Stack, dsn: str,
                     for name, figures in got.items():
                         per[name].append(figures)
                 rows += [{"length": length, "channel": channel, "saver": name,
+                          "states_compared": len(runs),
                           **{k: statistics.median(f[k] for f in runs) for k in runs[0]}}
                          for name, runs in per.items()]
     finally:
