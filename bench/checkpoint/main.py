@@ -74,7 +74,7 @@ class Sizes:
     rounds: int
 
 
-FULL: Final = Sizes((10, 1_000, 10_000), 15, (100, 2_000), 6, 3)
+FULL: Final = Sizes((10, 1_000, 10_000), 15, (100, 2_000), 15, 3)
 QUICK: Final = Sizes((10, 300), 5, (100, 400), 2, 1)
 #: A contender whose read takes longer than this is read fewer times.
 SLOW_READ: Final = 1.0
@@ -162,8 +162,8 @@ def _depth(depth: int, sides: Sequence[Side], stack: Stack, reads: int,
     for row in rows:
         walls, clients, servers = zip(*samples[row["saver"]], strict=True)
         row.update(wall_ms=1e3 * statistics.median(walls),
-                   client_cpu_us=1e6 * statistics.mean(clients),
-                   server_cpu_us=1e6 * statistics.mean(servers))
+                   client_cpu_us=1e6 * statistics.median(clients),
+                   server_cpu_us=1e6 * statistics.median(servers))
         say(f"  depth {depth:,} {row['saver']}: {row['wall_ms']:,.1f} ms, "
             f"{row['trips']} round trips")
     return rows, failures
@@ -340,12 +340,15 @@ def render(data: dict[str, Any]) -> str:
     return report([
         [f"A checkpoint read at depth: `get_tuple` + `get_delta_channel_history` of a "
          f"DeltaChannel never snapshotted (snapshot_frequency {NEVER:,}), one AI message "
-         "a superstep; wall: median of the reads, CPU: mean", "", *_depth_table(data["depth"])],
+         "a superstep; medians of the reads", "", *_depth_table(data["depth"])],
         [f"An agent loop: {sizes['turns']} turns of model -> tool x {CALLS} -> model on a "
          "prefilled thread, medians of "
          f"{sizes['rounds']} round(s), order alternated", "", *_agent_table(data["agent"])],
         ["Targets", "", *target_table(targets)],
-        [f"checks: {len(data['failures'])} failed; load {meta['load_before_after']}; "
+        [*([] if any(r["saver"].startswith("threadfold") for r in data["depth"]) else [
+            "ThreadfoldSaver is not on this tree: InMemorySaver stands in for it (`memory`).",
+            ""]),
+         f"checks: {len(data['failures'])} failed; load {meta['load_before_after']}; "
          f"code {meta['code']}; {meta['seconds']:.0f} s"],
     ])
 

@@ -9,12 +9,13 @@ unbound on the saver (the default walk: one ``get_tuple`` per ancestor).
 
 Meters: the client's round trips are counted in this process, Redis's
 ``send_packed_command`` (a pipeline is one), httpx's ``handle_request`` and the
-Postgres cursor's ``execute`` each counting one while :func:`counting` is on. The
-servers' CPU is read from /proc (psutil): the Postgres backend of the saver's
-connection, or every process of the threadfold stack (both Redis, workers, beat, API).
-Bytes: Redis's ``INFO stats`` net input and output (less what the ``INFO`` calls
-themselves add), the Postgres backend's ``/proc/<pid>/io`` read and write characters
-(its socket traffic, as its pages are in shared buffers after the warm-up read).
+Postgres cursor's ``execute`` each counting one while :func:`counting` is on. CPU is
+the scheduler's nanoseconds (:func:`on_cpu`): of the Postgres backend serving the
+saver's connection (not the server's background processes, nor other users'), or of
+every process of the threadfold stack (both Redis, workers, beat, API: what they do
+idle is counted too). Bytes, "in" to the server and "out" of it: Redis's ``INFO stats``
+net input and output (less what the ``INFO`` calls themselves add; every client of the
+state Redis counts), the Postgres connection's socket (Linux's ``tcp_info``).
 """
 
 from __future__ import annotations
