@@ -202,10 +202,13 @@ class Side:
 
     def load(self, thread: str) -> tuple[Any, Mapping[str, Any]]:
         """What a graph's load does (``pregel._loop`` and ``channels_from_checkpoint``):
-        the latest checkpoint, then the messages channel's history at it."""
+        the latest checkpoint, then the messages channel's history at it, unless the
+        checkpoint holds the channel's value (a snapshot: no history is read then)."""
         base: RunnableConfig = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
         saved = self.saver.get_tuple(base)
         assert saved is not None, f"no checkpoint for {thread}"
+        if "messages" in saved.checkpoint["channel_values"]:
+            return saved, {}
         config = {**base, "configurable": {**base["configurable"], **saved.config["configurable"]}}
         return saved, self.history(config, ["messages"])
 
