@@ -21,6 +21,7 @@ from typing import Annotated, Any
 
 import pytest
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
@@ -57,7 +58,8 @@ def _graph(saver: Any) -> CompiledStateGraph[Any, Any, Any, Any]:
 
 def _chat(graph: CompiledStateGraph[Any, Any, Any, Any], thread_id: str, turns: int) -> None:
     for i in range(turns):
-        config = {"configurable": {"thread_id": thread_id}, "run_id": uuid.uuid4()}
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id},
+                                  "run_id": uuid.uuid4()}
         graph.invoke({"messages": [HumanMessage(f"turn {i}", id=f"h-{i}")]}, config)
 
 
@@ -119,7 +121,7 @@ def test_checkpoints_outlive_the_logs_retention(live: Settings) -> None:
         graph = _graph(ThreadfoldSaver(client))
         for g in (reference, graph):
             _chat(g, "kept-long", 4)
-        config = {"configurable": {"thread_id": "kept-long"}}
+        config: RunnableConfig = {"configurable": {"thread_id": "kept-long"}}
         time.sleep(0.2)
         fresh = _graph(ThreadfoldSaver(client))  # nothing remembered in process
         want = [(s.values, s.next, s.metadata and s.metadata["step"])
@@ -139,7 +141,8 @@ def test_bad_input_is_refused_and_writes_nothing(live: Settings) -> None:
         _chat(graph, "mine", 1)
         latest = saver.get_tuple({"configurable": {"thread_id": "mine"}})
         assert latest is not None
-        unknown = {"configurable": {"thread_id": "mine", "checkpoint_id": "no-such-id"}}
+        unknown: RunnableConfig = {
+            "configurable": {"thread_id": "mine", "checkpoint_id": "no-such-id"}}
         assert saver.get_tuple(unknown) is None
         # Another tenant's saver does not see the thread, nor its checkpoints.
         assert ThreadfoldSaver(other).get_tuple(latest.config) is None
