@@ -345,10 +345,7 @@ def render(data: dict[str, Any]) -> str:
          "prefilled thread, medians of "
          f"{sizes['rounds']} round(s), order alternated", "", *_agent_table(data["agent"])],
         ["Targets", "", *target_table(targets)],
-        [*([] if any(r["saver"].startswith("threadfold") for r in data["depth"]) else [
-            "ThreadfoldSaver is not on this tree: InMemorySaver stands in for it (`memory`).",
-            ""]),
-         f"checks: {len(data['failures'])} failed; load {meta['load_before_after']}; "
+        [f"checks: {len(data['failures'])} failed; load {meta['load_before_after']}; "
          f"code {meta['code']}; {meta['seconds']:.0f} s"],
     ])
 

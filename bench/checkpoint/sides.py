@@ -1,9 +1,8 @@
 """The checkpoint benchmark's contenders, graphs and meters.
 
 Savers: ``PostgresSaver`` on one autocommit connection of its own, and
-``threadfold.langgraph.ThreadfoldSaver`` over a direct ``Client`` or an ``HttpClient``
-(:func:`threadfold_saver`; ``InMemorySaver`` stands in for it on a tree without it, and
-the report says so). A :class:`Side` reads a thread's history with the saver's own
+``threadfold.langgraph.ThreadfoldSaver`` over a direct ``Client`` or an ``HttpClient``.
+A :class:`Side` reads a thread's history with the saver's own
 ``get_delta_channel_history`` or, ``walk`` set, with ``BaseCheckpointSaver``'s, called
 unbound on the saver (the default walk: one ``get_tuple`` per ancestor).
 
@@ -39,7 +38,6 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMes
 from langchain_core.runnables import RunnableConfig
 from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import _messages_delta_reducer, add_messages
@@ -48,6 +46,7 @@ from psycopg.rows import dict_row
 from bench.common.inputs import text
 from bench.common.stack import Stack
 from threadfold import Client, HttpClient
+from threadfold.langgraph import ThreadfoldSaver
 
 #: DeltaChannel's snapshot cadence for the depth graph: never, within the run.
 NEVER: Final = 10**9
@@ -219,25 +218,14 @@ def postgres_side(dsn: str) -> Side:
     return Side("postgres", PostgresSaver(conn), PostgresMeter(conn), close=conn.close)
 
 
-def threadfold_saver(client: Any) -> BaseCheckpointSaver[Any] | None:
-    """``ThreadfoldSaver(client)``, or None on a tree without it."""
-    import threadfold.langgraph as integration  # noqa: PLC0415
-
-    made: Any = getattr(integration, "ThreadfoldSaver", None)
-    return None if made is None else made(client, messages_key="messages")
-
-
 def threadfold_side(name: str, stack: Stack, *, http: bool = False, walk: bool = False) -> Side:
-    """``ThreadfoldSaver`` over a ``Client`` (or ``HttpClient``); ``InMemorySaver`` in
-    its place, named ``memory``, where it does not exist yet."""
+    """``ThreadfoldSaver`` over a ``Client`` (or an ``HttpClient``) of the stack."""
     settings = stack.settings
     broker = settings.broker_url.get_secret_value() if settings.broker_url else None
     client: Any = (HttpClient(next(iter(stack.apis.values())).url) if http
                    else Client(settings.redis_url.get_secret_value(), broker))
-    saver = threadfold_saver(client)
-    if saver is None:
-        saver, name = InMemorySaver(), name.replace("threadfold", "memory")
-    return Side(name, saver, StackMeter(stack), walk, client.close)
+    return Side(name, ThreadfoldSaver(client, messages_key="messages"), StackMeter(stack), walk,
+                client.close)
 
 
 # -- graphs ------------------------------------------------------------------------------
