@@ -29,6 +29,7 @@ drops (``threadfold_checkpoint``); threadfold runs on :func:`bench.common.stack.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import sys
@@ -76,6 +77,8 @@ class Sizes:
 
 FULL: Final = Sizes((10, 1_000, 10_000), 15, (100, 2_000), 15, 3)
 QUICK: Final = Sizes((10, 300), 5, (100, 400), 2, 1)
+#: The API's largest request body here (THREADFOLD_MAX_BODY_BYTES).
+BODY_LIMIT: Final = 16 * 1_048_576
 #: A contender whose read takes longer than this is read fewer times.
 SLOW_READ: Final = 1.0
 
@@ -345,12 +348,16 @@ def render(data: dict[str, Any]) -> str:
          "prefilled thread, medians of "
          f"{sizes['rounds']} round(s), order alternated", "", *_agent_table(data["agent"])],
         ["Targets", "", *target_table(targets)],
-        [f"checks: {len(data['failures'])} failed; load {meta['load_before_after']}; "
+        [f"checks: {len(data['failures'])} failed; the API's body limit "
+         f"{meta['api_max_body_bytes']:,} bytes; load {meta['load_before_after']}; "
          f"code {meta['code']}; {meta['seconds']:.0f} s"],
     ])
 
 
 def measure(sizes: Sizes, server: str, say: Progress) -> dict[str, Any]:
+    # The API reads it from its environment at start: its default (1 MiB) refuses a put
+    # of a 2,000-message add_messages channel (the whole list is the channel's blob).
+    os.environ["THREADFOLD_MAX_BODY_BYTES"] = str(BODY_LIMIT)
     with services.log_dir() as logs, running([1], 2, logs) as stack, \
             database(server, "threadfold_checkpoint") as dsn:
         depth, failed = depth_part(sizes, stack, dsn, say)
@@ -369,7 +376,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     begun = cli.Begun(args, mode, sizes, started, load_average(), code_measured())
     data = measure(sizes, args.postgres, cli.progress(started))
-    data["meta"] = {**begun.facts(), "sizes": asdict(sizes), "snapshot_frequency": NEVER}
+    data["meta"] = {**begun.facts(), "sizes": asdict(sizes), "snapshot_frequency": NEVER,
+                    "api_max_body_bytes": BODY_LIMIT}
     failed = [Failure(f["name"], f["detail"]) for f in data["failures"]]
     return cli.finish(cli.out_path("checkpoint", args), data, render(data), failed)
 
