@@ -12,10 +12,13 @@ writes ``bench/results/checkpoint.json``.
    of the thread, then ``get_delta_channel_history(config=<its config>,
    channels=["messages"])``, read by PostgresSaver (its own override), ThreadfoldSaver
    (the folded read) and the default walk (``BaseCheckpointSaver``'s method on the
-   threadfold saver). The contenders' reads alternate, wall time is their median, CPU
-   the client's and the servers' over them; round trips and bytes come from a counted
-   read of their own (:mod:`bench.checkpoint.sides`). Every contender's messages, the
-   history replayed as the channel does, must equal the graph's.
+   threadfold saver). The contenders' reads alternate; wall time and CPU (the
+   client's, the servers') are medians of them; round trips and bytes come from a
+   counted read of their own (:mod:`bench.checkpoint.sides`). The heap this process
+   built before is frozen (``gc.freeze``) for a timed pass: left in, a read's
+   collections scanned it, and the figures were the benchmark's heap's. Every
+   contender's messages, the history replayed as the channel does, must equal the
+   graph's.
 2. An agent loop: model -> tool -> model (:func:`bench.checkpoint.sides.agent_graph`),
    turns on a thread prefilled to each length, over ``add_messages`` and a
    DeltaChannel, in rounds alternating the savers' order; graph steps (node runs) per
@@ -29,12 +32,14 @@ drops (``threadfold_checkpoint``); threadfold runs on :func:`bench.common.stack.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import random
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Final
 
@@ -55,7 +60,7 @@ from bench.checkpoint.sides import (
     threadfold_side,
 )
 from bench.common import cli, services
-from bench.common.checks import first_difference, lc_dump
+from bench.common.checks import Check, first_difference, lc_dump
 from bench.common.inputs import thread as prefill_dicts
 from bench.common.machine import code_measured, load_average
 from bench.common.stack import Stack, running
@@ -81,12 +86,6 @@ QUICK: Final = Sizes((10, 300), 5, (100, 400), 2, 1)
 BODY_LIMIT: Final = 16 * 1_048_576
 #: A contender whose read takes longer than this is read fewer times.
 SLOW_READ: Final = 1.0
-
-
-@dataclass(frozen=True)
-class Failure:
-    name: str
-    detail: str
 
 
 # -- 1. a read at depth ------------------------------------------------------------------
@@ -128,6 +127,19 @@ def _timed(side: Side, thread: str) -> tuple[float, float, float]:
     return wall, client, side.meter.cpu() - server
 
 
+@contextmanager
+def _own_garbage() -> Iterator[None]:
+    """What this process built before (graphs of 10,000 steps, other savers' threads)
+    out of the collector's way: the timed calls' collections scan what they allocate,
+    as in a process serving a graph, not this benchmark's heap."""
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 def _build(side: Side, depth: int, thread: str) -> float:
     graph = depth_graph(side.saver, depth)
     started = time.perf_counter()
@@ -150,18 +162,19 @@ def _checked(side: Side, depth: int, thread: str, reads: int) -> dict[str, Any]:
 
 
 def _depth(depth: int, sides: Sequence[Side], stack: Stack, reads: int,
-           say: Progress) -> tuple[list[dict[str, Any]], list[Failure]]:
+           say: Progress) -> tuple[list[dict[str, Any]], list[Check]]:
     thread = f"depth-{depth}"
     built = {id(s.saver): _build(s, depth, thread) for s in sides if not s.walk}
     stack.wait_drained(600)
     rows = [{**_checked(s, depth, thread, reads), "build_s": built[id(s.saver)]} for s in sides]
-    failures = [Failure(f"{r['saver']} at depth {depth}", r["detail"]) for r in rows
+    failures = [Check(f"{r['saver']} at depth {depth}", False, r["detail"]) for r in rows
                 if not r["matches"]]
     samples: dict[str, list[tuple[float, float, float]]] = {s.name: [] for s in sides}
-    for i in range(max(r["reads"] for r in rows)):
-        for side, row in _rotated(list(zip(sides, rows, strict=True)), i):
-            if i < row["reads"]:
-                samples[side.name].append(_timed(side, thread))
+    with _own_garbage():
+        for i in range(max(r["reads"] for r in rows)):
+            for side, row in _rotated(list(zip(sides, rows, strict=True)), i):
+                if i < row["reads"]:
+                    samples[side.name].append(_timed(side, thread))
     for row in rows:
         walls, clients, servers = zip(*samples[row["saver"]], strict=True)
         row.update(wall_ms=1e3 * statistics.median(walls),
@@ -178,7 +191,7 @@ def _rotated(items: list[Any], i: int) -> list[Any]:
 
 
 def depth_part(sizes: Sizes, stack: Stack, dsn: str,
-               say: Progress) -> tuple[list[dict[str, Any]], list[Failure]]:
+               say: Progress) -> tuple[list[dict[str, Any]], list[Check]]:
     folded = threadfold_side("threadfold", stack)
     sides = [postgres_side(dsn), folded, replace(folded, name=f"{folded.name}-walk", walk=True)]
     rows, failures = [], []
@@ -203,11 +216,12 @@ def _turns(side: Side, stack: Stack, prefill: list[Any], *, delta: bool,
     config = {"configurable": {"thread_id": thread}}
     graph.update_state(config, {"messages": prefill}, as_node="model")
     stack.wait_drained(600)
-    server, client, wall = side.meter.cpu(), time.process_time(), time.perf_counter()
-    for t in range(turns):
-        graph.invoke({"messages": [HumanMessage(content=f"question {t}", id=f"human-{t}")]},
-                     config)
-    wall, client = time.perf_counter() - wall, time.process_time() - client
+    with _own_garbage():
+        server, client, wall = side.meter.cpu(), time.process_time(), time.perf_counter()
+        for t in range(turns):
+            graph.invoke({"messages": [HumanMessage(content=f"question {t}", id=f"human-{t}")]},
+                         config)
+        wall, client = time.perf_counter() - wall, time.process_time() - client
     stack.wait_drained(600)  # threadfold's workers' folding counted in
     steps = turns * (2 * CALLS + 1)
     server = side.meter.cpu() - server
@@ -218,7 +232,7 @@ def _turns(side: Side, stack: Stack, prefill: list[Any], *, delta: bool,
 
 
 def _agent_round(r: int, length: int, sides: Sequence[Side], stack: Stack, *,
-                 delta: bool, turns: int) -> tuple[dict[str, dict[str, float]], list[Failure]]:
+                 delta: bool, turns: int) -> tuple[dict[str, dict[str, float]], list[Check]]:
     prefill = convert_to_messages(prefill_dicts(length, random.Random(length)))
     order = list(sides) if r % 2 == 0 else list(reversed(sides))
     out, states = {}, {}
@@ -229,15 +243,15 @@ def _agent_round(r: int, length: int, sides: Sequence[Side], stack: Stack, *,
     failures = []
     reference = states[sides[0].name]
     if len(reference) != length + turns * (2 * CALLS + 2):
-        failures.append(Failure(f"{sides[0].name} agent {length}", f"{len(reference)} messages"))
+        failures.append(Check(f"agent {length}", False, f"{len(reference)} messages"))
     for name, state in states.items():
         if detail := first_difference(state, reference):
-            failures.append(Failure(f"{name} agent {length} delta={delta} round {r}", detail))
+            failures.append(Check(f"{name} agent {length} delta={delta} round {r}", False, detail))
     return out, failures
 
 
 def agent_part(sizes: Sizes, stack: Stack, dsn: str,
-               say: Progress) -> tuple[list[dict[str, Any]], list[Failure]]:
+               say: Progress) -> tuple[list[dict[str, Any]], list[Check]]:
     sides = [postgres_side(dsn), threadfold_side("threadfold", stack),
              threadfold_side("threadfold-http", stack, http=True)]
     rows, failures = [], []
@@ -378,7 +392,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     data = measure(sizes, args.postgres, cli.progress(started))
     data["meta"] = {**begun.facts(), "sizes": asdict(sizes), "snapshot_frequency": NEVER,
                     "api_max_body_bytes": BODY_LIMIT}
-    failed = [Failure(f["name"], f["detail"]) for f in data["failures"]]
+    failed = [Check(**f) for f in data["failures"]]
     return cli.finish(cli.out_path("checkpoint", args), data, render(data), failed)
 
 
