@@ -188,10 +188,3 @@ def scripted(driver: Driver, plan: Plan, thread_id: str) -> Outcome:
     run_script(driver, plan, thread_id)
     return outcome(driver, thread_id)
 
-
-def assert_same(got: Outcome, expected: Outcome) -> None:
-    """Snapshot by snapshot, so a failure names the first one that differs."""
-    assert got.latest == expected.latest, "get_state differs"
-    assert len(got.history) == len(expected.history), "histories of different lengths"
-    for back, (mine, theirs) in enumerate(zip(got.history, expected.history, strict=True)):
-        assert mine == theirs, f"the history differs {back} checkpoint(s) back"

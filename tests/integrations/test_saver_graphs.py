@@ -21,26 +21,42 @@ the thread holding the final messages.
 from __future__ import annotations
 
 import asyncio
+import signal
+import sys
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import StateSnapshot
 
 from tests.client.conftest import Stack
 from tests.client.kinds import TOKEN, new_thread
-from tests.integrations.saver_graphs import STAGES, Plan
+from tests.infra.processes import ManagedProcess, wait_until
+from tests.integrations.saver_crash import crash_plan
+from tests.integrations.saver_graphs import STAGES, Nodes, Plan
 from tests.integrations.saver_script import (
     REAL,
     AsyncDriver,
     Outcome,
     SyncDriver,
-    assert_same,
     compiled,
+    config_of,
+    outcome,
     saver_under_test,
     scripted,
 )
-from threadfold import AsyncClient, AsyncHttpClient, Client, ClientProtocol, HttpClient
+from tests.workers.harness import ROOT
+from threadfold import (
+    AsyncClient,
+    AsyncHttpClient,
+    Client,
+    ClientProtocol,
+    HttpClient,
+    NotFound,
+)
+from threadfold.workers.ops.processes import settings_env
 
 WAIT = 20.0
 SYNC = ["Client", "HttpClient"]
@@ -64,7 +80,10 @@ async def async_client(kind: str, stack: Stack) -> AsyncClient | AsyncHttpClient
 def live_messages(client: ClientProtocol, thread_id: str) -> list[dict[str, Any]]:
     """The thread once everything appended to it so far is folded (the saver's appends
     are folded by the worker, after they are acknowledged)."""
-    enqueued = client.status(thread_id).last_enqueued
+    try:
+        enqueued = client.status(thread_id).last_enqueued
+    except NotFound:  # never written: holds no messages
+        return []
     state = client.state(thread_id, min_version=enqueued, wait=WAIT)
     assert not state.has_more
     return state.messages
@@ -73,10 +92,21 @@ def live_messages(client: ClientProtocol, thread_id: str) -> list[dict[str, Any]
 async def alive_messages(
     client: AsyncClient | AsyncHttpClient, thread_id: str
 ) -> list[dict[str, Any]]:
-    enqueued = (await client.status(thread_id)).last_enqueued
+    try:
+        enqueued = (await client.status(thread_id)).last_enqueued
+    except NotFound:
+        return []
     state = await client.state(thread_id, min_version=enqueued, wait=WAIT)
     assert not state.has_more
     return state.messages
+
+
+def assert_same(got: Outcome, expected: Outcome) -> None:
+    """Snapshot by snapshot, so a failure names the first one that differs."""
+    assert got.latest == expected.latest, "get_state differs"
+    assert len(got.history) == len(expected.history), "histories of different lengths"
+    for back, (mine, theirs) in enumerate(zip(got.history, expected.history, strict=True)):
+        assert mine == theirs, f"the history differs {back} checkpoint(s) back"
 
 
 def test_the_seeds_draw_every_feature() -> None:
@@ -92,6 +122,26 @@ def test_the_seeds_draw_every_feature() -> None:
     assert any(p.turns == 2 for p in plans)
     assert any("fanout" in p.stages and p.sends > 1 for p in plans)
 
+
+
+class ReplaysStepsBackwards(InMemorySaver):
+    """A saver that gives a superstep's stored writes back in the reverse of LangGraph's
+    order (as one that kept no task paths, or sorted by the wrong key, would)."""
+
+    def _ordered_writes(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str
+    ) -> list[tuple[str, str, tuple[str, bytes], str]]:
+        return super()._ordered_writes(thread_id, checkpoint_ns, checkpoint_id)[::-1]
+
+
+def test_the_comparison_tells_a_saver_that_replays_a_step_out_of_order() -> None:
+    """The harness is sharp: a DeltaChannel graph with a fan-out step, whose messages are
+    rebuilt from the step's writes, reads differently through such a saver."""
+    plan = next(p for p in map(Plan.draw, SEEDS) if p.delta and "fanout" in p.stages)
+    expected = scripted(SyncDriver(compiled(plan, InMemorySaver())), plan, "t")
+    got = scripted(SyncDriver(compiled(plan, ReplaysStepsBackwards())), plan, "t")
+    with pytest.raises(AssertionError, match="differs"):
+        assert_same(got, expected)
 
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("kind", SYNC)
@@ -123,3 +173,59 @@ def test_a_graph_over_an_asyncio_client_reads_as_over_the_in_memory_saver(
             assert runner.run(alive_messages(client, thread)) == got.messages
     finally:
         runner.run(client.close())
+
+
+
+FANNED = ("worker", "side")
+
+
+def killed_in_the_fan_out(
+    stack: Stack, thread_id: str, tmp_path: Path, messages: str, durability: str
+) -> None:
+    """The crash plan run in a child process, SIGKILLed once its ``side`` node blocks
+    (the other tasks of that step may or may not have finished by then)."""
+    marker, log = tmp_path / "blocked", tmp_path / "child.log"
+    argv = [sys.executable, "-m", "tests.integrations.saver_crash", thread_id, str(marker)]
+    env = {**settings_env(stack.settings), "PYTHONPATH": str(ROOT)}
+    child = ManagedProcess([*argv, messages, durability], env=env, log_path=log, cwd=ROOT)
+    try:
+        wait_until(lambda: marker.exists() or not child.alive, 120, message="child stuck")
+        assert marker.exists(), f"the child ended before blocking: {log.read_text()}"
+    finally:
+        assert child.kill() == -signal.SIGKILL, log.read_text()
+
+
+def reruns(before: StateSnapshot, reference: Counter[str]) -> dict[str, int]:
+    """How many times the fan-out's nodes must run on resuming from ``before``: as in a
+    whole run if it is before the fan-out step; else its tasks that saved no writes."""
+    if not any(task.name == "side" for task in before.tasks):
+        return {name: reference[name] for name in FANNED}
+    return {n: sum(t.name == n and t.result is None for t in before.tasks) for n in FANNED}
+
+
+@pytest.mark.parametrize("durability", ["sync", "async"])
+@pytest.mark.parametrize("messages", ["add", "delta"])
+def test_a_run_killed_in_a_step_resumes_to_the_end_of_an_uninterrupted_one(
+    messages: str, durability: str, stack: Stack, tmp_path: Path
+) -> None:
+    if not REAL:
+        pytest.skip("the placeholder saver keeps nothing across processes")
+    plan, thread = crash_plan(messages == "delta"), new_thread()
+    reference = Nodes(plan)
+    expected = scripted(SyncDriver(compiled(plan, InMemorySaver(), reference)), plan, thread)
+    killed_in_the_fan_out(stack, thread, tmp_path, messages, durability)
+    with Client(settings=stack.settings) as client:
+        nodes = Nodes(plan)
+        driver = SyncDriver(compiled(plan, saver_under_test(client), nodes))
+        config = config_of(thread)
+        before = driver.state(config)
+        if durability == "sync":  # the step's checkpoint was saved before its tasks ran
+            assert "side" in before.next and before.tasks
+        must_run = reruns(before, reference.calls)
+        driver.invoke(None, config)
+        got = outcome(driver, thread)
+        assert_same(got, expected)
+        ids = [message["id"] for message in got.messages]
+        assert len(ids) == len(set(ids)) == len(expected.messages)
+        assert {name: nodes.calls[name] for name in FANNED} == must_run
+        assert live_messages(client, thread) == got.messages
