@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -21,6 +21,8 @@ from langgraph.types import Command, PregelTask, StateSnapshot
 from tests.integrations.saver_graphs import Nodes, Plan, build
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
+#: Called after each step of a script (the live thread's check).
+Check = Callable[[], None]
 
 #: Whether ``saver_under_test`` is threadfold's saver (the live thread is checked only
 #: then: the placeholder keeps no thread).
@@ -96,30 +98,37 @@ async def listed(snapshots: AsyncIterator[StateSnapshot]) -> list[StateSnapshot]
     return [snapshot async for snapshot in snapshots]
 
 
-def resume_all(driver: Driver, config: RunnableConfig, answers: Iterator[int]) -> None:
+def resume_all(
+    driver: Driver, config: RunnableConfig, answers: Iterator[int], check: Check
+) -> None:
     """Resume the thread while it stops at an interrupt, each time with a new answer."""
     for _ in range(10):  # a graph has one review stage, run at most once a turn
         if not driver.state(config).interrupts:
             return
         driver.invoke(Command(resume=f"ok-{next(answers)}"), config)
+        check()
     raise AssertionError("still interrupted after 10 resumes")
 
 
-def run_script(driver: Driver, plan: Plan, thread_id: str) -> None:
+def run_script(driver: Driver, plan: Plan, thread_id: str, check: Check = lambda: None) -> None:
     """The plan's turns (each resumed to its end), then maybe a fork: the state updated
-    at an older checkpoint of the history, and the graph run on from there."""
+    at an older checkpoint of the history, and the graph run on from there. ``check``
+    is called after each run and update."""
     config, answers = config_of(thread_id), itertools.count()
     for turn in range(plan.turns):
         driver.invoke(turn_input(turn), config)
-        resume_all(driver, config, answers)
+        check()
+        resume_all(driver, config, answers, check)
     if plan.fork_back is None:
         return
     history = driver.history(config)
     older = history[min(plan.fork_back, len(history) - 1)]
     values = {"messages": [HumanMessage("fork", id="fork")], "log": ["fork"]}
     forked = driver.update(older.config, values, plan.fork_as)
+    check()
     driver.invoke(None, forked)
-    resume_all(driver, config, answers)
+    check()
+    resume_all(driver, config, answers, check)
 
 
 def plain(value: Any) -> Any:
@@ -155,6 +164,13 @@ def shape(snapshot: StateSnapshot) -> dict[str, Any]:
     }
 
 
+def latest_messages(driver: Driver, thread_id: str) -> list[dict[str, Any]]:
+    """The messages channel at the thread's latest checkpoint, dumped."""
+    values = driver.state(config_of(thread_id)).values
+    messages: list[dict[str, Any]] = plain(values.get("messages", []))
+    return messages
+
+
 def checkpoint_id(config: RunnableConfig | None) -> str | None:
     return None if config is None else config["configurable"]["checkpoint_id"]
 
@@ -184,7 +200,9 @@ def outcome(driver: Driver, thread_id: str) -> Outcome:
     return Outcome(latest, history, latest["values"].get("messages", []))
 
 
-def scripted(driver: Driver, plan: Plan, thread_id: str) -> Outcome:
-    run_script(driver, plan, thread_id)
+def scripted(
+    driver: Driver, plan: Plan, thread_id: str, check: Check = lambda: None
+) -> Outcome:
+    run_script(driver, plan, thread_id, check)
     return outcome(driver, thread_id)
 

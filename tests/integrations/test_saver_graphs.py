@@ -9,9 +9,9 @@ superstep with fan-out edges and ``Send``, tool-call loops, edits and removals b
 beside them) run one script through each saver: ``get_state`` and
 ``get_state_history`` read the same (values, next, step and source, tasks and their
 interrupts, parent links), with each of the four clients, through the sync methods
-(Client, HttpClient) or the asyncio ones (AsyncClient, AsyncHttpClient). Each run ends
-with the thread named by the graph's thread_id holding the messages of the graph's
-latest checkpoint (after a fork, the fork's).
+(Client, HttpClient) or the asyncio ones (AsyncClient, AsyncHttpClient). After each run
+and each update, the thread named by the graph's thread_id holds the messages of the
+graph's latest checkpoint (after a fork, the fork's).
 
 A process running a graph over the saver is SIGKILLed in the middle of a step; the run
 resumed in another process ends as an uninterrupted one does: every write once, and
@@ -43,6 +43,7 @@ from tests.integrations.saver_script import (
     SyncDriver,
     compiled,
     config_of,
+    latest_messages,
     outcome,
     saver_under_test,
     scripted,
@@ -151,10 +152,13 @@ def test_a_graph_over_a_sync_client_reads_as_over_the_in_memory_saver(
     plan, thread = Plan.draw(seed), new_thread()
     expected = scripted(SyncDriver(compiled(plan, InMemorySaver())), plan, thread)
     with sync_client(kind, stack) as client:
-        got = scripted(SyncDriver(compiled(plan, saver_under_test(client))), plan, thread)
-        assert_same(got, expected)
-        if REAL:
-            assert live_messages(client, thread) == got.messages
+        driver = SyncDriver(compiled(plan, saver_under_test(client)))
+
+        def check() -> None:  # after each run or update: the thread is the latest's
+            if REAL:
+                assert live_messages(client, thread) == latest_messages(driver, thread)
+
+        assert_same(scripted(driver, plan, thread, check), expected)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -167,14 +171,15 @@ def test_a_graph_over_an_asyncio_client_reads_as_over_the_in_memory_saver(
     client = runner.run(async_client(kind, stack))
     try:
         driver = AsyncDriver(compiled(plan, saver_under_test(client)), runner)
-        got: Outcome = scripted(driver, plan, thread)
-        assert_same(got, expected)
-        if REAL:
-            assert runner.run(alive_messages(client, thread)) == got.messages
+
+        def check() -> None:
+            if REAL:
+                live = runner.run(alive_messages(client, thread))
+                assert live == latest_messages(driver, thread)
+
+        assert_same(scripted(driver, plan, thread, check), expected)
     finally:
         runner.run(client.close())
-
-
 
 FANNED = ("worker", "side")
 
