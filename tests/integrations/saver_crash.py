@@ -35,6 +35,7 @@ def crash_plan(delta: bool) -> Plan:
         turns=1,
         fork_back=None,
         fork_as="agent",
+        fork_edits=False,
     )
 
 

@@ -83,6 +83,8 @@ class Plan:
     #: the update is made as ("agent": on to the stages; "tools": the agent again).
     fork_back: int | None
     fork_as: str
+    #: Whether the fork's update also removes the first message and rewrites the last.
+    fork_edits: bool
 
     @classmethod
     def draw(cls, seed: int) -> Plan:
@@ -102,6 +104,7 @@ class Plan:
             turns=rng.randint(1, 2),
             fork_back=rng.randint(1, 12) if rng.random() < 0.7 else None,
             fork_as=rng.choice(["agent", "tools"]),
+            fork_edits=rng.random() < 0.5,
         )
 
 

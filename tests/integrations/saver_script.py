@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
@@ -110,6 +110,18 @@ def resume_all(
     raise AssertionError("still interrupted after 10 resumes")
 
 
+def fork_update(plan: Plan, older: StateSnapshot) -> dict[str, Any]:
+    """The values a fork writes at ``older``: a message, and maybe an edit and a removal
+    of the messages there."""
+    writes: list[Any] = [HumanMessage("fork", id="fork")]
+    there = older.values.get("messages", [])
+    if plan.fork_edits and len(there) >= 2:
+        first, last = there[0], there[-1]
+        writes = [RemoveMessage(id=str(first.id)), last.model_copy(update={"content": "forked"})]
+        writes.append(HumanMessage("fork", id="fork"))
+    return {"messages": writes, "log": ["fork"]}
+
+
 def run_script(driver: Driver, plan: Plan, thread_id: str, check: Check = lambda: None) -> None:
     """The plan's turns (each resumed to its end), then maybe a fork: the state updated
     at an older checkpoint of the history, and the graph run on from there. ``check``
@@ -123,8 +135,7 @@ def run_script(driver: Driver, plan: Plan, thread_id: str, check: Check = lambda
         return
     history = driver.history(config)
     older = history[min(plan.fork_back, len(history) - 1)]
-    values = {"messages": [HumanMessage("fork", id="fork")], "log": ["fork"]}
-    forked = driver.update(older.config, values, plan.fork_as)
+    forked = driver.update(older.config, fork_update(plan, older), plan.fork_as)
     check()
     driver.invoke(None, forked)
     check()

@@ -62,7 +62,7 @@ from threadfold.workers.ops.processes import settings_env
 WAIT = 20.0
 SYNC = ["Client", "HttpClient"]
 ASYNC = ["AsyncClient", "AsyncHttpClient"]
-SEEDS = list(range(8))
+SEEDS = list(range(12))
 
 
 def sync_client(kind: str, stack: Stack) -> ClientProtocol:
@@ -116,7 +116,7 @@ def test_the_seeds_draw_every_feature() -> None:
     for delta in (False, True):
         drawn = [p for p in plans if p.delta == delta]
         assert {s for p in drawn for s in p.stages} == set(STAGES), delta
-        assert any(p.fork_back is not None for p in drawn), delta
+        assert {p.fork_edits for p in drawn if p.fork_back is not None} == {False, True}, delta
         assert any(p.tool_rounds == 2 and p.tool_calls == 2 for p in drawn), delta
     features = Counter(p.fork_as for p in plans if p.fork_back is not None)
     assert set(features) == {"agent", "tools"}
