@@ -182,7 +182,10 @@ def _parameter(param: routes.Param) -> dict[str, Any]:
     """A path or query parameter of an operation, from its field: the schema of its
     type (null aside: a query string has none) and its Meta's constraints, described."""
     if param.where == "path":
-        return _THREAD_ID
+        if param.name == "thread_id":
+            return _THREAD_ID
+        return {"name": param.name, "in": "path", "required": True,
+                "schema": {"type": "string", "minLength": 1}}
     schema = _param_schema(param)
     text = schema.pop("description", "")
     found = {"name": param.name, "in": "query", "required": param.required, "schema": schema}

@@ -116,6 +116,48 @@ class ThreadKeys:
         absent while the thread has none."""
         return f"{self.tag}:{self.ref}:md"
 
+    # -- a LangGraph checkpointer's (threadfold.langgraph.ThreadfoldSaver): its
+    # checkpoints live with the thread, so a delete, a prune or the TTL removes them
+    # with it. A checkpoint's field is ``<checkpoint_ns>\n<checkpoint_id>``.
+
+    @property
+    def checkpoints(self) -> str:
+        """HASH: checkpoint field -> its record
+        (:mod:`threadfold.workers.storage.checkpoint_put`)."""
+        return f"{self.tag}:{self.ref}:cp"
+
+    @property
+    def checkpoint_order(self) -> str:
+        """ZSET, every score 0: the checkpoint fields, so one lexicographic range lists a
+        namespace's checkpoints by id (LangGraph's ids sort by time)."""
+        return f"{self.tag}:{self.ref}:cpo"
+
+    @property
+    def checkpoint_versions(self) -> str:
+        """HASH: checkpoint field -> the thread's version at which the thread's messages
+        are that checkpoint's (absent when unknown)."""
+        return f"{self.tag}:{self.ref}:cpv"
+
+    @property
+    def checkpoint_blobs(self) -> str:
+        """HASH: ``<ns>\n<channel>\n<version>`` -> a channel value (type, bytes)."""
+        return f"{self.tag}:{self.ref}:cpb"
+
+    @property
+    def checkpoint_writes(self) -> str:
+        """HASH: ``<field>\n<task_id>\n<idx>`` -> a pending write."""
+        return f"{self.tag}:{self.ref}:cpw"
+
+    @property
+    def checkpoint_write_order(self) -> str:
+        """ZSET, every score 0: the pending writes' fields, a checkpoint's in one range."""
+        return f"{self.tag}:{self.ref}:cpwo"
+
+    @property
+    def checkpoint_runs(self) -> str:
+        """HASH: checkpoint field -> the ``run_id`` of its metadata (when it has one)."""
+        return f"{self.tag}:{self.ref}:cpr"
+
     @property
     def tenant(self) -> str:
         return self.ref.partition("/")[0]
@@ -132,6 +174,12 @@ class ThreadKeys:
         metadata key and value a thread holds (:func:`threadfold.core.metadata.term`), so
         one lexicographic range lists a term's threads."""
         return f"{self.tag}:mdx:{self.tenant}"
+
+    @property
+    def run_index(self) -> str:
+        """ZSET of the bucket, one per tenant, every score 0: ``<run_id>\n<ref>`` for each
+        run a thread's checkpoints name (LangGraph's ``delete_for_runs``)."""
+        return f"{self.tag}:cpruns:{self.tenant}"
 
     @property
     def expiry(self) -> str:

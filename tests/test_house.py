@@ -35,6 +35,10 @@ MAX_FUNCTION = 40
 # The first three are in the storage move's files (issue 15 items 1-3), which the change
 # that set the limits did not edit: their owner may shorten them and drop the entry.
 EXCEPTIONS: dict[str, str] = {
+    "threadfold/checkpointer.py": (
+        "LangGraph's BaseCheckpointSaver, one class: its interface has every method twice "
+        "(sync and asyncio), each a few lines around the shared value-building helpers"
+    ),
     "workers/redisio/client.py": (
         "every exchange with Redis, sync and asyncio, one server or a cluster's primaries: "
         "they share the packing, the reply reading and the NOSCRIPT and redirection "

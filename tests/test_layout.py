@@ -92,7 +92,7 @@ def test_core_does_no_io() -> None:
 
 #: The only modules of ours that import LangChain or LangGraph: the integrations, which
 #: the `langchain` extra serves (threadfold.langchain, threadfold.langgraph).
-INTEGRATIONS = frozenset({"langchain.py", "langgraph.py"})
+INTEGRATIONS = frozenset({"langchain.py", "langgraph.py", "checkpointer.py"})
 
 
 def test_the_reference_implementation_is_a_test_only_dependency() -> None:

@@ -24,6 +24,7 @@ ROOT: Final = Path(__file__).resolve().parent.parent
 SOURCES: Final[dict[str, dict[str, str]]] = {
     "workers/threads/_async": {
         "AsyncService": "Service",
+        "AsyncCheckpointOps": "CheckpointOps",
         "AsyncProducer": "Producer",
         "AsyncStore": "Store",
         "AsyncRedis": "SyncRedis",
@@ -75,7 +76,13 @@ def protocol_source() -> str:
     """``AsyncClientProtocol``: the front's public methods with their signatures and
     docstrings, as a Protocol (its sync twin is generated from it like every module)."""
     tree = ast.parse((ROOT / FRONT).read_text())
-    imports = [node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
+    imports: list[ast.stmt] = [
+        node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)
+    ]
+    # The type variables the signatures name (``R = TypeVar("R")``), after the imports.
+    typevars = [node for node in tree.body if isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Call)
+                and getattr(node.value.func, "id", None) == "TypeVar"]
     [front] = [node for node in tree.body if isinstance(node, ast.ClassDef)]
     methods: list[ast.stmt] = []
     for node in front.body:
@@ -97,6 +104,7 @@ def protocol_source() -> str:
             ast.ImportFrom("__future__", [ast.alias("annotations")], 0),
             *[i for i in imports if not (isinstance(i, ast.ImportFrom) and i.module == _FUTURE)],
             ast.ImportFrom("typing", [ast.alias("Protocol")], 0),
+            *typevars,
             protocol,
         ],
         type_ignores=[],

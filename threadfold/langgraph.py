@@ -38,13 +38,14 @@ with needs("threadfold.langgraph", "langchain_core", "langgraph"):
     from langgraph.pregel.protocol import PregelProtocol
     from langgraph.types import Overwrite, StreamMode
 
+from threadfold.checkpointer import ThreadfoldSaver
 from threadfold.conversation import Client, Conversation, OnThread
 from threadfold.core.ids import MAX_DELTA_ID
 from threadfold.core.messages import REMOVE_ALL_MESSAGES
 from threadfold.langchain import to_langchain
 from threadfold.types import Appended
 
-__all__ = ["MAX_DELTA_ID", "ThreadfoldMessages", "delta_id"]
+__all__ = ["MAX_DELTA_ID", "ThreadfoldMessages", "ThreadfoldSaver", "delta_id"]
 
 Graph = PregelProtocol[Any, Any, Any, Any]
 

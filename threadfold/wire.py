@@ -95,8 +95,11 @@ def exchange(op: ops.Op[T]) -> Exchange[T]:
     route = op.route
     assert route is not None
     path = route.path
-    if "{thread_id}" in path:  # checked here: an id that is not one never reaches a URL
-        path = path.replace("{thread_id}", quote(query.thread_id(op.thread_id), safe=""))  # type: ignore[attr-defined]
+    for name in route.path_fields:
+        value = getattr(op, name)
+        if name == "thread_id":  # checked here: an id that is not one never reaches a URL
+            value = query.thread_id(value)
+        path = path.replace(f"{{{name}}}", quote(str(value), safe=""))
     read = _reader(op, own)
     if route.body is not None:
         return Exchange(route.method, path, read, body=_body(op), gone_is_done=False)

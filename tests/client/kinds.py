@@ -7,7 +7,7 @@ import asyncio
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from threadfold import (
     Appended,
@@ -25,6 +25,9 @@ from threadfold import (
 )
 from threadfold.types import UNSET, Context, Copied, Pruned, Searched, ThreadList, Unset
 from threadfold.workers.settings import Settings
+from threadfold.workers.threads.checkpoint_ops import CheckpointOp
+
+R = TypeVar("R")
 
 KINDS = ["Client", "AsyncClient", "HttpClient", "AsyncHttpClient"]
 DIRECT = ["Client", "AsyncClient"]
@@ -183,6 +186,9 @@ class Synced:
                     return
         finally:
             self.runner.run(_closed(events))
+
+    def checkpoint(self, op: CheckpointOp[R]) -> R:
+        return self.runner.run(self.inner.checkpoint(op))
 
     def close(self) -> None:
         self.runner.run(self.inner.close())

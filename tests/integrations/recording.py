@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from threadfold import (
     Appended,
@@ -26,6 +26,7 @@ from threadfold import (
 from threadfold.core import dump_messages
 from threadfold.testing import Ledger
 from threadfold.types import UNSET, Context, Copied, Pruned, Searched, ThreadList, Unset
+from threadfold.workers.threads.checkpoint_ops import CheckpointOp
 
 
 class Recorder:
@@ -55,6 +56,9 @@ class Recorder:
             last = self.sent.last_version(thread_id)
         assert last is not None, f"nothing appended to {thread_id}"
         return last
+
+
+R = TypeVar("R")
 
 
 class Recording:
@@ -174,6 +178,9 @@ class Recording:
         self, thread_id: str, *, after: str | None = None, format: Format = "langchain"
     ) -> Iterator[Event]:
         return self.inner.subscribe(thread_id, after=after, format=format)
+
+    def checkpoint(self, op: CheckpointOp[R]) -> R:
+        return self.inner.checkpoint(op)
 
     def close(self) -> None:
         self.inner.close()
@@ -314,6 +321,9 @@ class AsyncRecording:
         self, thread_id: str, *, after: str | None = None, format: Format = "langchain"
     ) -> AsyncIterator[Event]:
         return self.inner.subscribe(thread_id, after=after, format=format)
+
+    async def checkpoint(self, op: CheckpointOp[R]) -> R:
+        return await self.inner.checkpoint(op)
 
     async def close(self) -> None:
         await self.inner.close()

@@ -20,7 +20,7 @@ from threadfold.workers.storage import lua, meta
 from threadfold.workers.storage.scripts import MODULES
 
 ROOT = Path(__file__).resolve().parents[2]
-HELPERS = {"common", "state", "lifecycle", "apply"}
+HELPERS = {"common", "state", "lifecycle", "apply", "checkpoint"}
 
 
 def _name(module: ModuleType) -> str:

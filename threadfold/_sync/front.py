@@ -32,6 +32,7 @@ from threadfold.core.results import (
     ThreadList,
 )
 from threadfold.workers.feed.events import Event
+from threadfold.workers.threads import checkpoint_ops as cps
 from threadfold.workers.threads import operations as ops
 from threadfold.workers.threads.operations import UNSET, Unset
 
@@ -214,6 +215,12 @@ class Front:
         """Remove this tenant's threads whose id starts with ``prefix``, holding every
         ``metadata`` value, idle ``idle_seconds`` or more; never a pinned one."""
         op = ops.Prune(prefix=prefix, metadata=metadata, idle_seconds=idle_seconds, dry_run=dry_run)
+        return self._run(op)
+
+    def checkpoint(self, op: cps.CheckpointOp[R]) -> R:
+        """Run an operation of a LangGraph checkpointer (:mod:`threadfold.workers.threads.
+        checkpoint_ops`: put, writes, get, list, a checkpoint's messages, copy, prune,
+        delete_for_runs); ``threadfold.langgraph.ThreadfoldSaver`` builds them."""
         return self._run(op)
 
     def subscribe(

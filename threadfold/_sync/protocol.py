@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Protocol, Self
+from typing import Any, Protocol, Self, TypeVar
 
 from threadfold.args import DeltaLike
 from threadfold.core.context import Counter, Strategy
@@ -27,8 +27,11 @@ from threadfold.core.results import (
     ThreadList,
 )
 from threadfold.workers.feed.events import Event
+from threadfold.workers.threads import checkpoint_ops as cps
 from threadfold.workers.threads import operations as ops
 from threadfold.workers.threads.operations import UNSET, Unset
+
+R = TypeVar("R")
 
 
 class ClientProtocol(Protocol):
@@ -166,6 +169,12 @@ class ClientProtocol(Protocol):
     ) -> Pruned:
         """Remove this tenant's threads whose id starts with ``prefix``, holding every
         ``metadata`` value, idle ``idle_seconds`` or more; never a pinned one."""
+        ...
+
+    def checkpoint(self, op: cps.CheckpointOp[R]) -> R:
+        """Run an operation of a LangGraph checkpointer (:mod:`threadfold.workers.threads.
+        checkpoint_ops`: put, writes, get, list, a checkpoint's messages, copy, prune,
+        delete_for_runs); ``threadfold.langgraph.ThreadfoldSaver`` builds them."""
         ...
 
     def subscribe(

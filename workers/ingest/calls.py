@@ -115,11 +115,18 @@ def count_commits(metrics: Metrics, committed: Sequence[int]) -> None:
 
 
 def create_call(
-    settings: Settings, p: Prepared, metadata: Sequence[str | bytes], identity: str = ""
+    settings: Settings,
+    p: Prepared,
+    metadata: Sequence[str | bytes],
+    identity: str = "",
+    expect: str | None = None,
 ) -> Call:
     """One delta appended only if its thread does not exist (a copy's first); a thread
-    made by the copy of the same ``identity`` answers with the version it made."""
-    opts = ingest.options(metadata, only_new=True, identity=identity)
+    made by the copy of the same ``identity`` answers with the version it made. With
+    ``expect``, only if the thread's last append made that version instead."""
+    opts = ingest.options(
+        metadata, only_new=expect is None, identity=identity, expect=expect
+    )
     thread = (p.ref, [(p.delta_id, p.payload, p.mentioned, p.records)], opts)
     return ingest.call(
         settings.keyspace, [thread], settings.dedupe_ms, settings.wake_ttl_ms, here(settings)
@@ -129,7 +136,7 @@ def create_call(
 def created(delta: Delta, p: Prepared, raw: Any) -> tuple[Appended | None, list[str]]:
     """The created thread's delta (None when it existed), and the threads to wake."""
     [answer] = ingest.parse(raw, [1])
-    if answer.exists:
+    if answer.exists or answer.moved:
         return None, []
     done = Appended(delta.thread_id, answer.versions[0], len(p.ids), not answer.new[0], p.ids)
     return done, [p.ref] if answer.woke else []

@@ -183,18 +183,21 @@ class Producer:
         tenant: str = DEFAULT_TENANT,
         admit: Admit | None = None,
         identity: str = "",
+        expect: str | None = None,
     ) -> Appended | None:
         """Append ``delta`` as a new thread's first, born with ``metadata`` (key, value
         JSON pairs); None, and nothing written, when the thread exists, unless the copy
-        of the same ``identity`` made it (then the version it made). ``admit`` as
-        :meth:`enqueue_many`'s."""
+        of the same ``identity`` made it (then the version it made). With ``expect``:
+        appended only if the thread's last append made that version ('': only if it
+        does not exist), else None. ``admit`` as :meth:`enqueue_many`'s."""
         [p] = prepare_all(
             [delta], "", self.new_id, self.settings.max_json_depth,
             commits=self.settings.ingest_commits, tenant=tenant,
         )
         if admit is not None:
             admit()
-        [raw], short = self._run([bulk.create_call(self.settings, p, metadata, identity)])
+        call = bulk.create_call(self.settings, p, metadata, identity, expect)
+        [raw], short = self._run([call])
         created, woken = bulk.created(delta, p, raw)
         if woken:
             try:
@@ -356,6 +359,7 @@ class AsyncProducer:
         tenant: str = DEFAULT_TENANT,
         admit: Admit | None = None,
         identity: str = "",
+        expect: str | None = None,
     ) -> Appended | None:
         """:meth:`Producer.create` for asyncio callers (a call of its own, never shared)."""
         [p] = prepare_all(
@@ -364,7 +368,8 @@ class AsyncProducer:
         )
         if admit is not None:
             admit()
-        [raw], short = await self._run([bulk.create_call(self.settings, p, metadata, identity)])
+        call = bulk.create_call(self.settings, p, metadata, identity, expect)
+        [raw], short = await self._run([call])
         created, woken = bulk.created(delta, p, raw)
         if woken:
             try:

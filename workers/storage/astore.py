@@ -5,10 +5,11 @@ the thread service's (:func:`threadfold.workers.replay.replay.atravel`)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from threadfold.core.keys import Keyspace
 from threadfold.core.results import Status
-from threadfold.workers.redisio.client import AsyncRedis, arun
+from threadfold.workers.redisio.client import AsyncRedis, Call, arun, arun_many
 from threadfold.workers.redisio.durable import Wait, awrite
 from threadfold.workers.storage import (
     context,
@@ -95,6 +96,18 @@ class AsyncStore:
 
     async def touch(self, ref: str, ttl_ms: int) -> None:
         await arun(self.client, touch.call(self.keyspace.thread(ref), ttl_ms))
+
+    async def checkpoint_read(self, call: Call) -> Any:
+        """A LangGraph saver's read (a ``checkpoint_read`` call; its module parses it)."""
+        return await arun(self.client, call)
+
+    async def checkpoint_write(self, call: Call) -> Any:
+        """A LangGraph saver's write (put, writes, removal), durable as a delete is."""
+        return await awrite(self.client, call, self.wait)
+
+    async def checkpoint_fan_out(self, calls: Sequence[Call]) -> list[Any]:
+        """One call per bucket (``delete_for_runs``), in one pipelined round trip."""
+        return await arun_many(self.client, calls)
 
     async def ping(self) -> bool:
         return bool(await self.client.ping())

@@ -11,12 +11,14 @@
 --       mentions, 4 bytes each, in order; opts '' or lines only_new(0|1), key, value
 --       JSON, ...: the metadata a thread this call creates is born with, and 1 to
 --       append only if the thread does not exist, a copy's, followed by the copy's
---       identity (hex, or nothing); records: '' or, for a
+--       identity (hex, or nothing), or 2 and the version the thread's last append
+--       must have made (nothing: the thread must not exist); records: '' or, for a
 --       delta the call may commit (distinct ids, no chunk, no removal of everything),
 --       its messages' records but for their positions, in order (pages.unplaced, a
 --       removal's pages.unplaced_removal))
 -- -> per thread, in order: woke(0|1, 2: committed here, or -1: only_new and the thread
---    exists, nothing written; 0 with the version it made for a copy retried), then
+--    exists, nothing written; -2: the thread's last append is not the one expected,
+--    nothing written; 0 with the version it made for a copy retried), then
 --    {version, new(0|1)} per delta
 -- Every redis.call costs about a microsecond on top of its command: the common path
 -- (no delta_id, flag already set) makes four per thread plus one per delta.
@@ -180,6 +182,18 @@ local function ingest(k, ref, n, opts, a)
         end
         return
       end
+    end
+    -- Conditional: its first line is '2' and the version the thread's last append
+    -- must have made ('e'), else nothing is written (-2): a checkpoint's messages
+    -- appended as a change only onto the state they change (ThreadfoldSaver).
+    if string.sub(changes[1], 1, 1) == '2' and
+        (redis.call('HGET', meta, 'e') or '') ~= string.sub(changes[1], 2) then
+      out[#out + 1] = -2
+      for i = 1, n do
+        out[#out + 1] = ''
+        out[#out + 1] = 0
+      end
+      return
     end
     table.remove(changes, 1)
   end

@@ -85,15 +85,24 @@ IngestGroup = tuple[str, Sequence[tuple[str, bytes, bytes, bytes]], bytes]
 
 
 def options(
-    metadata: Sequence[str | bytes], *, only_new: bool = False, identity: str = ""
+    metadata: Sequence[str | bytes],
+    *,
+    only_new: bool = False,
+    identity: str = "",
+    expect: str | None = None,
 ) -> bytes:
     """A thread's opts: the metadata (:func:`threadfold.core.metadata.pairs`) it is
     created with, and whether to append only if it does not exist (a copy), with the
-    copy's ``identity`` (hex: its retry is answered with the thread it made). One line
-    each: no key and no value's JSON holds a newline (JSON escapes it in a string)."""
-    if not metadata and not only_new:
+    copy's ``identity`` (hex: its retry is answered with the thread it made), or only if
+    the thread's last append made the version ``expect`` ('' : the thread must not
+    exist). One line each: no key and no value's JSON holds a newline (JSON escapes it
+    in a string)."""
+    if not metadata and not only_new and expect is None:
         return b""
-    lines = [b"1" + identity.encode() if only_new else b"0"]
+    if expect is not None:
+        lines = [b"2" + expect.encode()]
+    else:
+        lines = [b"1" + identity.encode() if only_new else b"0"]
     lines += [x.encode() if isinstance(x, str) else x for x in metadata]
     return b"\n".join(lines)
 
@@ -110,6 +119,8 @@ class IngestAnswer:
     exists: bool = False
     #: The call committed the thread's appends itself: visible now, nothing to wake.
     committed: bool = False
+    #: An ``expect`` that the thread's last append did not meet: nothing was written.
+    moved: bool = False
 
 
 # Key names per thread, memoized: building eight f-strings per call was a visible share
@@ -168,6 +179,6 @@ def parse(raw: list[Any], counts: Sequence[int]) -> list[IngestAnswer]:
         versions = [text(v) for v in raw[at + 1 : end : 2]]
         new = [flag == 1 for flag in raw[at + 2 : end : 2]]
         woke = raw[at]
-        answers.append(IngestAnswer(versions, new, woke == 1, woke == -1, woke == 2))
+        answers.append(IngestAnswer(versions, new, woke == 1, woke == -1, woke == 2, woke == -2))
         at = end
     return answers

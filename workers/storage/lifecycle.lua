@@ -122,6 +122,18 @@ local function born(meta, ref, first, changes)
   end
 end
 
+-- A LangGraph saver's checkpoints of the thread, and the bucket's index of their runs.
+local function forget_checkpoints(tag, ref)
+  local index = KEY.run_index(tag, tenant_of(ref))
+  for _, run in ipairs(redis.call('HVALS', KEY.checkpoint_runs(tag, ref))) do
+    redis.call('ZREM', index, run .. '\n' .. ref)
+  end
+  redis.call('DEL', KEY.checkpoints(tag, ref), KEY.checkpoint_order(tag, ref),
+             KEY.checkpoint_versions(tag, ref), KEY.checkpoint_blobs(tag, ref),
+             KEY.checkpoint_writes(tag, ref), KEY.checkpoint_write_order(tag, ref),
+             KEY.checkpoint_runs(tag, ref))
+end
+
 -- Every key of the thread, and its place in every index of its bucket, gone in one
 -- step; its followers told why ('deleted:' .. reason, see feed_record.py). -> whether
 -- it existed. The bucket's sets (KEYS of the caller): dirty, quarantine, threads, expiry.
@@ -140,6 +152,7 @@ local function forget(tag, ref, reason, dirty, quarantine, threads, expiry)
   redis.call('DEL', KEY.log(tag, ref), KEY.meta(tag, ref), KEY.pages(tag, ref),
              KEY.index(tag, ref), KEY.sched(tag, ref), KEY.dedupe(tag, ref),
              KEY.dedupe_expiry(tag, ref), feed, md)
+  forget_checkpoints(tag, ref)
   redis.call('ZREM', dirty, ref)
   redis.call('ZREM', quarantine, ref)
   redis.call('ZREM', expiry, ref)

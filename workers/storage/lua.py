@@ -19,7 +19,7 @@ from threadfold.core.metadata import TERM_DIGITS
 from threadfold.workers.redisio.client import Script
 from threadfold.workers.storage.pages import BUCKET_ENTRIES, MAX_PAGE_RECORDS, PAGE_BYTES
 
-Helper = Literal["common", "state", "lifecycle", "apply"]
+Helper = Literal["common", "state", "lifecycle", "apply", "checkpoint"]
 
 #: The thread keys the lifecycle helper names by a thread's tag and ref (what removing
 #: a thread deletes, and its metadata), and its bucket's keys of a tenant.
@@ -33,8 +33,15 @@ THREAD_KINDS: Final = (
     "dedupe_expiry",
     "feed",
     "metadata",
+    "checkpoints",
+    "checkpoint_order",
+    "checkpoint_versions",
+    "checkpoint_blobs",
+    "checkpoint_writes",
+    "checkpoint_write_order",
+    "checkpoint_runs",
 )
-TENANT_KINDS: Final = ("active", "born", "terms")
+TENANT_KINDS: Final = ("active", "born", "terms", "run_index")
 
 #: The state helpers' sizes, from the page format's Python half.
 _CONSTANTS: Final = (

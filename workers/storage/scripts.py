@@ -9,6 +9,11 @@ from threadfold.workers.redisio.client import Script
 from threadfold.workers.storage import (
     backlog,
     candidates,
+    checkpoint_put,
+    checkpoint_read,
+    checkpoint_remove,
+    checkpoint_runs,
+    checkpoint_writes,
     commit,
     context,
     copy_source,
@@ -63,6 +68,11 @@ MODULES: Final = (
     search,
     count,
     prune,
+    checkpoint_put,
+    checkpoint_writes,
+    checkpoint_read,
+    checkpoint_remove,
+    checkpoint_runs,
 )
 
 ALL: Final[tuple[Script, ...]] = tuple(m.SCRIPT for m in MODULES)

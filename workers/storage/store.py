@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from typing import Any
 
 from threadfold.core.keys import Keyspace
 from threadfold.core.results import Status
-from threadfold.workers.redisio.client import SyncRedis, run, run_many, run_merged, text
+from threadfold.workers.redisio.client import Call, SyncRedis, run, run_many, run_merged, text
 from threadfold.workers.redisio.durable import Wait, write
 from threadfold.workers.storage import (
     backlog,
@@ -130,6 +131,20 @@ class Store:
 
     def delete(self, ref: str) -> bool:
         return delete.parse(write(self.client, delete.call(self.keyspace.thread(ref)), self.wait))
+
+    # -- a LangGraph saver's checkpoints ----------------------------------------------------
+
+    def checkpoint_read(self, call: Call) -> Any:
+        """A LangGraph saver's read (a ``checkpoint_read`` call; its module parses it)."""
+        return run(self.client, call)
+
+    def checkpoint_write(self, call: Call) -> Any:
+        """A LangGraph saver's write (put, writes, removal), durable as a delete is."""
+        return write(self.client, call, self.wait)
+
+    def checkpoint_fan_out(self, calls: Sequence[Call]) -> list[Any]:
+        """One call per bucket (``delete_for_runs``), in one pipelined round trip."""
+        return run_many(self.client, calls)
 
     # -- lifecycle -------------------------------------------------------------------------
 

@@ -23,15 +23,11 @@ client front (``threadfold/_async/front.py``) that builds it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import (
     Annotated,
     Any,
-    ClassVar,
     Final,
-    Generic,
     TypeVar,
 )
 
@@ -51,7 +47,8 @@ from threadfold.core.results import (
     ThreadCount,
     ThreadList,
 )
-from threadfold.workers.threads import lifecycle, query
+from threadfold.workers.threads import checkpoint_ops, lifecycle, query
+from threadfold.workers.threads.op import Op, Route
 
 R = TypeVar("R")
 
@@ -70,43 +67,6 @@ MessageLike = Any  # dict, [role, content] pair or string: validated by core, no
 VERSION_PATTERN: Final = "^[0-9]{1,20}-[0-9]{1,20}$"
 _TYPES: Final = "(" + "|".join(MESSAGE_TYPES) + ")"
 TYPES_PATTERN: Final = f"^{_TYPES}(,{_TYPES})*$"
-
-
-@dataclass(frozen=True, slots=True)
-class Route:
-    """How an operation travels over HTTP: its method and path (``{thread_id}`` is the
-    operation's field of that name), its success status, and the statuses it answers
-    with a meaning of its own (409 and 410 of time travel, ...), described. Every other
-    refusal of the error tree may answer any route. ``body`` names the request body's
-    schema (its fields are the operation's that are not in the path); without one, the
-    arguments are the query string's."""
-
-    method: str
-    path: str
-    status: int
-    summary: str
-    body: str | None = None
-    refusals: Mapping[int, str] = field(default_factory=dict)
-    #: What the answer's body is, when it is not the operation's result (a bulk's
-    #: ``{"results": [...]}``); None: no body (204).
-    answer: str | None = ""
-
-    @property
-    def path_fields(self) -> tuple[str, ...]:
-        return tuple(re.findall(r"\{(\w+)\}", self.path))
-
-
-class Op(msgspec.Struct, Generic[R], frozen=True, kw_only=True, omit_defaults=True):
-    """A thread operation's arguments, as its caller gave them (checked by the service,
-    with the refusal naming the argument)."""
-
-    #: The service's method that runs it, and the clients' that build it.
-    name: ClassVar[str]
-    #: How it travels over HTTP; None: it has no route of its own (``wait_for`` is a
-    #: state read over HTTP).
-    route: ClassVar[Route | None]
-    #: What it returns.
-    result: ClassVar[type[Any] | None]
 
 
 # -- appends -----------------------------------------------------------------------------
@@ -546,6 +506,7 @@ OPERATIONS: Final[tuple[type[Op[Any]], ...]] = (
     Count,
     Copy,
     Prune,
+    *checkpoint_ops.CHECKPOINT_OPERATIONS,
 )
 BY_NAME: Final = {op.name: op for op in OPERATIONS}
 

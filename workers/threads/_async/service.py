@@ -37,6 +37,7 @@ from threadfold.workers.storage.context import ContextRead
 from threadfold.workers.storage.read_state import StateBodies, StatePage
 from threadfold.workers.threads import operations as ops
 from threadfold.workers.threads import reads, steps
+from threadfold.workers.threads._async.checkpoints import AsyncCheckpointOps
 from threadfold.workers.threads._async.listing import (
     count_threads,
     prune_threads,
@@ -49,7 +50,7 @@ from threadfold.workers.threads.steps import Target, refusals, target
 R = TypeVar("R")
 
 
-class AsyncService:
+class AsyncService(AsyncCheckpointOps):
     """The thread service's operations, asyncio: one per process (or per client)."""
 
     def __init__(

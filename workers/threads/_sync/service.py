@@ -39,6 +39,7 @@ from threadfold.workers.storage.read_state import StateBodies, StatePage
 from threadfold.workers.storage.store import Store
 from threadfold.workers.threads import operations as ops
 from threadfold.workers.threads import reads, steps
+from threadfold.workers.threads._sync.checkpoints import CheckpointOps
 from threadfold.workers.threads._sync.listing import (
     count_threads,
     prune_threads,
@@ -51,7 +52,7 @@ from threadfold.workers.threads.steps import Target, refusals, target
 R = TypeVar("R")
 
 
-class Service:
+class Service(CheckpointOps):
     """The thread service's operations, asyncio: one per process (or per client)."""
 
     def __init__(
