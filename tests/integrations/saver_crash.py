@@ -36,6 +36,7 @@ def crash_plan(delta: bool) -> Plan:
         fork_back=None,
         fork_as="agent",
         fork_edits=False,
+        fresh_savers=False,
     )
 
 

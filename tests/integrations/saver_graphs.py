@@ -85,6 +85,9 @@ class Plan:
     fork_as: str
     #: Whether the fork's update also removes the first message and rewrites the last.
     fork_edits: bool
+    #: Whether the graph under test gets a new saver (nothing cached) after each run, as
+    #: when another process goes on with the thread.
+    fresh_savers: bool
 
     @classmethod
     def draw(cls, seed: int) -> Plan:
@@ -105,6 +108,7 @@ class Plan:
             fork_back=rng.randint(1, 12) if rng.random() < 0.7 else None,
             fork_as=rng.choice(["agent", "tools"]),
             fork_edits=rng.random() < 0.5,
+            fresh_savers=rng.random() < 0.5,
         )
 
 

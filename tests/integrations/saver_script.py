@@ -14,25 +14,24 @@ from typing import Any, Protocol
 from langchain_core.messages import BaseMessage, HumanMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, PregelTask, StateSnapshot
 
 from tests.integrations.saver_graphs import Nodes, Plan, build
+from threadfold.langgraph import ThreadfoldSaver
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
 #: Called after each step of a script (the live thread's check).
 Check = Callable[[], None]
 
-#: Whether ``saver_under_test`` is threadfold's saver (the live thread is checked only
-#: then: the placeholder keeps no thread).
-REAL = False
+#: Whether ``saver_under_test`` is threadfold's saver (the live thread and a crash are
+#: checked only then: LangGraph's in-memory saver, the placeholder, keeps no thread).
+REAL = True
 
 
 def saver_under_test(client: Any) -> BaseCheckpointSaver[Any]:
     """The saver the tests hold against LangGraph's in-memory one."""
-    del client  # the placeholder until threadfold.langgraph.ThreadfoldSaver lands
-    return InMemorySaver()
+    return ThreadfoldSaver(client)
 
 
 def compiled(plan: Plan, saver: BaseCheckpointSaver[Any], nodes: Nodes | None = None) -> Graph:

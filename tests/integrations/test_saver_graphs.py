@@ -24,6 +24,7 @@ import asyncio
 import signal
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,7 @@ from tests.integrations.saver_script import (
     saver_under_test,
     scripted,
 )
-from tests.workers.harness import ROOT
+from tests.workers.harness import ROOT, start_beat
 from threadfold import (
     AsyncClient,
     AsyncHttpClient,
@@ -122,6 +123,8 @@ def test_the_seeds_draw_every_feature() -> None:
     assert set(features) == {"agent", "tools"}
     assert any(p.turns == 2 for p in plans)
     assert any("fanout" in p.stages and p.sends > 1 for p in plans)
+    assert {p.fresh_savers for p in plans if p.delta} == {False, True}
+    assert {p.fresh_savers for p in plans if not p.delta} == {False, True}
 
 
 
@@ -157,6 +160,8 @@ def test_a_graph_over_a_sync_client_reads_as_over_the_in_memory_saver(
         def check() -> None:  # after each run or update: the thread is the latest's
             if REAL:
                 assert live_messages(client, thread) == latest_messages(driver, thread)
+            if plan.fresh_savers:
+                driver.graph = compiled(plan, saver_under_test(client))
 
         assert_same(scripted(driver, plan, thread, check), expected)
 
@@ -176,12 +181,27 @@ def test_a_graph_over_an_asyncio_client_reads_as_over_the_in_memory_saver(
             if REAL:
                 live = runner.run(alive_messages(client, thread))
                 assert live == latest_messages(driver, thread)
+            if plan.fresh_savers:
+                driver.graph = compiled(plan, saver_under_test(client))
 
         assert_same(scripted(driver, plan, thread, check), expected)
     finally:
         runner.run(client.close())
 
 FANNED = ("worker", "side")
+
+
+@pytest.fixture(scope="module")
+def sweeper(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Celery beat beside the stack's worker: a process killed before its wake-ups were
+    published leaves its thread to the sweeper (wake-ups are sent from a thread of the
+    client's, after the append returns), as a deployment has it; the shared stack runs
+    none."""
+    beat = start_beat(stack.settings, tmp_path_factory.mktemp("saver-beat"))
+    try:
+        yield
+    finally:
+        beat.kill()
 
 
 def killed_in_the_fan_out(
@@ -211,7 +231,7 @@ def reruns(before: StateSnapshot, reference: Counter[str]) -> dict[str, int]:
 @pytest.mark.parametrize("durability", ["sync", "async"])
 @pytest.mark.parametrize("messages", ["add", "delta"])
 def test_a_run_killed_in_a_step_resumes_to_the_end_of_an_uninterrupted_one(
-    messages: str, durability: str, stack: Stack, tmp_path: Path
+    messages: str, durability: str, stack: Stack, tmp_path: Path, sweeper: None
 ) -> None:
     if not REAL:
         pytest.skip("the placeholder saver keeps nothing across processes")
