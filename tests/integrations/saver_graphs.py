@@ -139,14 +139,23 @@ class Nodes:
 
     def agent(self, state: Any) -> dict[str, Any]:
         messages, n = state["messages"], len(state["log"])
+        # What a real model's answers carry besides content: usage, response metadata,
+        # and, in a turn of two tool calls, a third call it could not parse.
+        m = len(messages)
+        usage = {"input_tokens": m, "output_tokens": n, "total_tokens": m + n}
+        meta = {"usage_metadata": usage, "response_metadata": {"model_name": "fake"}}
         if tool_rounds_since_human(messages) < self.plan.tool_rounds:
             calls = [
                 {"name": "mul", "args": {"a": n, "b": k + 2}, "id": f"call-{n}-{k}"}
                 for k in range(self.plan.tool_calls)
             ]
-            planned = AIMessage("", id=f"ai-{n}", tool_calls=calls)
+            bad = [{"name": "mul", "args": "{", "id": f"bad-{n}", "error": "not JSON"}]
+            unparsed = bad if self.plan.tool_calls == 2 else []
+            planned = AIMessage(
+                "", id=f"ai-{n}", tool_calls=calls, invalid_tool_calls=unparsed, **meta
+            )
         else:
-            planned = AIMessage(f"answer after {len(messages)} messages", id=f"ai-{n}")
+            planned = AIMessage(f"answer after {m} messages", id=f"ai-{n}", **meta)
         # A chat model's own path (callbacks, the message it gives back), scripted: one
         # answer a call, chosen from the state, so that a replay answers the same.
         reply = GenericFakeChatModel(messages=iter([planned])).invoke(messages)

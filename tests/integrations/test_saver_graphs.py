@@ -11,7 +11,9 @@ beside them) run one script through each saver: ``get_state`` and
 interrupts, parent links), with each of the four clients, through the sync methods
 (Client, HttpClient) or the asyncio ones (AsyncClient, AsyncHttpClient). After each run
 and each update, the thread named by the graph's thread_id holds the messages of the
-graph's latest checkpoint (after a fork, the fork's).
+graph's latest checkpoint (after a fork, the fork's). The model's answers carry what real
+ones do (usage_metadata, response_metadata, an unparsed tool call); the smallest graph
+that has them is a test of its own.
 
 A process running a graph over the saver is SIGKILLed in the middle of a step; the run
 resumed in another process ends as an uninterrupted one does: every write once, and
@@ -25,6 +27,7 @@ import signal
 import sys
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +149,31 @@ def test_the_comparison_tells_a_saver_that_replays_a_step_out_of_order() -> None
     got = scripted(SyncDriver(compiled(plan, ReplaysStepsBackwards())), plan, "t")
     with pytest.raises(AssertionError, match="differs"):
         assert_same(got, expected)
+
+
+#: The smallest plan with a model's answers: one tool round of two calls (and one the
+#: model could not parse), the answer; no stage, no fork.
+ONE_ROUND = Plan(
+    seed=-2, delta=False, tool_rounds=1, tool_calls=2, stages=(), sends=1, edit_at=0,
+    remove_at=0, keep_last=False, turns=1, fork_back=None, fork_as="agent",
+    fork_edits=False, fresh_savers=False,
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("delta", [False, True], ids=["add_messages", "DeltaChannel"])
+@pytest.mark.parametrize("kind", SYNC)
+def test_a_models_answers_keep_their_fields_in_the_thread_and_the_state(
+    kind: str, delta: bool, stack: Stack
+) -> None:
+    """AI messages as models give them (usage_metadata, response_metadata,
+    invalid_tool_calls) read back the same from the graph's state and the thread."""
+    plan, thread = replace(ONE_ROUND, delta=delta), new_thread()
+    expected = scripted(SyncDriver(compiled(plan, InMemorySaver())), plan, thread)
+    with sync_client(kind, stack) as client:
+        got = scripted(SyncDriver(compiled(plan, saver_under_test(client))), plan, thread)
+        live = live_messages(client, thread)
+    assert got.latest == expected.latest, "the graph's state differs"
+    assert live == expected.messages, "the thread differs"
 
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("kind", SYNC)
