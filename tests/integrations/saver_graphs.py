@@ -11,7 +11,9 @@ rounds and the calls a round drawn), followed by stages in a drawn order:
 - ``reset``: ``summarize`` writes ``REMOVE_ALL_MESSAGES``, a summary, and maybe the last
   message again;
 - ``overwrite``: ``rewrite`` replaces the channel outright (``Overwrite``);
-- ``review``: ``review`` stops at ``interrupt`` and writes the answer it is resumed with.
+- ``review``: ``review`` stops at ``interrupt`` and writes the answer it is resumed with;
+- ``nested``: a subgraph (a checkpoint namespace of its own) writes a message, then
+  stops at an interrupt inside.
 
 The messages are declared with ``add_messages`` or with the (beta) ``DeltaChannel`` and
 its batch reducer; beside them run an ``operator.add`` list (``log``: one entry per node
@@ -46,10 +48,10 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, _messages_delta_reducer, add_messages
 from langgraph.types import Overwrite, Send, interrupt
 
-STAGES = ("fanout", "edit", "reset", "overwrite", "review")
+STAGES = ("fanout", "edit", "reset", "overwrite", "review", "nested")
 #: The node a stage starts with, and those it ends with (edges go from them to the next).
 ENTRY = {"fanout": "split", "edit": "editor", "reset": "summarize", "overwrite": "rewrite"}
-ENTRY["review"] = "review"
+ENTRY.update(review="review", nested="nested")
 EXITS = {"fanout": ("worker", "side")}
 
 
@@ -232,11 +234,37 @@ class Nodes:
         said = HumanMessage(f"review: {answer}", id=f"review-{n}")
         return {"messages": [said], "log": self.ran("review"), "last": "review"}
 
+    def draft(self, state: Any) -> dict[str, Any]:
+        n = len(state["log"])
+        drafted = AIMessage(f"draft {n}", id=f"draft-{n}")
+        return {"messages": [drafted], "log": self.ran("draft"), "last": "draft"}
+
+    def check(self, state: Any) -> dict[str, Any]:
+        n = len(state["log"])
+        answer = interrupt({"check": n})
+        said = HumanMessage(f"checked: {answer}", id=f"check-{n}")
+        return {"messages": [said], "log": self.ran("check"), "last": "check"}
+
+
+def nested(nodes: Nodes) -> Any:
+    """A subgraph (its checkpoints in a namespace of their own): ``draft`` writes a
+    message, ``check`` stops at an interrupt, then writes the answer."""
+    inner: StateGraph[Any, Any, Any, Any] = StateGraph(schema(nodes.plan))
+    inner.add_node("draft", nodes.draft)
+    inner.add_node("check", nodes.check)
+    inner.add_edge(START, "draft")
+    inner.add_edge("draft", "check")
+    return inner.compile()
+
+
+def schema(plan: Plan) -> type[Any]:
+    return DeltaState if plan.delta else AddState
+
 
 def build(nodes: Nodes) -> StateGraph[Any, Any, Any, Any]:
     """The plan's graph (not compiled: the caller gives the checkpointer)."""
     plan = nodes.plan
-    builder: StateGraph[Any, Any, Any, Any] = StateGraph(DeltaState if plan.delta else AddState)
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(schema(plan))
     builder.add_node("agent", nodes.agent)
     builder.add_node("tools", nodes.tools)
     builder.add_edge(START, "agent")
@@ -244,7 +272,8 @@ def build(nodes: Nodes) -> StateGraph[Any, Any, Any, Any]:
     entries = [ENTRY[stage] for stage in plan.stages] + [END]
     builder.add_conditional_edges("agent", nodes.route(entries[0]), ["tools", entries[0]])
     for stage, after in zip(plan.stages, entries[1:], strict=True):
-        builder.add_node(ENTRY[stage], getattr(nodes, ENTRY[stage]))
+        action = nested(nodes) if stage == "nested" else getattr(nodes, ENTRY[stage])
+        builder.add_node(ENTRY[stage], action)
         if stage == "fanout":
             builder.add_node("worker", nodes.worker)
             builder.add_node("side", nodes.side)

@@ -66,7 +66,8 @@ from threadfold.workers.ops.processes import settings_env
 WAIT = 20.0
 SYNC = ["Client", "HttpClient"]
 ASYNC = ["AsyncClient", "AsyncHttpClient"]
-SEEDS = list(range(12))
+#: Twelve seeds in a row that draw every feature (the first test says which).
+SEEDS = list(range(10, 22))
 
 
 def sync_client(kind: str, stack: Stack) -> ClientProtocol:
@@ -122,12 +123,11 @@ def test_the_seeds_draw_every_feature() -> None:
         assert {s for p in drawn for s in p.stages} == set(STAGES), delta
         assert {p.fork_edits for p in drawn if p.fork_back is not None} == {False, True}, delta
         assert any(p.tool_rounds == 2 and p.tool_calls == 2 for p in drawn), delta
-    features = Counter(p.fork_as for p in plans if p.fork_back is not None)
-    assert set(features) == {"agent", "tools"}
+        assert {p.fresh_savers for p in drawn} == {False, True}, delta
+        assert any(p.fresh_savers and p.fork_back is not None for p in drawn), delta
+    assert {p.fork_as for p in plans if p.fork_back is not None} == {"agent", "tools"}
     assert any(p.turns == 2 for p in plans)
     assert any("fanout" in p.stages and p.sends > 1 for p in plans)
-    assert {p.fresh_savers for p in plans if p.delta} == {False, True}
-    assert {p.fresh_savers for p in plans if not p.delta} == {False, True}
 
 
 
