@@ -3,8 +3,9 @@ InMemorySaver does, against the real stack.
 
 Seeded random graphs (tests/integrations/saver_graphs.py: parallel writers in one
 superstep with fan-out edges and ``Send``, tool-call loops, edits and removals by id,
-``REMOVE_ALL_MESSAGES``, ``Overwrite``, interrupts resumed with ``Command``, a fork by
-``update_state`` at an older checkpoint run on from there; messages under
+``REMOVE_ALL_MESSAGES``, ``Overwrite``, interrupts resumed with ``Command`` (one inside a
+subgraph), a fork by ``update_state`` at an older checkpoint run on from there, a new
+saver (nothing cached) after each run; messages under
 ``add_messages`` or ``DeltaChannel``, an ``operator.add`` list and a last-value field
 beside them) run one script through each saver: ``get_state`` and
 ``get_state_history`` read the same (values, next, step and source, tasks and their
