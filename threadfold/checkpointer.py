@@ -72,7 +72,7 @@ class _Projection(NamedTuple):
     what it has), whole or as the change since the parent; and, where known here, the
     checkpoint's messages (``value``) and that change (``delta``)."""
 
-    messages: list[dict[str, Any]] | None
+    messages: list[BaseMessage] | None
     whole: bool
     value: list[Any] | None
     delta: list[Any] | None
@@ -143,12 +143,13 @@ def _prune_op(thread_ids: Sequence[str], strategy: str) -> cps.PruneCheckpoints:
     raise ValueError(f"prune strategy must be 'keep_latest' or 'delete'; got {strategy!r}")
 
 
-def _wire(messages: Sequence[Any]) -> list[dict[str, Any]] | None:
-    """Messages as the thread takes them (``model_dump()``); None when the channel holds
-    something else (a messages key with another reducer: no live thread then)."""
+def _wire(messages: Sequence[Any]) -> list[BaseMessage] | None:
+    """The messages as the thread takes them (LangChain's objects, which the clients
+    send as LangChain's dump); None when the channel holds something else (a messages
+    key with another reducer: no live thread then)."""
     if not all(isinstance(m, BaseMessage) for m in messages):
         return None
-    return [m.model_dump() for m in messages]
+    return list(messages)
 
 
 class ThreadfoldSaver(BaseCheckpointSaver[str]):
