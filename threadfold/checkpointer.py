@@ -318,7 +318,9 @@ class ThreadfoldSaver(BaseCheckpointSaver[str]):
         conf = config.get("configurable") or {}
         return cps.ListCheckpoints(
             thread_id=thread_id, checkpoint_ns=conf.get("checkpoint_ns"),
-            before=_ids(before)[2] if before else None, filter=filter,
+            # LangGraph's replay names ``before`` by its checkpoint id alone.
+            before=(before.get("configurable") or {}).get("checkpoint_id") if before else None,
+            filter=filter,
             limit=cps.LIST_LIMIT if limit is None else limit,
         )
 
