@@ -131,7 +131,9 @@ def change(old: Sequence[BaseMessage], new: Sequence[BaseMessage]) -> list[BaseM
     wanted = set(new_ids)
     gone: list[BaseMessage] = [RemoveMessage(id=str(mid)) for mid in old_ids
                                if mid not in wanted]
-    edited = [m for m in new[: len(kept)] if m != old[at[m.id]]]
+    # The reducer keeps an unchanged message's object: identity first, equality (every
+    # field compared) only for the others.
+    edited = [m for m in new[: len(kept)] if m is not old[at[m.id]] and m != old[at[m.id]]]
     return gone + edited + list(new[len(kept) :])
 
 
