@@ -125,6 +125,20 @@ def _from_pair(item: Sequence[Any], path: str) -> BaseMessage:
     return _from_role(parts[0], parts[1], {}, path)
 
 
+def load_message(item: Any, path: str = "message") -> BaseMessage:
+    """A message as LangChain loads its dump (``messages_from_dict``): a dict in the
+    ``model_dump()`` form (what a state read gives, what the HTTP clients send of a
+    message object) built field for field as the class its ``type`` names, so an AI
+    message's ``usage_metadata`` or ``invalid_tool_calls`` stay fields, where a
+    message-like dict (:func:`to_message`) files them under ``additional_kwargs`` as
+    LangChain's ``convert_to_messages`` does. Anything else: :func:`to_message`."""
+    if isinstance(item, dict):
+        cls = CLASS_OF.get(item.get("type", ""))
+        if cls is not None and "role" not in item:
+            return build(cls, item, path)
+    return to_message(item, path)
+
+
 def _from_dict(item: dict[Any, Any], path: str) -> BaseMessage:
     """A role/type dict or an lc envelope; envelopes recurse without the chunk extension."""
     mapped = _envelope_type(item, path)

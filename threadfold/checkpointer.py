@@ -131,7 +131,9 @@ def change(old: Sequence[BaseMessage], new: Sequence[BaseMessage]) -> list[BaseM
     wanted = set(new_ids)
     gone: list[BaseMessage] = [RemoveMessage(id=str(mid)) for mid in old_ids
                                if mid not in wanted]
-    edited = [m for m in new[: len(kept)] if m != old[at[m.id]]]
+    # The reducer keeps an unchanged message's object: identity first, equality (every
+    # field compared) only for the others.
+    edited = [m for m in new[: len(kept)] if m is not old[at[m.id]] and m != old[at[m.id]]]
     return gone + edited + list(new[len(kept) :])
 
 
@@ -318,7 +320,9 @@ class ThreadfoldSaver(BaseCheckpointSaver[str]):
         conf = config.get("configurable") or {}
         return cps.ListCheckpoints(
             thread_id=thread_id, checkpoint_ns=conf.get("checkpoint_ns"),
-            before=_ids(before)[2] if before else None, filter=filter,
+            # LangGraph's replay names ``before`` by its checkpoint id alone.
+            before=(before.get("configurable") or {}).get("checkpoint_id") if before else None,
+            filter=filter,
             limit=cps.LIST_LIMIT if limit is None else limit,
         )
 

@@ -54,6 +54,7 @@ def test_a_drained_thread_is_listed_with_its_commit_and_no_lag(redis_url: str) -
     with api_client(settings) as client:
         version = _post(client, "drained")
         Drainer(store_for(make_settings(redis_url)), make_settings(redis_url)).drain("_/drained")
+        time.sleep(0.005)  # the list orders by ms: the later append in a later millisecond
         _post(client, "pending")
         [pending, drained] = _listed(client)
     assert pending["thread_id"] == "pending" and pending["lag_ms"] is not None

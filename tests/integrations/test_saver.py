@@ -5,8 +5,9 @@
   ``keep_latest`` leaves each namespace's latest and the values it names;
 - every checkpoint stays readable whatever the log's retention: a DeltaChannel graph's
   history is served once the log it was folded from is trimmed;
-- bad input: a config without ``thread_id``, an unknown checkpoint, another tenant's,
-  a value over the size limit (nothing written), a client of the other kind.
+- bad input, direct and over HTTP (a precise 4xx): a config without ``thread_id``, an
+  unknown checkpoint, another tenant's, a value over the size limit (nothing written),
+  a namespace the records cannot hold, a client of the other kind.
 """
 
 from __future__ import annotations
@@ -29,10 +30,13 @@ from langgraph.graph.message import _messages_delta_reducer
 from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import TypedDict
 
+from tests.client.conftest import Stack
+from tests.client.kinds import TOKEN, new_thread
 from tests.infra.processes import wait_until
 from tests.workers.harness import make_settings, start_worker, store_for
-from threadfold import AsyncClient, Client, InvalidInput
+from threadfold import AsyncClient, Client, HttpClient, InvalidInput
 from threadfold.core.checkpoints import MAX_CHECKPOINT_BYTES
+from threadfold.errors import PayloadTooLarge
 from threadfold.langgraph import ThreadfoldSaver
 from threadfold.workers.redisio.client import text
 from threadfold.workers.settings import Settings
@@ -165,3 +169,28 @@ def test_an_asyncio_client_refuses_the_sync_methods(live: Settings) -> None:
             assert await saver.aget_tuple({"configurable": {"thread_id": "t"}}) is None
 
     asyncio.run(run())
+
+
+def test_over_http_bad_input_is_a_precise_4xx(stack: Stack) -> None:
+    with HttpClient(stack.api_url, TOKEN) as client:
+        saver = ThreadfoldSaver(client)
+        graph = _graph(saver)
+        thread_id = new_thread()
+        _chat(graph, thread_id, 1)
+        latest = saver.get_tuple({"configurable": {"thread_id": thread_id}})
+        assert latest is not None
+        # Over the API's body limit (1 MiB by default): 413, nothing written.
+        big = {"messages": [HumanMessage("x" * 2_000_000, id="big")]}
+        with pytest.raises(PayloadTooLarge):
+            graph.invoke(big, {"configurable": {"thread_id": thread_id}})
+        # A namespace the records cannot hold: 422 naming the field.
+        bad: RunnableConfig = {"configurable": {"thread_id": thread_id,
+                                                "checkpoint_ns": "a\nb"}}
+        with pytest.raises(InvalidInput) as refused:
+            saver.put(bad, latest.checkpoint, latest.metadata, {})
+        assert refused.value.status == 422 and refused.value.field == "checkpoint_ns"
+        # A thread id that is not one: refused before any request.
+        with pytest.raises(InvalidInput, match="thread id"):
+            saver.get_tuple({"configurable": {"thread_id": "not/an id"}})
+        after = saver.get_tuple({"configurable": {"thread_id": thread_id}})
+        assert after is not None and after.checkpoint["id"] == latest.checkpoint["id"]

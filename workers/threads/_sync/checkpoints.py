@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from threadfold.core.checkpoints import CheckpointPut, Checkpoints, Removed, Seed, Stored
+from threadfold.core.convert import load_message
 from threadfold.core.errors import Gone, NotFound, PoisonEntry, VersionNotReached
 from threadfold.core.keys import ThreadKeys
 from threadfold.core.messages import REMOVE_ALL_MESSAGES
@@ -95,7 +96,9 @@ class CheckpointOps:
     def _project(self, tenant: str, at: Target, op: cps.PutCheckpoint) -> str | None:
         """The thread's messages made the checkpoint's: the version that holds them, or
         None when the change cannot be laid on the parent's (the saver sends them whole)."""
-        messages = list(op.messages or ())
+        # Loaded as LangChain loads a dump (an HTTP client's messages are JSON): every
+        # field stays one, as a direct client's message objects keep them.
+        messages = [load_message(m, f"messages[{i}]") for i, m in enumerate(op.messages or ())]
         admit = self.checks.admission(tenant, 1)
         if op.whole:
             delta = Delta(at.thread_id, [_REMOVE_ALL, *messages])
