@@ -1,7 +1,7 @@
 """LangGraph's own checkpointer conformance suite (``langgraph-checkpoint-conformance``)
 run against ``ThreadfoldSaver`` over a real stack: every capability it detects (put,
 put_writes, get_tuple, list, delete_thread, delete_for_runs, copy_thread, prune) must be
-detected and pass, over a direct client and over an HTTP one.
+detected and pass, over a direct client and over an HTTP one, and on a Redis Cluster.
 
 The suite reuses thread ids (``thread-0``) across its capabilities, each with a fresh
 saver: each saver gets a tenant of its own (a direct client's ``tenant``; for HTTP, an
@@ -14,6 +14,7 @@ import asyncio
 import itertools
 import json
 from collections.abc import AsyncGenerator, Iterator
+from pathlib import Path
 
 import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -21,9 +22,12 @@ from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 
 from tests.client.conftest import Stack
-from tests.workers.harness import start_api
+from tests.infra.redis_cluster import RedisCluster
+from tests.infra.redis_server import RedisServer
+from tests.workers.harness import make_settings, start_api, start_worker
 from threadfold import AsyncClient, AsyncHttpClient
 from threadfold.langgraph import ThreadfoldSaver
+from threadfold.workers.settings import Settings
 
 #: Fresh savers the suite makes per run (one per capability), with room to spare.
 TENANTS = 24
@@ -41,14 +45,14 @@ def keyed_api(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         api.kill()
 
 
-def _run(kind: str, stack: Stack, api_url: str) -> object:
+def _run(kind: str, settings: Settings, api_url: str) -> object:
     tenants = itertools.count()
 
     async def saver() -> AsyncGenerator[BaseCheckpointSaver[str], None]:
         n = next(tenants)
-        if kind == "direct":
+        if kind != "http":
             client: AsyncClient | AsyncHttpClient = AsyncClient(
-                settings=stack.settings, tenant=f"conf{n:02d}x")
+                settings=settings, tenant=f"conf{n:02d}x")
         else:
             client = AsyncHttpClient(api_url, f"conformance-key-{n:02d}-0123456789")
         try:
@@ -64,7 +68,24 @@ def _run(kind: str, stack: Stack, api_url: str) -> object:
 def test_langgraphs_conformance_suite_passes_every_capability(
     kind: str, stack: Stack, keyed_api: str
 ) -> None:
-    report = _run(kind, stack, keyed_api)
+    _passes_all(_run(kind, stack.settings, keyed_api))
+
+
+def test_it_passes_on_a_redis_cluster(
+    redis_cluster: RedisCluster, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """Every script's keys in one slot, a delete_for_runs fanned out over the buckets,
+    a copy read from one slot and written to another: on a 3-master cluster."""
+    settings = make_settings(redis_cluster.url, cluster=True, broker_url=redis_server.url,
+                             key_prefix="cf")
+    worker = start_worker(settings, "conformance", tmp_path)
+    try:
+        _passes_all(_run("cluster", settings, ""))
+    finally:
+        worker.kill()
+
+
+def _passes_all(report: object) -> None:
     results = report.results  # type: ignore[attr-defined]
     detected = {cap for cap, r in results.items() if r.detected}
     assert detected == {c.value for c in ALL_CAPABILITIES}, detected

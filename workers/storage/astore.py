@@ -9,7 +9,7 @@ from typing import Any
 
 from threadfold.core.keys import Keyspace
 from threadfold.core.results import Status
-from threadfold.workers.redisio.client import AsyncRedis, Call, arun, arun_many
+from threadfold.workers.redisio.client import AsyncRedis, Call, arun
 from threadfold.workers.redisio.durable import Wait, awrite
 from threadfold.workers.storage import (
     context,
@@ -104,10 +104,6 @@ class AsyncStore:
     async def checkpoint_write(self, call: Call) -> Any:
         """A LangGraph saver's write (put, writes, removal), durable as a delete is."""
         return await awrite(self.client, call, self.wait)
-
-    async def checkpoint_fan_out(self, calls: Sequence[Call]) -> list[Any]:
-        """One call per bucket (``delete_for_runs``), in one pipelined round trip."""
-        return await arun_many(self.client, calls)
 
     async def ping(self) -> bool:
         return bool(await self.client.ping())

@@ -142,10 +142,6 @@ class Store:
         """A LangGraph saver's write (put, writes, removal), durable as a delete is."""
         return write(self.client, call, self.wait)
 
-    def checkpoint_fan_out(self, calls: Sequence[Call]) -> list[Any]:
-        """One call per bucket (``delete_for_runs``), in one pipelined round trip."""
-        return run_many(self.client, calls)
-
     # -- lifecycle -------------------------------------------------------------------------
 
     def patch(

@@ -40,6 +40,7 @@ from threadfold.workers.storage.store import Store
 from threadfold.workers.threads import checkpoint_ops as cps
 from threadfold.workers.threads import operations as ops
 from threadfold.workers.threads import steps
+from threadfold.workers.threads._sync.listing import fan_out
 from threadfold.workers.threads.steps import Target, refusals, target
 
 #: Checkpoints one read of a list takes (a page of the namespace, newest first).
@@ -271,7 +272,7 @@ class CheckpointOps:
         ks = self.store.keyspace
         calls = [checkpoint_runs.call(ks, b, tenant, runs) for b in range(ks.buckets)]
         with refusals:
-            answers = self.store.checkpoint_fan_out(calls)
+            answers = fan_out(self.store.client, calls)
         return Removed(sum(checkpoint_runs.parse(a) for a in answers))
 
     def _keys(self, at: Target) -> ThreadKeys:

@@ -52,12 +52,15 @@ def recent_threads(
     its status and its activity time (ms of its last commit or append, the later)."""
     if limit <= 0:
         return []
-    latest = threads_recent.parse(_run(client, _candidates(keyspace, tenant, limit)), limit)
-    found = _run(client, _statuses(keyspace, [ref for ref, _ in latest], ttl_ms))
+    candidates = fan_out(client, _candidates(keyspace, tenant, limit))
+    latest = threads_recent.parse(candidates, limit)
+    found = fan_out(client, _statuses(keyspace, [ref for ref, _ in latest], ttl_ms))
     return rows(latest, found)
 
 
-def _run(client: SyncRedis, calls: Sequence[Call]) -> list[Any]:
+def fan_out(client: SyncRedis, calls: Sequence[Call]) -> list[Any]:
+    """Calls of many buckets pipelined (a cluster's in waves: its client runs a
+    pipeline's calls at once, one connection each, and the pool is smaller)."""
     if not is_cluster(client):
         return run_many(client, calls)
     answers: list[Any] = []
@@ -74,17 +77,17 @@ def search_threads(
     page: list[tuple[int, str]] = []
     after = s.after
     for _ in range(lifecycle.ROUNDS):
-        answers = _run(client, listing.search_calls(keyspace, tenant, s, after))
+        answers = fan_out(client, listing.search_calls(keyspace, tenant, s, after))
         found, after = listing.merge([search.parse(raw) for raw in answers], s.limit - len(page))
         page += found
         if len(page) >= s.limit or after is None:
             break
     refs = [ref for _, ref in page]
-    return rows(scored(page), _run(client, _statuses(keyspace, refs, ttl_ms))), after
+    return rows(scored(page), fan_out(client, _statuses(keyspace, refs, ttl_ms))), after
 
 
 def count_threads(client: SyncRedis, keyspace: Keyspace, tenant: str, s: Search) -> int:
-    return sum(int(n) for n in _run(client, listing.count_calls(keyspace, tenant, s)))
+    return sum(int(n) for n in fan_out(client, listing.count_calls(keyspace, tenant, s)))
 
 
 def prune_threads(
@@ -99,7 +102,7 @@ def prune_threads(
     for bucket in range(keyspace.buckets):
         members = client.smembers(keyspace.bucket_keys(bucket).threads)
         calls = listing.prune_calls(keyspace, bucket, [text(r) for r in members], p)
-        removed += sum(prune.parse(raw) for raw in _run(client, calls)) if calls else 0
+        removed += sum(prune.parse(raw) for raw in fan_out(client, calls)) if calls else 0
         if progress is not None:
             progress(1)
     return removed
