@@ -9,7 +9,7 @@
     threadfold prune [--tenant T] [--prefix P] [--metadata K=V] [--idle S] [--dry-run]
     threadfold loadtest [...]                       Locust against the local stack (or --host)
     threadfold bench [core|pipeline|http|replay|live|lifecycle|context|peer|budget|spread|
-                      failover|scale|checkpoint]
+                      failover|scale|checkpoint|redis]
                                                     the benchmarks
 
 Settings come from ``THREADFOLD_*``; ``up`` starts its own redis-server unless
@@ -64,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("which", nargs="?", default="core",
                        choices=["core", "pipeline", "http", "replay", "live", "lifecycle",
                                 "context", "peer", "budget", "spread", "failover",
-                                "scale", "checkpoint"])
+                                "scale", "checkpoint", "redis"])
     bench.add_argument("--quick", action="store_true")
     return parser
 

@@ -1,0 +1,5 @@
+import sys
+
+from bench.redis.main import main
+
+sys.exit(main())
