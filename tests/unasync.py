@@ -38,6 +38,7 @@ SOURCES: Final[dict[str, dict[str, str]]] = {
     "threadfold/_async": {
         "AsyncFront": "Front",
         "AsyncClient": "Client",
+        "AsyncConnectionPool": "ConnectionPool",
         "AsyncHttpClient": "HttpClient",
         "AsyncService": "Service",
         "AsyncEngine": "Engine",

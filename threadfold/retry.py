@@ -12,7 +12,9 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
+from typing import Final
 
+import httpcore
 import httpx
 
 from threadfold.errors import RequestError, Unavailable
@@ -55,10 +57,18 @@ def retried(failure: RequestError) -> bool:
     return failure.status is None or failure.status in RETRIED_STATUSES
 
 
-def unreachable(exc: httpx.TransportError, url: str) -> Unavailable | None:
+#: What a failed exchange raises, from either transport: httpx's (the event streams)
+#: and httpcore's (every other call).
+TRANSPORT_ERRORS: Final = (
+    httpx.TransportError, httpcore.NetworkError, httpcore.TimeoutException,
+    httpcore.ProtocolError, httpcore.UnsupportedProtocol,
+)
+
+
+def unreachable(exc: Exception, url: str) -> Unavailable | None:
     """The Unavailable a failed exchange is, or None when sending it again cannot help
     (a URL whose scheme is not HTTP's)."""
-    if isinstance(exc, httpx.UnsupportedProtocol):
+    if isinstance(exc, httpx.UnsupportedProtocol | httpcore.UnsupportedProtocol):
         return None
     kind = type(exc).__name__
     return Unavailable(

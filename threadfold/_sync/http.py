@@ -13,18 +13,29 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from typing import TypeVar
+from typing import Final, TypeVar
 
+import httpcore
 import httpx
 
 from threadfold import feed_reader, wire
 from threadfold._sync.front import Front
 from threadfold.errors import ClientClosed, RequestError
 from threadfold.feed import Event
+from threadfold.retry import TRANSPORT_ERRORS
 from threadfold.types import Format
 from threadfold.workers.threads import operations as ops
 
 T = TypeVar("T")
+#: Connections the pool keeps to the API (httpx's default).
+POOL: Final = 100
+
+
+def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> str | None:
+    for key, value in headers:
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None
 
 
 class HttpClient(Front):
@@ -50,7 +61,10 @@ class HttpClient(Front):
             backoff=backoff,
             max_backoff=max_backoff,
         )
+        # The event streams keep httpx (httpx-sse reads them); every other call goes
+        # through httpcore's pool (threadfold.wire.Remote: half the CPU of a call).
         self._http = httpx.Client(base_url=base_url, headers=self.remote.headers)
+        self._pool = httpcore.ConnectionPool(max_connections=POOL)
         self._closed = False
 
     def _run(self, op: ops.Op[T]) -> T:
@@ -63,15 +77,18 @@ class HttpClient(Front):
         attempt = 0
         while True:
             try:
-                response = self._http.request(
+                response = self._pool.request(
                     exchange.method,
-                    exchange.path,
-                    params=exchange.params,
-                    content=exchange.body,
-                    timeout=remote.timeout_of(exchange),
+                    remote.target(exchange),
+                    headers=remote.request_headers(exchange),
+                    content=exchange.body or b"",
+                    extensions={"timeout": remote.timeouts(exchange)},
                 )
-                return remote.answer(exchange, response, attempt)
-            except httpx.TransportError as exc:
+                retry_after = _header(response.headers, b"retry-after")
+                return remote.answer(
+                    exchange, response.status, response.content, retry_after, attempt
+                )
+            except TRANSPORT_ERRORS as exc:
                 failed = remote.unreachable(exc)
             except RequestError as exc:
                 failed = exc
@@ -94,6 +111,7 @@ class HttpClient(Front):
 
     def close(self) -> None:
         self._closed = True
+        self._pool.close()
         self._http.close()
 
     def __repr__(self) -> str:  # never the API key
