@@ -99,6 +99,11 @@ class Told:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
+def _answered(told: Told) -> int:
+    with told.lock:
+        return sum(map(len, told.acked.values()))
+
+
 def _writer(settings: Settings, told: Told, seed: int, stop: threading.Event) -> None:
     client = sync_client(settings.redis_url.get_secret_value(), cluster=False, retries=0)
     producer = Producer(client, settings, NoWake())
@@ -153,8 +158,18 @@ def test_a_failover_keeps_every_acknowledged_delta_only_with_replica_durability(
     for w in writers:
         w.start()
     time.sleep(0.4)  # replicated as it goes
-    pair.stall()
-    time.sleep(0.8)  # the replica receives nothing now
+    pair.stall()  # the replica receives nothing now
+    # Until writes were answered meanwhile: without the replica (primary), or refused
+    # for want of it (replica). The stopped replica's socket still takes what the
+    # primary sends, and it reads that back before it is promoted unless there is more
+    # than one read's worth: so a thousand answered writes, however long a loaded
+    # machine takes for them (a fixed 0.8 s was sometimes too few, and nothing lost).
+    stalled_at = _answered(told)
+    time.sleep(0.8)
+    if durability == "primary":
+        wait_until(lambda: _answered(told) >= stalled_at + 1000, 60)
+    else:
+        wait_until(lambda: told.not_replicated > 0, 30)
     pair.fail_over()
     stop.set()
     for w in writers:
