@@ -50,6 +50,7 @@ from threadfold.workers.feed.hub import Hub
 from threadfold.workers.metrics import LATENCY_BUCKETS_MS, FlushOutage, Metrics
 from threadfold.workers.threads import operations as ops
 from threadfold.workers.threads import query, routes
+from threadfold.workers.threads.checkpoint_ops import CheckpointOp
 from threadfold.workers.threads.service import AsyncThreads, refusals
 from threadfold.workers.wiring import AsyncEngine, AsyncWaker, open_athreads
 
@@ -93,16 +94,19 @@ def error_response(exc: RequestError) -> Response:
     return json_response(exc.body(), exc.status or 500, exc.headers() or None)
 
 
-async def read_body(request: Request, settings: ApiSettings, kind: type[T], outer: int) -> T:
+async def read_body(
+    request: Request, settings: ApiSettings, kind: type[T], outer: int, limit: int | None = None
+) -> T:
     """The JSON body as ``kind``: 415, 413, 400 and 422 each say exactly what is wrong.
 
     ``outer`` is how deep ``kind`` holds its messages (levels above a message), for the
-    error of a body nested too deeply to decode.
+    error of a body nested too deeply to decode; ``limit`` its largest size (default
+    ``max_body_bytes``).
     """
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media != "application/json" and not media.endswith("+json"):
         raise UnsupportedMediaType(f"send the body as application/json, not {media or 'nothing'}")
-    limit = settings.max_body_bytes
+    limit = settings.max_body_bytes if limit is None else limit
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise PayloadTooLarge(f"the body is {declared} bytes; the limit is {limit}")
@@ -212,6 +216,9 @@ def _operation(op: type[ops.Op[Any]]) -> Handler:
     outer = _BODY_DEPTH.get(op.name, 3)
     body = routes.body_type(op) if route.body is not None else None
     counted = op.name in _INGESTS
+    # A checkpoint carries a channel's whole value (an add_messages conversation at each
+    # step): its own, larger limit.
+    checkpoint = issubclass(op, CheckpointOp)
 
     async def handler(request: Request) -> Response:
         res = _resources(request)
@@ -219,7 +226,8 @@ def _operation(op: type[ops.Op[Any]]) -> Handler:
         if body is None:
             asked = routes.from_query(op, request.path_params, request.query_params.multi_items())
         else:  # no query string: _route refused one
-            decoded = await read_body(request, res.settings, body, outer=outer)
+            limit = res.settings.max_checkpoint_body_bytes if checkpoint else None
+            decoded = await read_body(request, res.settings, body, outer=outer, limit=limit)
             asked = routes.from_body(op, request.path_params, decoded)
         fast = _FAST.get(op.name)
         if fast is not None:

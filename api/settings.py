@@ -22,6 +22,12 @@ class ApiSettings(Settings):
         "one default tenant.",
     )
     max_body_bytes: int = Field(1_048_576, ge=1024, description="Largest request body (413 above).")
+    max_checkpoint_body_bytes: int = Field(
+        33_554_432,
+        ge=1024,
+        description="Largest body of a LangGraph checkpointer's request (ThreadfoldSaver "
+        "over HTTP: a checkpoint carries a channel's whole value; 413 above).",
+    )
     max_header_bytes: int = Field(
         16_384,
         ge=1024,

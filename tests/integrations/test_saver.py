@@ -179,8 +179,9 @@ def test_over_http_bad_input_is_a_precise_4xx(stack: Stack) -> None:
         _chat(graph, thread_id, 1)
         latest = saver.get_tuple({"configurable": {"thread_id": thread_id}})
         assert latest is not None
-        # Over the API's body limit (1 MiB by default): 413, nothing written.
-        big = {"messages": [HumanMessage("x" * 2_000_000, id="big")]}
+        # Over the API's limit for a checkpointer's request (32 MiB by default, where
+        # other requests have 1 MiB): 413, nothing written.
+        big = {"messages": [HumanMessage("x" * 34_000_000, id="big")]}
         with pytest.raises(PayloadTooLarge):
             graph.invoke(big, {"configurable": {"thread_id": thread_id}})
         # A namespace the records cannot hold: 422 naming the field.
