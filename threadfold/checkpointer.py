@@ -212,6 +212,8 @@ class ThreadfoldSaver(BaseCheckpointSaver[str]):
         self._async = is_async(client)
         #: (thread_id, checkpoint_id) -> the messages channel's value there.
         self._values: _Lru[tuple[str, str], list[BaseMessage]] = _Lru()
+        #: (thread_id, checkpoint_id) -> the thread's version it recorded (read with it).
+        self._versions: _Lru[tuple[str, str], str] = _Lru()
         #: (thread_id, checkpoint_id) -> its messages writes: (sort key, messages).
         self._writes: _Lru[tuple[str, str], dict[tuple[str, int], tuple[Any, Any]]] = _Lru()
 
@@ -251,6 +253,8 @@ class ThreadfoldSaver(BaseCheckpointSaver[str]):
                    for w in writes]
         if s.checkpoint_ns == "":
             self._remember(thread_id, s.checkpoint_id, checkpoint, writes, pending)
+            if s.version is not None:
+                self._versions.remember((thread_id, s.checkpoint_id), s.version)
         parent = _config(thread_id, s.checkpoint_ns, s.parent_id) if s.parent_id else None
         return CheckpointTuple(
             config=_config(thread_id, s.checkpoint_ns, s.checkpoint_id),
@@ -434,7 +438,9 @@ class ThreadfoldSaver(BaseCheckpointSaver[str]):
         thread_id, ns, checkpoint_id = _ids(config)
         out: dict[str, DeltaChannelHistory] = {}
         if self.messages_key in channels and ns == "" and checkpoint_id is not None:
-            op = cps.CheckpointMessages(thread_id=thread_id, checkpoint_id=checkpoint_id)
+            op = cps.CheckpointMessages(
+                thread_id=thread_id, checkpoint_id=checkpoint_id,
+                version=self._versions.get((thread_id, checkpoint_id)))
             out = self._history(self._sync("get_tuple").checkpoint(op), channels) or {}
         rest = [c for c in channels if c not in out]
         if rest:
@@ -502,7 +508,9 @@ class ThreadfoldSaver(BaseCheckpointSaver[str]):
         thread_id, ns, checkpoint_id = _ids(config)
         out: dict[str, DeltaChannelHistory] = {}
         if self.messages_key in channels and ns == "" and checkpoint_id is not None:
-            op = cps.CheckpointMessages(thread_id=thread_id, checkpoint_id=checkpoint_id)
+            op = cps.CheckpointMessages(
+                thread_id=thread_id, checkpoint_id=checkpoint_id,
+                version=self._versions.get((thread_id, checkpoint_id)))
             seed = await self._asyncio("get_tuple").checkpoint(op)
             out = self._history(seed, channels) or {}
         rest = [c for c in channels if c not in out]

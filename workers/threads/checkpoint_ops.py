@@ -26,7 +26,7 @@ from threadfold.core.checkpoints import (
     Write,
 )
 from threadfold.core.errors import InvalidInput
-from threadfold.workers.threads.op import Op, Route
+from threadfold.workers.threads.op import VERSION_PATTERN, Op, Route
 
 R = TypeVar("R")
 MessageLike = Any  # validated by core when appended, not here
@@ -185,6 +185,9 @@ class CheckpointMessages(CheckpointOp[Seed], frozen=True, kw_only=True, omit_def
     checkpoint_id: str
     checkpoint_ns: Annotated[str, _NS] = ""
     wait: Annotated[float, msgspec.Meta(ge=0, le=60)] = 5.0
+    #: The thread's version the checkpoint recorded, when the caller read it with the
+    #: checkpoint (``get_checkpoint``'s answer): spares reading it again.
+    version: Annotated[str | None, msgspec.Meta(pattern=VERSION_PATTERN)] = None
 
 
 class CopyCheckpoints(CheckpointOp[Removed], frozen=True, kw_only=True, omit_defaults=True):

@@ -6,11 +6,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Final, Generic, TypeVar
 
 import msgspec
 
 R = TypeVar("R")
+
+#: A stream id in ASCII digits (each part is also at most 2**64-1, which a pattern
+#: cannot say).
+VERSION_PATTERN: Final = "^[0-9]{1,20}-[0-9]{1,20}$"
 
 
 @dataclass(frozen=True, slots=True)

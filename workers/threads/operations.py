@@ -48,7 +48,7 @@ from threadfold.core.results import (
     ThreadList,
 )
 from threadfold.workers.threads import checkpoint_ops, lifecycle, query
-from threadfold.workers.threads.op import Op, Route
+from threadfold.workers.threads.op import VERSION_PATTERN, Op, Route
 
 R = TypeVar("R")
 
@@ -62,9 +62,6 @@ Unset = msgspec.UnsetType
 Metadata = Mapping[str, Any]
 MessageLike = Any  # dict, [role, content] pair or string: validated by core, not here
 
-#: A stream id in ASCII digits (each part is also at most 2**64-1, which a pattern
-#: cannot say).
-VERSION_PATTERN: Final = "^[0-9]{1,20}-[0-9]{1,20}$"
 _TYPES: Final = "(" + "|".join(MESSAGE_TYPES) + ")"
 TYPES_PATTERN: Final = f"^{_TYPES}(,{_TYPES})*$"
 
@@ -513,6 +510,7 @@ BY_NAME: Final = {op.name: op for op in OPERATIONS}
 
 __all__ = [
     "BY_NAME",
+    "VERSION_PATTERN",
     "OPERATIONS",
     "THREADS_LIMIT",
     "UNSET",

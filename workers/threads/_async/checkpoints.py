@@ -25,6 +25,7 @@ from threadfold.core.errors import Gone, NotFound, PoisonEntry, VersionNotReache
 from threadfold.core.keys import ThreadKeys
 from threadfold.core.messages import REMOVE_ALL_MESSAGES
 from threadfold.core.results import Copied, Delta, State
+from threadfold.core.versions import parse_version
 from threadfold.workers.ingest.producer import AsyncProducer
 from threadfold.workers.storage import (
     checkpoint_put,
@@ -131,8 +132,13 @@ class AsyncCheckpointOps:
         that is the state there; else read back from the log (None when retention
         trimmed it, or the thread is gone)."""
         try:
-            live = await self.state(tenant, ops.ReadState(
-                thread_id=at.thread_id, min_version=version, wait=wait))
+            # The live state first, one read: the common case (a graph resuming its
+            # latest checkpoint) is the thread as it stands. Behind it, the fold is
+            # waited for; past it, the log is read back.
+            live = await self.state(tenant, ops.ReadState(thread_id=at.thread_id))
+            if parse_version(live.version) < parse_version(version):
+                live = await self.state(tenant, ops.ReadState(
+                    thread_id=at.thread_id, min_version=version, wait=wait))
             if live.version == version:
                 return list(live.messages)
             then = await self.state(tenant, ops.ReadState(
@@ -203,7 +209,9 @@ class AsyncCheckpointOps:
     ) -> Seed:
         at = target(tenant, op.thread_id)
         with refusals:
-            version = await self._recorded(at, op.checkpoint_ns, op.checkpoint_id)
+            version = op.version  # the saver read it with the checkpoint: no second read
+            if version is None:
+                version = await self._recorded(at, op.checkpoint_ns, op.checkpoint_id)
             if version is None or op.checkpoint_ns != "":
                 return Seed()
             return Seed(version, await self._messages_at(tenant, at, version, op.wait))

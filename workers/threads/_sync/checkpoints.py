@@ -27,6 +27,7 @@ from threadfold.core.errors import Gone, NotFound, PoisonEntry, VersionNotReache
 from threadfold.core.keys import ThreadKeys
 from threadfold.core.messages import REMOVE_ALL_MESSAGES
 from threadfold.core.results import Copied, Delta, State
+from threadfold.core.versions import parse_version
 from threadfold.workers.ingest.producer import Producer
 from threadfold.workers.storage import (
     checkpoint_put,
@@ -134,9 +135,14 @@ class CheckpointOps:
         that is the state there; else read back from the log (None when retention
         trimmed it, or the thread is gone)."""
         try:
-            live = self.state(
-                tenant, ops.ReadState(thread_id=at.thread_id, min_version=version, wait=wait)
-            )
+            # The live state first, one read: the common case (a graph resuming its
+            # latest checkpoint) is the thread as it stands. Behind it, the fold is
+            # waited for; past it, the log is read back.
+            live = self.state(tenant, ops.ReadState(thread_id=at.thread_id))
+            if parse_version(live.version) < parse_version(version):
+                live = self.state(
+                    tenant, ops.ReadState(thread_id=at.thread_id, min_version=version, wait=wait)
+                )
             if live.version == version:
                 return list(live.messages)
             then = self.state(tenant, ops.ReadState(thread_id=at.thread_id, at_version=version))
@@ -203,7 +209,9 @@ class CheckpointOps:
     def checkpoint_messages(self, tenant: str, op: cps.CheckpointMessages) -> Seed:
         at = target(tenant, op.thread_id)
         with refusals:
-            version = self._recorded(at, op.checkpoint_ns, op.checkpoint_id)
+            version = op.version  # the saver read it with the checkpoint: no second read
+            if version is None:
+                version = self._recorded(at, op.checkpoint_ns, op.checkpoint_id)
             if version is None or op.checkpoint_ns != "":
                 return Seed()
             return Seed(version, self._messages_at(tenant, at, version, op.wait))
