@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar, cast
 from urllib.parse import quote, urlencode
 
+import httpcore
 import httpx
 import msgspec
 
@@ -286,19 +287,23 @@ class Remote:
         # The request/response calls go through httpcore (httpx's own transport, without
         # httpx's request and response models, half the CPU a call): what httpx would
         # add, added once here.
-        self.origin = str(url.copy_with(path="/", query=None, fragment=None)).rstrip("/")
-        self.prefix = url.path.rstrip("/")
-        self.raw_headers = [(b"host", url.netloc), (b"user-agent", b"threadfold"),
-                            *((k.encode(), v.encode()) for k, v in self.headers.items())]
+        self.scheme, self.host, self.port = url.raw_scheme, url.raw_host, url.port
+        self.prefix = url.raw_path.split(b"?")[0].rstrip(b"/")
+        self.raw_headers: dict[bytes | str, bytes | str] = {
+            b"host": url.netloc, b"user-agent": b"threadfold",
+            **{k.encode(): v.encode() for k, v in self.headers.items()},
+        }
 
-    def target(self, exchange: Exchange[Any]) -> str:
-        """The exchange's URL: the base URL's path, the route's, the query string."""
+    def target(self, exchange: Exchange[Any]) -> httpcore.URL:
+        """The exchange's URL (built as httpcore's own, not parsed from a string): the
+        base URL's path, the route's, the query string."""
         query_string = f"?{urlencode(exchange.params)}" if exchange.params else ""
-        return f"{self.origin}{self.prefix}{exchange.path}{query_string}"
+        path = self.prefix + f"{exchange.path}{query_string}".encode()
+        return httpcore.URL(scheme=self.scheme, host=self.host, port=self.port, target=path)
 
-    def request_headers(self, exchange: Exchange[Any]) -> list[tuple[bytes, bytes]]:
+    def request_headers(self, exchange: Exchange[Any]) -> dict[bytes | str, bytes | str]:
         body = exchange.body or b""
-        return [*self.raw_headers, (b"content-length", str(len(body)).encode())]
+        return {**self.raw_headers, b"content-length": str(len(body)).encode()}
 
     def timeouts(self, exchange: Exchange[Any]) -> dict[str, float]:
         """httpcore's timeouts of one attempt: a read-your-writes read may be held by the

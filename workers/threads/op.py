@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, ClassVar, Final, Generic, TypeVar
 
 import msgspec
@@ -38,7 +39,7 @@ class Route:
 
     @property
     def path_fields(self) -> tuple[str, ...]:
-        return tuple(re.findall(r"\{(\w+)\}", self.path))
+        return _path_fields(self.path)
 
 
 class Op(msgspec.Struct, Generic[R], frozen=True, kw_only=True, omit_defaults=True):
@@ -52,3 +53,8 @@ class Op(msgspec.Struct, Generic[R], frozen=True, kw_only=True, omit_defaults=Tr
     route: ClassVar[Route | None]
     #: What it returns.
     result: ClassVar[type[Any] | None]
+
+
+@lru_cache(maxsize=256)  # read per request by the HTTP clients; the routes are few
+def _path_fields(path: str) -> tuple[str, ...]:
+    return tuple(re.findall(r"\{(\w+)\}", path))
