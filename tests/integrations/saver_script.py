@@ -24,11 +24,6 @@ Graph = CompiledStateGraph[Any, Any, Any, Any]
 #: Called after each step of a script (the live thread's check).
 Check = Callable[[], None]
 
-#: Whether ``saver_under_test`` is threadfold's saver (the live thread and a crash are
-#: checked only then: LangGraph's in-memory saver, the placeholder, keeps no thread).
-REAL = True
-
-
 def saver_under_test(client: Any) -> BaseCheckpointSaver[Any]:
     """The saver the tests hold against LangGraph's in-memory one."""
     return ThreadfoldSaver(client)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import operator
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -126,7 +125,6 @@ def test_checkpoints_outlive_the_logs_retention(live: Settings) -> None:
         for g in (reference, graph):
             _chat(g, "kept-long", 4)
         config: RunnableConfig = {"configurable": {"thread_id": "kept-long"}}
-        time.sleep(0.2)
         fresh = _graph(ThreadfoldSaver(client))  # nothing remembered in process
         want = [(s.values, s.next, s.metadata and s.metadata["step"])
                 for s in reference.get_state_history(config)]

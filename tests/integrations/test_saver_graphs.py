@@ -42,7 +42,6 @@ from tests.infra.processes import ManagedProcess, wait_until
 from tests.integrations.saver_crash import crash_plan
 from tests.integrations.saver_graphs import STAGES, Nodes, Plan
 from tests.integrations.saver_script import (
-    REAL,
     AsyncDriver,
     Outcome,
     SyncDriver,
@@ -187,8 +186,7 @@ def test_a_graph_over_a_sync_client_reads_as_over_the_in_memory_saver(
         driver = SyncDriver(compiled(plan, saver_under_test(client)))
 
         def check() -> None:  # after each run or update: the thread is the latest's
-            if REAL:
-                assert live_messages(client, thread) == latest_messages(driver, thread)
+            assert live_messages(client, thread) == latest_messages(driver, thread)
             if plan.fresh_savers:
                 driver.graph = compiled(plan, saver_under_test(client))
 
@@ -207,9 +205,8 @@ def test_a_graph_over_an_asyncio_client_reads_as_over_the_in_memory_saver(
         driver = AsyncDriver(compiled(plan, saver_under_test(client)), runner)
 
         def check() -> None:
-            if REAL:
-                live = runner.run(alive_messages(client, thread))
-                assert live == latest_messages(driver, thread)
+            live = runner.run(alive_messages(client, thread))
+            assert live == latest_messages(driver, thread)
             if plan.fresh_savers:
                 driver.graph = compiled(plan, saver_under_test(client))
 
@@ -262,8 +259,6 @@ def reruns(before: StateSnapshot, reference: Counter[str]) -> dict[str, int]:
 def test_a_run_killed_in_a_step_resumes_to_the_end_of_an_uninterrupted_one(
     messages: str, durability: str, stack: Stack, tmp_path: Path, sweeper: None
 ) -> None:
-    if not REAL:
-        pytest.skip("the placeholder saver keeps nothing across processes")
     plan, thread = crash_plan(messages == "delta"), new_thread()
     reference = Nodes(plan)
     expected = scripted(SyncDriver(compiled(plan, InMemorySaver(), reference)), plan, thread)

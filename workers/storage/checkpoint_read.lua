@@ -1,5 +1,5 @@
 -- Checkpoints read whole (record, version, channel values, pending writes).
--- KEYS: checkpoints checkpoint_order checkpoint_versions checkpoint_blobs checkpoint_writes checkpoint_write_order checkpoint_runs
+-- KEYS: checkpoints checkpoint_order checkpoint_versions checkpoint_blobs checkpoint_writes checkpoint_write_order checkpoint_runs run_index
 -- ARGV: mode ...: 'latest' ns | 'pick' field* | 'page' ns before count | 'fields' |
 --       'version' field (page: newest first, before '' for none, exclusive)
 -- -> 'fields': every checkpoint field; 'version': the thread's version recorded for

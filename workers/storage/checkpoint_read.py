@@ -11,24 +11,20 @@ import msgspec
 from threadfold.core.checkpoints import Blob, Stored, Typed, Write
 from threadfold.core.keys import ThreadKeys
 from threadfold.workers.redisio.client import Call, text
+from threadfold.workers.storage.checkpoint_put import Keys
 from threadfold.workers.storage.contract import keys_of
 from threadfold.workers.storage.lua import script
 
 SCRIPT: Final = script("checkpoint_read", "common", "lifecycle", "checkpoint")
 
+__all__ = [
+    "SCRIPT", "Args", "Full", "Keys", "fields", "latest", "page", "parse", "parse_fields",
+    "parse_full", "parse_version", "pick", "version",
+]
+
 _body = msgspec.msgpack.Decoder(tuple[Typed, Typed, bytes])
 _blob = msgspec.msgpack.Decoder(Typed)
 _write = msgspec.msgpack.Decoder(tuple[str, Typed, str])
-
-
-class Keys(NamedTuple):
-    checkpoints: str
-    checkpoint_order: str
-    checkpoint_versions: str
-    checkpoint_blobs: str
-    checkpoint_writes: str
-    checkpoint_write_order: str
-    checkpoint_runs: str
 
 
 class Args(NamedTuple):
