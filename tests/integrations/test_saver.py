@@ -40,6 +40,7 @@ from threadfold.langgraph import ThreadfoldSaver
 from threadfold.workers.redisio.client import text
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.store import Store
+from threadfold.workers.threads import checkpoint_ops as cps
 
 
 class Chat(TypedDict):
@@ -188,6 +189,17 @@ def test_over_http_bad_input_is_a_precise_4xx(stack: Stack) -> None:
         with pytest.raises(InvalidInput) as refused:
             saver.put(bad, latest.checkpoint, latest.metadata, {})
         assert refused.value.status == 422 and refused.value.field == "checkpoint_ns"
+        # A query string's values are judged by the operation, each naming itself.
+        judged_ops: tuple[tuple[cps.CheckpointOp[Any], str], ...] = (
+            (cps.CheckpointMessages(thread_id=thread_id, checkpoint_id="c", version="v1"),
+             "version"),
+            (cps.CheckpointMessages(thread_id=thread_id, checkpoint_id="c", wait=99), "wait"),
+            (cps.CopyCheckpoints(thread_id=thread_id, to=thread_id), "to"),
+        )
+        for asked, field in judged_ops:
+            with pytest.raises(InvalidInput) as judged:
+                client.checkpoint(asked)
+            assert judged.value.field == field and judged.value.status in (400, 422)
         # A thread id that is not one: refused before any request.
         with pytest.raises(InvalidInput, match="thread id"):
             saver.get_tuple({"configurable": {"thread_id": "not/an id"}})

@@ -26,6 +26,7 @@ from threadfold.core.checkpoints import (
     Write,
 )
 from threadfold.core.errors import InvalidInput
+from threadfold.workers.threads import lifecycle, query
 from threadfold.workers.threads.op import VERSION_PATTERN, Op, Route
 
 R = TypeVar("R")
@@ -33,6 +34,8 @@ MessageLike = Any  # validated by core when appended, not here
 
 _NS = msgspec.Meta(description="LangGraph's checkpoint_ns ('' for the root graph).")
 _SEPARATORS: Final = "\n\x1e\x1f\x00"
+#: The longest a checkpoint's messages are waited for (the thread's fold), seconds.
+MAX_WAIT: Final = 60.0
 #: Most checkpoints a list answers when no limit is given.
 LIST_LIMIT: Final = 1_000
 
@@ -145,6 +148,11 @@ class GetCheckpoint(CheckpointOp[Checkpoints], frozen=True, kw_only=True, omit_d
     checkpoint_ns: Annotated[str, _NS] = ""
     checkpoint_id: str | None = None
 
+    def checked(self) -> None:
+        _name(self.checkpoint_ns, "checkpoint_ns")
+        if self.checkpoint_id is not None:
+            _name(self.checkpoint_id, "checkpoint_id")
+
 
 class ListCheckpoints(CheckpointOp[Checkpoints], frozen=True, kw_only=True, omit_defaults=True):
     """A thread's checkpoints newest first (ThreadfoldSaver.list): of one namespace or
@@ -184,10 +192,18 @@ class CheckpointMessages(CheckpointOp[Seed], frozen=True, kw_only=True, omit_def
     thread_id: str
     checkpoint_id: str
     checkpoint_ns: Annotated[str, _NS] = ""
-    wait: Annotated[float, msgspec.Meta(ge=0, le=60)] = 5.0
+    wait: Annotated[float, msgspec.Meta(ge=0, le=MAX_WAIT)] = 5.0
     #: The thread's version the checkpoint recorded, when the caller read it with the
     #: checkpoint (``get_checkpoint``'s answer): spares reading it again.
     version: Annotated[str | None, msgspec.Meta(pattern=VERSION_PATTERN)] = None
+
+    def checked(self) -> tuple[str | None, float]:
+        """The version given and the wait, checked (a query string's values are parsed
+        by their types only: the operation judges them)."""
+        _name(self.checkpoint_ns, "checkpoint_ns")
+        _name(self.checkpoint_id, "checkpoint_id")
+        version = None if self.version is None else query.version(self.version)
+        return version, query.timeout(self.wait, "wait", MAX_WAIT)
 
 
 class CopyCheckpoints(CheckpointOp[Removed], frozen=True, kw_only=True, omit_defaults=True):
@@ -206,6 +222,9 @@ class CopyCheckpoints(CheckpointOp[Removed], frozen=True, kw_only=True, omit_def
 
     thread_id: str
     to: str
+
+    def checked(self) -> str:
+        return lifecycle.copy_target(self.thread_id, self.to)
 
 
 class PruneCheckpoints(CheckpointOp[Removed], frozen=True, kw_only=True, omit_defaults=True):

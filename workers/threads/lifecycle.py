@@ -293,6 +293,17 @@ class Copy:
         return md.pairs(dict(merged))
 
 
+def copy_target(source: str, to: object) -> str:
+    """A copy's ``to``: a thread id, not the source's (422 naming ``to``)."""
+    try:
+        name = check_name(to, "to: a thread id")
+    except InvalidName as exc:
+        raise InvalidInput(str(exc), field="to") from exc
+    if name == source:
+        raise InvalidInput("to: a thread is not copied onto itself", field="to")
+    return name
+
+
 def copy_of(
     tenant: str,
     source: str,
@@ -303,12 +314,7 @@ def copy_of(
     delta_id: str | None = None,
 ) -> Copy:
     """A copy's arguments: ``to`` a new thread id, not the source's."""
-    try:
-        to = check_name(to, "to: a thread id")
-    except InvalidName as exc:
-        raise InvalidInput(str(exc), field="to") from exc
-    if to == source:
-        raise InvalidInput("to: a thread is not copied onto itself", field="to")
+    to = copy_target(source, to)
     version = None
     if at_version is not None:
         if not isinstance(at_version, str):

@@ -162,6 +162,7 @@ class CheckpointOps:
 
     def get_checkpoint(self, tenant: str, op: cps.GetCheckpoint) -> Checkpoints:
         at = target(tenant, op.thread_id)
+        op.checked()
         k = self._keys(at)
         if op.checkpoint_id is None:
             call = checkpoint_read.latest(k, op.checkpoint_ns)
@@ -208,19 +209,21 @@ class CheckpointOps:
 
     def checkpoint_messages(self, tenant: str, op: cps.CheckpointMessages) -> Seed:
         at = target(tenant, op.thread_id)
+        given, wait = op.checked()
         with refusals:
-            version = op.version  # the saver read it with the checkpoint: no second read
+            version = given  # the saver read it with the checkpoint: no second read
             if version is None:
                 version = self._recorded(at, op.checkpoint_ns, op.checkpoint_id)
             if version is None or op.checkpoint_ns != "":
                 return Seed()
-            return Seed(version, self._messages_at(tenant, at, version, op.wait))
+            return Seed(version, self._messages_at(tenant, at, version, wait))
 
     def copy_checkpoints(self, tenant: str, op: cps.CopyCheckpoints) -> Removed:
         """The source's checkpoints stored again under ``to`` (a thread of another slot,
         on a cluster: read, then written); the thread's messages copied first, and the
         copy's version recorded on the latest root checkpoint."""
-        source, to = target(tenant, op.thread_id), target(tenant, op.to)
+        source = target(tenant, op.thread_id)
+        to = target(tenant, op.checked())
         with refusals:
             k = self._keys(source)
             names = checkpoint_read.parse_fields(
