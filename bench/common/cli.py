@@ -60,9 +60,14 @@ class Begun(Generic[S]):
 
 
 def begin(name: str, doc: str | None, quick_help: str, argv: Sequence[str] | None, *,
-          full: S, quick: S) -> Begun[S]:
-    """The command line parsed (:func:`parser`), the sizes chosen, the clock started."""
-    args = parser(name, doc, quick_help).parse_args(argv)
+          full: S, quick: S,
+          options: Callable[[argparse.ArgumentParser], None] | None = None) -> Begun[S]:
+    """The command line parsed (:func:`parser`, plus the benchmark's own ``options``),
+    the sizes chosen, the clock started."""
+    made = parser(name, doc, quick_help)
+    if options is not None:
+        options(made)
+    args = made.parse_args(argv)
     mode, chosen = sizes(args, full, quick)
     started = time.perf_counter()
     return Begun(args, mode, chosen, started, load_average(), code_measured())

@@ -1,14 +1,17 @@
 """The Redis budget per delta: what the state Redis does for each delta on the hot
 paths, by script, beside the floor (a pipelined ``XADD`` + ``HSET`` a delta).
 
-Run ``python -m bench.redis [--quick] [--out PATH]`` (``threadfold bench redis``):
+Run ``python -m bench.redis [--quick] [--instructions] [--out PATH]`` (``threadfold bench redis``):
 prints a markdown table and writes ``bench/results/redis.json``. Each path runs alone
 on a fresh private redis-server, driven in this process (the producer, the store, a
 worker's drain: no Celery, no HTTP), so every command the server runs meanwhile is the
 path's. Per delta (per read for the reads): the script calls, the commands the scripts
 run (``INFO commandstats``, which counts a script's commands one by one), the server's
 time in them (commandstats' microseconds) and the server's CPU (``INFO cpu``), and the
-server time of each script (``SLOWLOG`` at 0 µs, by the script's SHA).
+server time of each script (``SLOWLOG`` at 0 µs, by the script's SHA). With
+``--instructions``, every path again on a server under callgrind: the instructions it
+runs per delta, which a change of a few percent moves where the CPU time cannot show it
+on a shared machine (:mod:`bench.common.instructions`).
 
 The paths, as the service runs them:
 
@@ -28,6 +31,7 @@ A change that adds commands to a hot script shows here as commands and µs per d
 
 from __future__ import annotations
 
+import argparse
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -41,6 +45,7 @@ from bench.common import cli, services
 from bench.common.checks import Check
 from bench.common.cpu import redis_cpu
 from bench.common.inputs import message_dict
+from bench.common.instructions import CountedRedis
 from bench.common.store import NullWaker, in_process_settings
 from threadfold.core.results import Delta
 from threadfold.workers.ingest.producer import Producer
@@ -54,6 +59,9 @@ _OURS: Final = {"info", "config|resetstat", "config|get", "config|set", "slowlog
                 "slowlog|reset", "script|load", "ping", "client|setinfo", "hello"}
 _SCRIPTS: Final = {"evalsha", "eval"}
 BULK: Final = 500
+#: Deltas a path under callgrind (full, quick): the spread bulk's shape (500 threads a
+#: call, each written ten times) needs 5,000.
+COUNTED: Final = (6_000, 1_000)
 
 
 @dataclass
@@ -69,6 +77,9 @@ class Budget:
     by_script_us: dict[str, float]
     #: The commands the scripts ran, by name, per delta: where a feature's cost shows.
     by_command: dict[str, float]
+    #: The server's instructions per delta (or read) under callgrind, with
+    #: ``--instructions``: a change of a few percent shows here, not in the CPU time.
+    instructions: float | None = None
 
 
 @contextmanager
@@ -98,6 +109,21 @@ def _attributed(client: redis.Redis, path: str, units: int, out: list[Budget]) -
 
 
 Measure = Callable[[redis.Redis, str, int, list[Budget]], AbstractContextManager[None]]
+
+
+def _counted(server: CountedRedis) -> Measure:
+    """The server's instructions on the path, into its row of ``out`` (a pass of its own,
+    on a server under callgrind: :mod:`bench.common.instructions`)."""
+
+    @contextmanager
+    def measure(client: redis.Redis, path: str, units: int, out: list[Budget]) -> Iterator[None]:
+        total: list[int] = []
+        with server.count(total):
+            yield
+        row = next(r for r in out if r.path == path)
+        row.instructions = total[0] / units
+
+    return measure
 
 
 def _deltas(n: int, threads: int, seed: int, prefix: str) -> list[Delta]:
@@ -171,11 +197,11 @@ def _reads(client: redis.Redis, store: Store, producer: Producer, settings: Sett
             store.read_context("_/read", "last", 4000)
 
 
-def _floor(url: str, n: int, out: list[Budget]) -> None:
+def _floor(url: str, n: int, out: list[Budget], measure: Measure = _measured) -> None:
     client = redis.Redis.from_url(url)
     rng = random.Random(5)
     payloads = [str(message_dict(i, rng)).encode() for i in range(n)]
-    with _measured(client, "floor: pipelined XADD + HSET", n, out):
+    with measure(client, "floor: pipelined XADD + HSET", n, out):
         for at in range(0, n, 100):
             pipe = client.pipeline(transaction=False)
             for i, p in enumerate(payloads[at : at + 100], start=at):
@@ -200,6 +226,12 @@ def report(rows: Sequence[Budget]) -> str:
             f"{r.server_us:.1f} | {r.redis_cpu_us:.1f} | "
             f"{r.redis_cpu_us / floor.redis_cpu_us:.1f} | {scripts or '-'} |"
         )
+    counted = {r.path: r.instructions for r in rows if r.instructions}
+    if len(counted) == len(rows):
+        base = counted[floor.path]
+        lines += ["", "Instructions the server runs a delta (a read), under callgrind "
+                  "(thousands; x floor):", ""]
+        lines += [f"- {p}: {i / 1000:.1f}k ({i / base:.1f}x)" for p, i in counted.items()]
     lines += ["", "Commands a delta (a read), by name:", ""]
     for r in rows:
         top = sorted(r.by_command.items(), key=lambda kv: -kv[1])
@@ -207,9 +239,16 @@ def report(rows: Sequence[Budget]) -> str:
     return "\n".join(lines)
 
 
+def _options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--instructions", action="store_true",
+        help="also count the server's instructions on every path under callgrind "
+             f"(Debian's valgrind; {COUNTED[0]:,} deltas a path, {COUNTED[1]:,} with --quick)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     begun = cli.begin("redis", __doc__, "2,000 deltas a path instead of 20,000", argv,
-                      full=20_000, quick=2_000)
+                      full=20_000, quick=2_000, options=_options)
     n = begun.sizes
     out_path = cli.out_path("redis", begun.args)
     rows: list[Budget] = []
@@ -219,6 +258,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             _paths(server.url, n, rows, measure, failed)
     with services.redis_server() as server:
         _floor(server.url, n, rows)
+    if begun.args.instructions:
+        counted = COUNTED[1] if begun.args.quick else COUNTED[0]
+        with CountedRedis() as slow:
+            _paths(slow.url, counted, rows, _counted(slow), failed)
+        with CountedRedis() as slow:
+            _floor(slow.url, counted, rows, _counted(slow))
     text = report(rows)
     data = {"deltas": n, "meta": begun.facts(),
             "rows": [asdict(r) for r in rows]}
