@@ -33,10 +33,12 @@ end
 -- active, expiry}; state: its meta's COMMIT_READ fields, read by the caller; c: the
 -- commit {cursor, next_position, cleared, gone, written, dropped, recs, added,
 -- retention_ms, sched_ms, ref, applied, max_events, max_age_ms, event, ttl_ms, now,
--- settled}: gone {fingerprint, position}* of removed records, written and dropped the
+-- settled, buckets_read, last_append}: gone {fingerprint, position}* of removed records, written and dropped the
 -- pages rewritten whole ('' = emptied), recs {position, record}* and added
 -- {fingerprint, position}* the records appended (ascending, past every stored
--- position); settled: the caller knows no entry follows the new cursor.
+-- position); settled: the caller knows no entry follows the new cursor;
+-- buckets_read: the index buckets the caller read (a finder's), or nil; last_append:
+-- the thread's last append ('e') when the caller has not written it yet, or nil.
 -- -> {1, more, now}
 local function write_commit(t, state, c)
   local gone, written, dropped, recs = c.gone, c.written, c.dropped, c.recs
@@ -52,12 +54,17 @@ local function write_commit(t, state, c)
   write_fields(t.pages, written, dropped)
   count = count + #recs / 2
   if #gone > 0 or #c.added > 0 then
-    buckets = edit_index(t.index, c.added, gone, buckets, count)
+    buckets = edit_index(t.index, c.added, gone, buckets, count, not c.cleared and c.buckets_read)
   end
   local now = c.now
   local applied = string.format('%d', tonumber(state[7] or '0') + c.applied)
-  redis.call('HSET', t.meta, 'c', c.cursor, 'n', c.next_position, 't', now, 'a', 0,
-             'm', count, 'ib', buckets, 'pp', per, 'k', applied)
+  if c.last_append then
+    redis.call('HSET', t.meta, 'c', c.cursor, 'n', c.next_position, 't', now, 'a', 0,
+               'm', count, 'ib', buckets, 'pp', per, 'k', applied, 'e', c.last_append)
+  else
+    redis.call('HSET', t.meta, 'c', c.cursor, 'n', c.next_position, 't', now, 'a', 0,
+               'm', count, 'ib', buckets, 'pp', per, 'k', applied)
+  end
   local threshold = after(c.cursor)
   if c.retention_ms > 0 then
     local keep_from = (now - c.retention_ms) .. '-0'

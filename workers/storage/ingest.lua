@@ -63,12 +63,13 @@ local function edit_records(page, edits)
 end
 
 -- The thread's deltas committed here (see the head): whether they were. state: its
--- meta's COMMIT_READ fields, then 'q', 'n', read before this call appended. Each
+-- meta's COMMIT_READ fields, then 'q', 'n', 'e', read before this call appended;
+-- last_append: the thread's last append, written with the commit ('e'). Each
 -- message is found by its id as a worker finds it (a fingerprint's candidates,
 -- confirmed against the id in the record at that position): a stored one is updated
 -- in place, a new one appended at the next position, a removed one must be stored
 -- (else the fold fails on it: the worker's, which names it).
-local function commit_here(t, ref, state, entries)
+local function commit_here(t, ref, state, entries, last_append)
   local items = {}   -- {fingerprint, id, tail or false (a removal), body}
   for _, e in ipairs(entries) do
     local fp, records = e[2], e[3]
@@ -91,7 +92,7 @@ local function commit_here(t, ref, state, entries)
     fps[i] = item[1]
   end
   local buckets, per = tonumber(state[5] or '0'), tonumber(state[6] or MAX_PAGE_RECORDS)
-  local find, pages_read = finder(t.pages, t.index, buckets, per, fps)
+  local find, pages_read, buckets_read = finder(t.pages, t.index, buckets, per, fps)
   local edits = {}   -- page number -> {position -> record or ''}
   local position = tonumber(state[11] or '0')
   local recs, added, gone, removed, upserts = {}, {}, {}, {}, {}
@@ -148,7 +149,8 @@ local function commit_here(t, ref, state, entries)
     written = written, dropped = dropped, recs = recs, added = added,
     retention_ms = retention_ms, sched_ms = 0, ref = ref, applied = #entries,
     max_events = #event <= max_event_bytes and max_events or 0, max_age_ms = max_age_ms,
-    event = event, ttl_ms = ttl_ms, now = at_ms, settled = true})
+    event = event, ttl_ms = ttl_ms, now = at_ms, settled = true,
+    buckets_read = buckets_read, last_append = last_append})
   return true
 end
 
@@ -206,7 +208,7 @@ local function ingest(k, ref, n, opts, a)
   if here then   -- nothing after the cursor: read off the log itself, as COMMIT does,
     -- so an entry some other writer added (a poison one, by hand) is waited on too
     state = redis.call('HMGET', meta, 'c', 'g', 'i', 'm', 'ib', 'pp', 'k', 'x', 'pn',
-                       'q', 'n')
+                       'q', 'n', 'e')
     here = not state[10] and not has_backlog(log, state[1] or '0-0')
   end
   local entries = {}
@@ -252,12 +254,20 @@ local function ingest(k, ref, n, opts, a)
   end
   if not added then return end
   -- 'e' is new only on a thread's first append (or its first after a delete): the
-  -- thread is born, and takes its incarnation (see fence()).
-  if redis.call('HSET', meta, 'e', added) == 1 then
+  -- thread is born, and takes its incarnation (see fence()). A thread this call may
+  -- commit read 'e' with its state: its commit writes it, with the rest of the meta.
+  local unwritten, new
+  if here then
+    unwritten, new = added, not state[12]
+  else
+    new = redis.call('HSET', meta, 'e', added) == 1
+  end
+  if new then
     redis.call('SADD', all, ref)
     -- 'b': its first entry. A log that no longer starts there lost entries, and a
     -- version before it is no state of this incarnation (see PREFIX).
-    redis.call('HSET', meta, 'i', birth_token, 'b', first)
+    redis.call('HSET', meta, 'i', birth_token, 'b', first, 'e', added)
+    unwritten = false
     if copy_identity ~= '' then redis.call('HSET', meta, 'cp', copy_identity) end
     born(meta, ref, first, changes)
   end
@@ -272,10 +282,11 @@ local function ingest(k, ref, n, opts, a)
   if here and commit_here({meta = meta, pages = KEYS[k + 8], index = KEYS[k + 9], log = log,
                            sched = sched, dirty = dirty, feed = KEYS[k + 10],
                            active = KEYS[k + 11], expiry = KEYS[k + 12]},
-                          ref, state, entries) then
+                          ref, state, entries, unwritten) then
     out[woke] = 2
     return
   end
+  if unwritten then redis.call('HSET', meta, 'e', unwritten) end
   local quarantined = redis.call('HGET', meta, 'q')
   if not quarantined and redis.call('SET', sched, '1', 'NX', 'PX', sched_ms) then
     redis.call('ZADD', dirty, 'NX', ms_of(first), ref)

@@ -90,7 +90,8 @@ end
 
 -- The candidate positions of a fingerprint (4 bytes), from a thread's index of
 -- `buckets` buckets (each bucket is read once per call; the buckets of `expected`
--- fingerprints, when given, all at once).
+-- fingerprints, when given, all at once). Also returned: the buckets it read, by
+-- number (a commit that edits the index starts there).
 local function matcher(index, buckets, expected)
   local chunks = {}
   if expected and buckets > 0 then
@@ -119,15 +120,17 @@ local function matcher(index, buckets, expected)
       s = entry_at(chunk, fpb, s + 8)
     end
     return found
-  end
+  end, chunks
 end
 
 -- An exact lookup for one thread: (id, fingerprint bytes) -> position and the page
 -- holding it (or false): a candidate is confirmed against its record's id. Also
--- returned: the pages it read, by number (a caller that edits them starts there);
--- expected: the fingerprints to be looked up, their buckets read in one call.
+-- returned: the pages and the index buckets it read, by number (a caller that edits
+-- them starts there); expected: the fingerprints to be looked up, their buckets read
+-- in one call.
 local function finder(pages, index, buckets, per, expected)
-  local candidates, pages_read = matcher(index, buckets, expected), {}
+  local candidates, buckets_read = matcher(index, buckets, expected)
+  local pages_read = {}
   return function(id, fpb)
     for _, pos in ipairs(candidates(fpb)) do
       local number = page_of(pos, per)
@@ -142,7 +145,7 @@ local function finder(pages, index, buckets, per, expected)
       end
     end
     return false
-  end, pages_read
+  end, pages_read, buckets_read
 end
 
 -- Appends records past every stored position: recs = {pos, record}*, ascending. Only
@@ -177,9 +180,12 @@ end
 -- Adds and removes index entries (adds, dels = {fingerprint bytes, pos}*) of a thread
 -- whose index has `buckets` buckets and will hold `total` entries; one rewrite per
 -- bucket touched, then buckets split one at a time while they average more than
--- BUCKET_ENTRIES. -> the number of buckets now.
-local function edit_index(index, adds, dels, buckets, total)
-  if buckets == 0 then buckets = 1 end
+-- BUCKET_ENTRIES. -> the number of buckets now. read: buckets already read (by
+-- number, under this bucket count: a finder's), not read again.
+local function edit_index(index, adds, dels, buckets, total, read)
+  if buckets == 0 then   -- no bucket yet: the index is empty (a clear deletes it)
+    buckets, read = 1, {[0] = ''}
+  end
   local touched, order = {}, {}
   local function bucket(fpb)
     local b = bucket_of(struct.unpack('>I4', fpb), buckets)
@@ -196,7 +202,13 @@ local function edit_index(index, adds, dels, buckets, total)
     local t = bucket(adds[i])
     t[2][#t[2] + 1] = adds[i] .. struct.pack('>I4', adds[i + 1])
   end
-  local current, written, dropped = read_fields(index, order), {}, {}
+  local current, missing, written, dropped = {}, {}, {}, {}
+  for _, b in ipairs(order) do
+    if read and read[b] then current[b] = read[b] else missing[#missing + 1] = b end
+  end
+  if #missing > 0 then
+    for b, chunk in pairs(read_fields(index, missing)) do current[b] = chunk end
+  end
   for _, b in ipairs(order) do
     local chunk, added, gone = current[b], touched[b][2], touched[b][3]
     local parts, cuts, kept = {}, {}, 1
