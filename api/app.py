@@ -31,6 +31,7 @@ from threadfold.api.auth import Authenticator
 from threadfold.api.errors import from_decode, from_msgspec
 from threadfold.api.feed import HUB_CLIENT_NAME, get_events, make_hub
 from threadfold.api.fragments import JsonFragments
+from threadfold.api.hot import HOT, HotApp
 from threadfold.api.openapi import document
 from threadfold.api.pipeline import summary
 from threadfold.api.settings import ApiSettings
@@ -424,12 +425,14 @@ def create_app(settings: ApiSettings, resources: Resources | None = None) -> Sta
             await res.engine.close()  # the hub, the pending wake-ups, the connections
 
     routes: list[Route | Mount] = [
-        Route(path, _route(name, fn), methods=methods) for path, name, fn, methods in ROUTES
+        Route(path, _route(name, fn), methods=methods, name=name)
+        for path, name, fn, methods in ROUTES
     ]
     # /ui answers with a redirect to /ui/ (Starlette's trailing slash), then index.html.
     routes.append(Mount("/ui", app=StaticFiles(directory=UI_DIR, html=True), name="ui"))
-    app = Starlette(
+    app = HotApp(
         routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error}
     )
+    app.serve_directly(HOT)  # the one-delta POST and the state read (threadfold.api.hot)
     app.state.openapi = document(auth=settings.api_keys is not None)
     return app

@@ -16,6 +16,8 @@ from threadfold.core.convert import to_messages
 from threadfold.core.messages import HumanMessage
 from threadfold.core.render import serve
 from threadfold.core.results import State
+from threadfold.workers.storage.pages import record
+from threadfold.workers.storage.read_state import StateBodies
 
 
 # Every message of the golden cases: all types, tool calls, chunks, metadata, blocks.
@@ -101,3 +103,42 @@ def test_a_body_json_cannot_carry_is_its_marker_in_its_place_and_never_cached() 
         frags, unservable = cache.of(ids, bodies)
         assert unservable == [flaw] and msgspec.json.decode(frags[1]) == marker
         assert (cache.hits, cache.misses) == (hits, misses)
+
+
+def _pages(stored: list[tuple[bytes, bytes]], per: int) -> list[bytes]:
+    """Pages of ``per`` records each, as a thread stores them (positions in order)."""
+    made = [record(i.decode(), n, b, n % 7) for n, (i, b) in enumerate(stored)]
+    return [b"".join(made[at : at + per]) for at in range(0, len(made), per)]
+
+
+@given(
+    st.lists(st.sampled_from(range(len(STORED))), max_size=40),
+    st.integers(1, 16),
+    st.integers(0, 6000),
+)
+def test_a_whole_thread_looked_up_by_pages_is_the_uncached_reply(
+    picks: list[int], per: int, budget: int
+) -> None:
+    pages = _pages([STORED[i] for i in picks], per)
+    plain = _reply(dump_messages(MESSAGES[i % len(MESSAGES)] for i in picks))
+    cache = JsonFragments(budget)
+    for _ in range(3):  # cold, then from the page cache (what still fits)
+        found, flaws = cache.of_pages(pages)
+        assert _reply(found) == plain and flaws == []
+        assert cache._bytes <= budget
+    whole = StateBodies.whole("1-0", len(picks), False, tuple(pages))
+    assert _reply(cache.state("t", whole).messages) == plain
+    assert whole.ids == [STORED[i][0] for i in picks]  # split only when asked
+    assert whole.bodies == [STORED[i][1] for i in picks]
+
+
+def test_a_page_with_a_marker_is_never_cached_and_the_marker_names_its_place() -> None:
+    cache = JsonFragments(100_000)
+    bad = HumanMessage(content="x", additional_kwargs={"k": {None: 1}})  # stored by hand
+    stored = [*STORED[:3], (b"bad", msgspec.msgpack.encode(bad)), *STORED[3:5]]
+    pages = _pages(stored, 2)  # the marker is the second record of the second page
+    [marker], flaw = serve(decode_stored(stored[3][1], "bad"), "langchain", 3)
+    for _ in range(2):
+        found, unservable = cache.of_pages(pages)
+        assert unservable == [flaw] and msgspec.json.decode(found[3]) == marker
+        assert pages[1] not in cache._pages and pages[0] in cache._pages

@@ -129,3 +129,43 @@ def test_a_failed_shared_round_trip_fails_every_call_in_it() -> None:
     settings = make_settings("redis://127.0.0.1:1/0")  # nothing listens on port 1
     answers = asyncio.run(_broken(settings))
     assert all(isinstance(a, redis.ConnectionError) for a in answers)
+
+
+async def _same_turn_retries(settings: Settings) -> list[Any]:
+    client = async_client(settings.redis_url.get_secret_value(), cluster=settings.cluster)
+    producer = AsyncProducer(client, settings, ThreadedWaker(NoWake()))
+    try:
+        calls = [
+            producer.enqueue("r1", [{"role": "user", "content": "first", "id": "m"}],
+                             delta_id="same"),
+            producer.enqueue("r1", [{"role": "user", "content": "next", "id": "n"}]),
+            producer.enqueue("r1", [{"role": "user", "content": "again", "id": "m"}],
+                             delta_id="same"),
+            producer.enqueue("r2", [{"role": "user", "content": "other", "id": "m"}],
+                             delta_id="same"),
+        ]
+        return list(await asyncio.gather(*calls))
+    finally:
+        await client.aclose()
+
+
+@pytest.mark.parametrize("where", ["standalone", "cluster"])
+def test_a_retry_in_the_same_turn_is_answered_as_the_first_and_order_is_kept(
+    where: str, redis_url: str, redis_cluster: RedisCluster
+) -> None:
+    """Calls sharing one round trip keep every guarantee of calls of their own: a
+    ``delta_id`` sent twice is applied once and both answered with its version, a
+    thread's deltas keep the order they were made in, and a delta_id is per thread."""
+    url = redis_url if where == "standalone" else redis_cluster.url
+    settings = make_settings(url, cluster=where == "cluster", key_prefix=f"as{where[0]}")
+    first, following, again, other = asyncio.run(_same_turn_retries(settings))
+    assert (first.duplicate, following.duplicate, again.duplicate) == (False, False, True)
+    assert again.version == first.version and again.ids == first.ids
+    assert not other.duplicate and other.thread_id == "r2"
+    order = [tuple(map(int, r.version.split("-"))) for r in (first, following)]
+    assert order == sorted(order)  # the log's order is the calls' order
+    store = store_for(settings)
+    for ref in ("_/r1", "_/r2"):
+        Drainer(store, settings).drain(ref)
+    assert [m["content"] for m in state_dump(store, "_/r1")] == ["first", "next"]
+    assert [m["content"] for m in state_dump(store, "_/r2")] == ["other"]

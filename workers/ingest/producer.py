@@ -347,7 +347,11 @@ class AsyncProducer:
         loop = asyncio.get_running_loop()
         waiting = _Waiting(deltas, prepared, loop.create_future())
         if not self._waiting:
-            loop.call_soon(self._start_flush)  # after the callers of this turn joined
+            # Its first step runs in the loop's next turn: after the callers of this
+            # turn joined (a callback that made the task then would cost a turn more).
+            task = loop.create_task(self._flush())
+            self._flushes.add(task)  # a strong reference until it ends
+            task.add_done_callback(self._flushes.discard)
         self._waiting.append(waiting)
         return await waiting.done
 
@@ -386,13 +390,8 @@ class AsyncProducer:
         assert isinstance(self.client, aioredis.Redis)  # the settings refuse a cluster
         return await arun_waited(self.client, calls, self.wait)
 
-    def _start_flush(self) -> None:
+    async def _flush(self) -> None:
         batch, self._waiting = self._waiting, []
-        task = asyncio.get_running_loop().create_task(self._flush(batch))
-        self._flushes.add(task)  # a strong reference until it ends
-        task.add_done_callback(self._flushes.discard)
-
-    async def _flush(self, batch: list[_Waiting]) -> None:
         deltas = [d for w in batch for d in w.deltas]
         prepared = [p for w in batch for p in w.prepared]
         try:

@@ -386,7 +386,17 @@ def _in_parallel(
 
 
 async def arun(client: AsyncRedis, call: Call) -> Any:
-    """Run one script call (asyncio)."""
+    """Run one script call (asyncio): on one server as :func:`arun_many`'s exchange
+    (redis-py's command layer costs the API more than the round trip itself)."""
+    if isinstance(client, aioredis.Redis):
+        [reply] = await arun_many(client, [call])
+        return reply
+    return await _acommand(client, call)
+
+
+async def _acommand(client: AsyncRedis, call: Call) -> Any:
+    """One script call through redis-py's command layer: EVALSHA, then EVAL when the
+    server does not hold the script."""
     n = len(call.keys)
     try:
         try:
@@ -410,35 +420,54 @@ async def arun_many(client: AsyncRedis, calls: Sequence[Call]) -> list[Any]:
         # discovery, and without retries (the services' clients) they fail with a
         # connection error; once initialized this returns at once.
         await client.initialize()
-        return list(await asyncio.gather(*(arun(client, call) for call in calls)))
+        return list(await asyncio.gather(*(_acommand(client, call) for call in calls)))
     results = await _aexchange(client, pack_calls(calls, range(len(calls))), len(calls))
     for i, result in enumerate(results):
         if isinstance(result, NoScriptError):
-            results[i] = await arun(client, calls[i])
+            results[i] = await _acommand(client, calls[i])
         elif isinstance(result, Exception):
             raise typed(result)
     return results
 
 
 async def _asend_and_read(conn: Any, packed: bytes, count: int) -> list[Any]:
-    await conn.send_packed_command([packed])
-    return await aread_replies(conn, count)
+    """Send, then read ``count`` replies, within one deadline (the connection's socket
+    timeout). redis-py's ``send_packed_command`` wraps each send in ``asyncio.wait_for``,
+    a task of its own on Python 3.11: that and its per-reply timers cost the API more
+    than the exchange's own I/O. A write that fails is redis-py's ConnectionError, as
+    there; the caller drops the connection."""
+    if not conn.is_connected:
+        await conn.connect_check_health(check_health=False)
+    await conn.check_health()  # a PING only when the connection sat idle long enough
+    try:
+        async with asyncio.timeout(conn.socket_timeout):
+            try:
+                await conn._send_packed_command((packed,))
+            except OSError as exc:  # an OS-level timeout too: the connection is dead
+                raise RedisConnectionError(f"Error while writing to socket: {exc}") from exc
+            return await _replies(conn, count)
+    except TimeoutError as exc:
+        raise RedisTimeoutError(f"no reply within {conn.socket_timeout} s") from exc
 
 
 async def aread_replies(conn: Any, count: int) -> list[Any]:
     """The asyncio twin of :func:`read_replies`."""
-    replies: list[Any] = []
     # One deadline for the whole batch: redis-py arms a timer for every reply, which
     # costs more than taking a short reply from the buffer (a bulk ingest reads 500).
     try:
         async with asyncio.timeout(conn.socket_timeout):
-            for _ in range(count):
-                try:
-                    replies.append(await conn.read_response(timeout=math.inf))
-                except ResponseError as exc:
-                    replies.append(exc)
+            return await _replies(conn, count)
     except TimeoutError as exc:
         raise RedisTimeoutError(f"no reply within {conn.socket_timeout} s") from exc
+
+
+async def _replies(conn: Any, count: int) -> list[Any]:
+    replies: list[Any] = []
+    for _ in range(count):
+        try:
+            replies.append(await conn.read_response(timeout=math.inf))
+        except ResponseError as exc:
+            replies.append(exc)
     return replies
 
 

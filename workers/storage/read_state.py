@@ -43,16 +43,74 @@ class StatePage:
     messages: list[BaseMessage]
 
 
-@dataclass(frozen=True, slots=True)
 class StateBodies:
-    """A :class:`StatePage` with its messages still encoded, as stored."""
+    """A :class:`StatePage` with its messages still encoded, as stored.
 
-    version: str
-    total: int
-    has_more: bool
-    anchor_found: bool
-    ids: list[bytes]  # as Redis sent them (UTF-8): decoded only where a message is built
-    bodies: list[bytes]
+    A whole thread's read keeps the pages READ_STATE sent, in order (``pages``), and
+    splits them into ``ids`` and ``bodies`` only when those are asked for: the HTTP
+    API's JSON cache looks whole pages up first (:mod:`threadfold.api.fragments`).
+    """
+
+    __slots__ = ("_bodies", "_ids", "anchor_found", "has_more", "pages", "total", "version")
+
+    def __init__(
+        self,
+        version: str,
+        total: int,
+        has_more: bool,
+        anchor_found: bool,
+        *,
+        ids: list[bytes] | None = None,
+        bodies: list[bytes] | None = None,
+    ) -> None:
+        self.version = version
+        self.total = total
+        self.has_more = has_more
+        self.anchor_found = anchor_found
+        #: The pages the messages are in, in order, when they are all of them (else ()).
+        self.pages: tuple[bytes, ...] = ()
+        self._ids = ids
+        self._bodies = bodies
+
+    @classmethod
+    def whole(
+        cls, version: str, total: int, anchor_found: bool, pages: tuple[bytes, ...]
+    ) -> StateBodies:
+        """A whole thread's messages: every record of ``pages``, split when asked for."""
+        found = cls(version, total, False, anchor_found)
+        found.pages = pages
+        return found
+
+    @property
+    def ids(self) -> list[bytes]:
+        """The messages' ids as Redis sent them (UTF-8): decoded only where a message
+        is built."""
+        if self._ids is None:
+            self._split()
+        assert self._ids is not None
+        return self._ids
+
+    @property
+    def bodies(self) -> list[bytes]:
+        if self._bodies is None:
+            self._split()
+        assert self._bodies is not None
+        return self._bodies
+
+    def _split(self) -> None:
+        ids: list[bytes] = []
+        bodies: list[bytes] = []
+        for page in self.pages:  # no tuple per record
+            split_records(page, ids, bodies)
+        self._ids, self._bodies = ids, bodies
+
+    @staticmethod
+    def split(page: bytes) -> tuple[list[bytes], list[bytes]]:
+        """The ids and bodies of one of ``pages``' records, in order."""
+        ids: list[bytes] = []
+        bodies: list[bytes] = []
+        split_records(page, ids, bodies)
+        return ids, bodies
 
     def decoded(self) -> StatePage:
         """The page with its messages built."""
@@ -103,15 +161,14 @@ def parse_bodies(raw: list[Any], mode: str = "all", limit: int = -1) -> StateBod
     anchor = int(raw[3])
     numbered = sorted(zip(map(int, raw[4::2]), raw[5::2], strict=True))
     if mode == "all" and limit < 0:  # a whole thread: the reads' hot path
-        ids: list[bytes] = []
-        bodies: list[bytes] = []
-        for _, page in numbered:
-            split_records(as_bytes(page), ids, bodies)
-        return StateBodies(version, total, False, found, ids, bodies)
+        pages = tuple([as_bytes(page) for _, page in numbered])
+        return StateBodies.whole(version, total, found, pages)
     held = [r for _, page in numbered for r in records(as_bytes(page))]
     at = next((i for i, r in enumerate(held) if r[0] == anchor), -1)
     held, more = cut(held, at, mode, limit)
-    return StateBodies(version, total, more, found, [r[1] for r in held], [r[2] for r in held])
+    return StateBodies(
+        version, total, more, found, ids=[r[1] for r in held], bodies=[r[2] for r in held]
+    )
 
 
 def cut(items: list[T], at: int, mode: str, limit: int) -> tuple[list[T], bool]:
