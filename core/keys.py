@@ -111,6 +111,14 @@ class ThreadKeys:
         return f"{self.tag}:{self.ref}:feed"
 
     @property
+    def followed(self) -> str:
+        """STRING with a TTL: a follower marked the thread within its window
+        (:mod:`threadfold.workers.feed.marks`); while it exists, commits keep their change
+        events in the feed. Kept across a delete (it marks the thread id followed, not an
+        incarnation of it); it lapses on its own."""
+        return f"{self.tag}:{self.ref}:followed"
+
+    @property
     def metadata(self) -> str:
         """HASH: metadata key -> its value's canonical JSON (:mod:`threadfold.core.metadata`);
         absent while the thread has none."""

@@ -54,6 +54,11 @@ EXCEPTIONS: dict[str, str] = {
         "calls of an event-loop turn share the staging, the admission, the answers and the "
         "wake-ups, which apart would reach into each other's internals"
     ),
+    "workers/feed/hub.py": (
+        "the process's one multiplexed follower: its Pub/Sub connection, the channels it "
+        "(un)subscribes, the fills that resume its followers and the marks of the threads "
+        "it follows share its topics, which apart would each have to reach into"
+    ),
     "core/errors.py": (
         "the one error tree: every refusal the service makes is a class here, with its "
         "status, code and details, and nothing maps them elsewhere"

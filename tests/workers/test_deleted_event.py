@@ -44,6 +44,7 @@ from threadfold.workers.storage.feed_record import (
     removal_notice,
     removal_of,
 )
+from threadfold.workers.storage.follow import LEAST_WINDOW_MS as WINDOW_MS
 
 
 def test_each_reason_is_its_notice_and_back() -> None:
@@ -148,7 +149,7 @@ def test_each_removal_reaches_a_direct_and_a_hub_follower(redis_url: str, reason
     drainer.drain(ref)
     listener = redis.Redis.from_url(redis_url)
     events = subscription.follow(
-        store, listener, subscription.Steps("r", ref, k.feed, "openai"), None
+        store, listener, subscription.Steps("r", ref, k.feed, "openai"), None, WINDOW_MS
     )
 
     async def scenario() -> None:

@@ -39,6 +39,7 @@ from threadfold.workers.storage.feed_record import (
     removal_notice,
     removal_of,
 )
+from threadfold.workers.storage.follow import LEAST_WINDOW_MS as WINDOW_MS
 from threadfold.workers.storage.store import Store
 
 State = dict[int, tuple[str, bytes]]
@@ -91,6 +92,7 @@ def _run_history(settings: Settings, seed: int, threads: int, deltas: int) -> tu
     rng = random.Random(seed)
     sent = Ledger()
     refs = [f"_/f{t}" for t in range(threads)]
+    store.follow(refs, WINDOW_MS)  # followed throughout: every commit keeps its event
     for step in range(deltas):
         thread = f"f{rng.randrange(threads)}"
         messages = random_messages(rng, step)
@@ -261,6 +263,7 @@ def test_an_event_over_the_size_limit_is_published_not_kept(redis_url: str) -> N
     store = store_for(settings)
     producer = Producer(store.client, settings, NoWake())
     channel = settings.keyspace.thread("_/big").feed
+    store.follow(["_/big"], WINDOW_MS)
     listener = _listen(redis_url, channel)
     producer.enqueue("big", [{"role": "user", "content": "small", "id": "s"}])
     Drainer(store, settings).drain("_/big")
@@ -295,7 +298,7 @@ def test_a_direct_subscription_yields_deleted_then_the_thread_written_again(
     listener = redis.Redis.from_url(redis_url)
     feed = settings.keyspace.thread(ref).feed
     events = subscription.follow(
-        store, listener, subscription.Steps("gone", ref, feed, "langchain"), None
+        store, listener, subscription.Steps("gone", ref, feed, "langchain"), None, WINDOW_MS
     )
     start = next(events)
     assert isinstance(start, Snapshot) and start.exists and len(start.messages) == 1
@@ -316,7 +319,8 @@ def test_a_direct_subscription_yields_deleted_then_the_thread_written_again(
     changes, gap = steps.caught_up(store.feed_after(ref, ORIGIN))
     assert not gap and [c.version for c in changes] == [change.version]
     resumed = subscription.follow(
-        store, listener, subscription.Steps("gone", ref, feed, "langchain"), start.version
+        store, listener, subscription.Steps("gone", ref, feed, "langchain"), start.version,
+        WINDOW_MS,
     )
     snap = next(resumed)
     assert isinstance(snap, Snapshot) and snap.reason == "resume_gap"

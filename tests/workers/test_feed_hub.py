@@ -4,6 +4,7 @@ an in-process test can time (a follower leaving and another arriving in one tick
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 from tests.workers.harness import make_settings, store_for
 from tests.workers.test_concurrency import NoWake
@@ -16,6 +17,7 @@ from threadfold.workers.runtime.drain import Drainer
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.astore import AsyncStore
 from threadfold.workers.storage.feed import PAGE, FeedRead
+from threadfold.workers.storage.follow import LEAST_WINDOW_MS
 from threadfold.workers.storage.read_state import WholeThread
 
 
@@ -79,11 +81,15 @@ class Counting:
         self.feed_reads += 1
         return await self.store.feed_after(ref, after, count)
 
+    async def follow(self, refs: Sequence[str], window_ms: int) -> None:
+        await self.store.follow(refs, window_ms)
+
 
 def test_followers_of_a_thread_share_its_reads(redis_url: str) -> None:
     settings = make_settings(redis_url, batch_size=1)
     store = store_for(settings)
     producer = Producer(store.client, settings, NoWake())
+    store.follow(["_/s"], LEAST_WINDOW_MS)  # followed before: its feed holds every version
     versions = []
     for step in range(5):
         producer.enqueue("s", [["user", f"s{step}"]])

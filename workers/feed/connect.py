@@ -14,6 +14,7 @@ import redis.asyncio as aioredis
 from threadfold.workers.feed.hub import Hub
 from threadfold.workers.redisio.client import async_client, sync_client
 from threadfold.workers.settings import Settings
+from threadfold.workers.storage import follow
 from threadfold.workers.storage.astore import AsyncStore
 
 
@@ -48,4 +49,5 @@ def ahub(
         lambda ref: settings.keyspace.thread(ref).feed,
         queue_events=queue_events,
         max_subscribers=max_subscribers,
+        follow_window_ms=follow.window_ms(settings.feed_limits.max_age_ms),
     )

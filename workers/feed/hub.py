@@ -37,6 +37,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from threadfold.core.errors import ThreadfoldError
+from threadfold.workers.feed.marks import Marking, Marks
 from threadfold.workers.feed.subscriber import (
     SHUTTING_DOWN,
     Published,
@@ -63,8 +64,9 @@ MAX_BACKOFF: Final = 2.0
 FILLS_AT_ONCE: Final = 16
 
 
-class Source(Protocol):
-    """Where fills are read (:class:`threadfold.workers.storage.astore.AsyncStore`)."""
+class Source(Marking, Protocol):
+    """Where fills are read, and followed threads marked
+    (:class:`threadfold.workers.storage.astore.AsyncStore`)."""
 
     async def snapshot(self, ref: str) -> WholeThread | None: ...
 
@@ -101,6 +103,7 @@ class Hub:
         *,
         queue_events: int = 1000,
         max_subscribers: int = 10_000,
+        follow_window_ms: int = 300_000,
     ) -> None:
         self.client = client
         self.source = source
@@ -119,6 +122,7 @@ class Hub:
         self._tasks: list[asyncio.Task[None]] = []
         self._reading = asyncio.Semaphore(FILLS_AT_ONCE)
         self._closed = False
+        self.marks = Marks(source, follow_window_ms)  # its threads marked followed
 
     # --- followers ----------------------------------------------------------------
 
@@ -134,6 +138,7 @@ class Hub:
         topic = self._topics.get(channel)
         if topic is None:
             topic = self._topics[channel] = Topic(ref, channel)
+            self.marks.watch(ref)
             if channel in self._sent and self._awaiting[channel] <= 0:
                 # Its last follower left and this one came before _reconcile ran: the
                 # channel was never unsubscribed, and stays so.
@@ -155,6 +160,7 @@ class Hub:
         self.subscribers -= 1
         if not topic.subs:
             del self._topics[sub.channel]
+            self.marks.unwatch(sub.ref)
             if topic.filler is not None:
                 topic.filler.cancel()
             self._dirty.set()
@@ -192,6 +198,7 @@ class Hub:
             self._tasks = [
                 asyncio.create_task(self._run(), name="feed-hub-reader"),
                 asyncio.create_task(self._reconcile(), name="feed-hub-subscriptions"),
+                asyncio.create_task(self.marks.run(), name="feed-hub-marks"),
             ]
 
     async def _run(self) -> None:

@@ -33,6 +33,7 @@ from threadfold.workers.feed.bodies import Bodies
 from threadfold.workers.feed.events import Change, Deleted, Event, Reason, Snapshot
 from threadfold.workers.feed.follow import Follower, Notice, Step, heard
 from threadfold.workers.feed.hub import Hub, HubClosed
+from threadfold.workers.feed.marks import Due
 from threadfold.workers.feed.subscriber import TOO_SLOW, Ended, Published, Start, ThreadRemoved
 from threadfold.workers.storage.feed import FeedRead
 from threadfold.workers.storage.feed_record import ORIGIN, FeedEvent, Removal
@@ -115,18 +116,23 @@ def _message(raw: Any) -> bytes | None:
 
 
 def follow(
-    store: Store, listener: redis.Redis, steps: Steps, after: str | None
+    store: Store, listener: redis.Redis, steps: Steps, after: str | None, window_ms: int
 ) -> Iterator[Event]:
-    """The events of a direct sync subscription, for ever (until the caller stops)."""
+    """The events of a direct sync subscription, for ever (until the caller stops); its
+    thread marked followed for ``window_ms`` (:mod:`threadfold.workers.feed.marks`)."""
     wait = BACKOFF[0]
     resuming: str | None = after
+    mark = Due(store, steps.ref, window_ms)
     while True:
         pubsub = listener.pubsub(ignore_subscribe_messages=True)
         try:
             pubsub.subscribe(steps.channel)
+            mark.next_at = 0.0  # (again) before the start is read
+            mark()
             yield from _start(store, steps, resuming)
             wait = BACKOFF[0]
             while True:
+                mark()
                 blob = _message(pubsub.get_message(timeout=TICK))
                 if blob is None:
                     continue

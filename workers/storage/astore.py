@@ -9,13 +9,14 @@ from typing import Any
 
 from threadfold.core.keys import Keyspace
 from threadfold.core.results import Status
-from threadfold.workers.redisio.client import AsyncRedis, Call, arun
+from threadfold.workers.redisio.client import AsyncRedis, Call, arun, arun_many
 from threadfold.workers.redisio.durable import Wait, awrite
 from threadfold.workers.storage import (
     context,
     copy_source,
     delete,
     feed,
+    follow,
     patch,
     read_state,
     status,
@@ -83,6 +84,12 @@ class AsyncStore:
         """The change events after version ``after``, or why there are none."""
         call = feed.call(self.keyspace.thread(ref), after, count)
         return feed.parse(await arun(self.client, call))
+
+    async def follow(self, refs: Sequence[str], window_ms: int) -> None:
+        """Mark threads followed for ``window_ms``: their commits keep their change
+        events in their feeds meanwhile (pipelined)."""
+        calls = [follow.call(self.keyspace.thread(ref), window_ms) for ref in refs]
+        await arun_many(self.client, calls)
 
     async def delete(self, ref: str) -> bool:
         call = delete.call(self.keyspace.thread(ref))

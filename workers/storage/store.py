@@ -18,6 +18,7 @@ from threadfold.workers.storage import (
     expire,
     fail,
     feed,
+    follow,
     lookup,
     patch,
     read_state,
@@ -128,6 +129,12 @@ class Store:
         """The change events after version ``after``, or why there are none."""
         call = feed.call(self.keyspace.thread(ref), after, count)
         return feed.parse(run(self.client, call))
+
+    def follow(self, refs: Sequence[str], window_ms: int) -> None:
+        """Mark threads followed for ``window_ms``: their commits keep their change
+        events in their feeds meanwhile (pipelined)."""
+        calls = [follow.call(self.keyspace.thread(ref), window_ms) for ref in refs]
+        run_many(self.client, calls)
 
     def delete(self, ref: str) -> bool:
         return delete.parse(write(self.client, delete.call(self.keyspace.thread(ref)), self.wait))

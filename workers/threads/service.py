@@ -27,6 +27,7 @@ from threadfold.workers.feed.hub import Hub, HubClosed, HubFull
 from threadfold.workers.feed.subscriber import Subscriber
 from threadfold.workers.ingest.producer import AsyncProducer
 from threadfold.workers.settings import Settings
+from threadfold.workers.storage import follow
 from threadfold.workers.storage.astore import AsyncStore
 from threadfold.workers.storage.read_state import StateBodies
 from threadfold.workers.threads import query
@@ -84,7 +85,8 @@ class Threads(Service):
         feed = self.settings.keyspace.thread(at.ref).feed
         steps = subscription.Steps(at.thread_id, at.ref, feed, fmt)
         try:
-            yield from subscription.follow(self.store, listener, steps, resume)
+            window = follow.window_ms(self.settings.feed_limits.max_age_ms)
+            yield from subscription.follow(self.store, listener, steps, resume, window)
         finally:
             listener.close()
 
