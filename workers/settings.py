@@ -76,7 +76,7 @@ class Settings(BaseSettings):
     feed_max_events: int = Field(
         100,
         ge=0,
-        description="Change events kept per thread for subscribers that resume "
+        description="Change events kept per followed thread for subscribers that resume "
         "(Last-Event-ID); 0 keeps none (live subscribers are still served).",
     )
     feed_max_age_seconds: float = Field(

@@ -28,6 +28,7 @@ from threadfold.core.convert import to_messages
 from threadfold.core.results import Appended
 from threadfold.testing import Ledger
 from threadfold.workers.feed.apply import apply_in_place, in_order
+from threadfold.workers.storage.follow import LEAST_WINDOW_MS as WINDOW_MS
 from threadfold.workers.ingest.prepare import records_of
 from threadfold.workers.ingest.producer import Delta, Producer
 from threadfold.workers.redisio.client import as_bytes, text
@@ -72,6 +73,7 @@ def _feed(store: Store, ref: str) -> list[tuple[str, str, feed_record.FeedEvent 
 def test_an_append_to_a_quiet_thread_is_committed_by_the_call(redis_url: str) -> None:
     settings = make_settings(redis_url, key_prefix="ic1")
     store, producer, woken = _producer(settings)
+    store.follow(["_/q"], WINDOW_MS)  # a follower: the commits keep their events
     first = producer.enqueue("q", [("system", "be brief"), ("user", "hi")])
     second = producer.enqueue("q", [{"role": "assistant", "content": "hello", "id": "a1"}])
     assert woken.refs == []  # nothing for a worker: both committed by their calls
@@ -97,6 +99,7 @@ def test_an_update_and_a_removal_of_stored_ids_are_committed_by_the_call(
 ) -> None:
     settings = make_settings(redis_url, key_prefix="ic5")
     store, producer, woken = _producer(settings)
+    store.follow(["_/u"], WINDOW_MS)  # a follower: the commits keep their events
     producer.enqueue("u", [{"role": "user", "content": f"m{i}", "id": f"m{i}"}
                            for i in range(40)])  # pages and index buckets of their own
     edit = producer.enqueue("u", [{"role": "user", "content": "edited", "id": "m3"},
@@ -246,6 +249,7 @@ def _valid(deltas: list[tuple[str, list[Any]]], present: dict[str, set[str]]) ->
 
 def _run(settings: Settings, steps: list[tuple[list[tuple[str, list[Any]]], bool]]) -> Ledger:
     store, producer, _ = _producer(settings)
+    store.follow(["_/t1", "_/t2"], WINDOW_MS)  # followed: their feeds are compared
     drainer = Drainer(store, settings)
     sent = Ledger()
     present: dict[str, set[str]] = {}

@@ -30,7 +30,7 @@ local function publish(feed, version, prev, event, max_events, max_age_ms, at_ms
 end
 
 -- Write a commit. t: the thread's keys {meta, pages, index, log, sched, dirty, feed,
--- active, expiry}; state: its meta's COMMIT_READ fields, read by the caller; c: the
+-- active, expiry, followed}; state: its meta's COMMIT_READ fields, read by the caller; c: the
 -- commit {cursor, next_position, cleared, gone, written, dropped, recs, added,
 -- retention_ms, sched_ms, ref, applied, max_events, max_age_ms, event, ttl_ms, now,
 -- settled, buckets_read, last_append}: gone {fingerprint, position}* of removed records, written and dropped the
@@ -74,7 +74,11 @@ local function write_commit(t, state, c)
   -- the stream itself (entries added against entries kept and skipped: see PREFIX),
   -- which costs this hot path nothing and no writer can forget to do.
   redis.call('XTRIM', t.log, 'MINID', threshold)
-  publish(t.feed, c.cursor, state[1] or '0-0', c.event, c.max_events, c.max_age_ms, now)
+  -- A thread no follower marked (see follow.lua) keeps no events: a live follower hears
+  -- them all, and one that resumes reads a snapshot, as past a trimmed feed.
+  local kept = c.max_events
+  if kept > 0 and redis.call('EXISTS', t.followed) == 0 then kept = 0 end
+  publish(t.feed, c.cursor, state[1] or '0-0', c.event, kept, c.max_age_ms, now)
   redis.call('ZADD', t.active, now, c.ref)
   -- A commit is the thread's activity: its TTL restarts (the sweep skips a thread
   -- with a backlog, so an append not yet committed keeps it too).

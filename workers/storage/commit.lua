@@ -1,6 +1,6 @@
 -- Compare-and-set commits of one or more threads (a drain round commits all of a
 -- task's threads with one call; each thread's commit stands or fails on its own).
--- KEYS per thread: meta pages index log sched dirty feed active expiry
+-- KEYS per thread: meta pages index log sched dirty feed active expiry followed
 -- ARGV per thread: count, then its count arguments:
 --       fence new_cursor next_position cleared n_removed n_pages n_inserts
 --       retention_ms sched_ms ref n_entries feed_max_events feed_max_age_ms event ttl_ms
@@ -15,7 +15,7 @@ local now = false
 local function commit(k, a)   -- KEYS[k + i] and ARGV[a + i] are the thread's i-th
   local t = {meta = KEYS[k + 1], pages = KEYS[k + 2], index = KEYS[k + 3], log = KEYS[k + 4],
              sched = KEYS[k + 5], dirty = KEYS[k + 6], feed = KEYS[k + 7],
-             active = KEYS[k + 8], expiry = KEYS[k + 9]}
+             active = KEYS[k + 8], expiry = KEYS[k + 9], followed = KEYS[k + 10]}
   -- The fence, the state's shape, the applied count and the TTL in one read (a
   -- redis.call costs more than the fields it returns).
   local state = redis.call('HMGET', t.meta, unpack(COMMIT_READ))
@@ -49,8 +49,8 @@ local function commit(k, a)   -- KEYS[k + i] and ARGV[a + i] are the thread's i-
 end
 
 local all, a = {}, 0
-for t = 0, #KEYS / 9 - 1 do
-  all[t + 1] = commit(9 * t, a + 1)
+for t = 0, #KEYS / 10 - 1 do
+  all[t + 1] = commit(10 * t, a + 1)
   a = a + 1 + tonumber(ARGV[a + 1])
 end
 return all

@@ -37,6 +37,7 @@ class Keys(NamedTuple):
     feed: str
     active: str
     expiry: str
+    followed: str
 
 
 class Args(NamedTuple):

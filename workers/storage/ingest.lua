@@ -1,8 +1,9 @@
 -- One call appends for one or more threads (the producer groups a bulk's threads by
 -- bucket, or all of them on a standalone server): the fixed cost of a script call is
 -- paid once per group instead of once per thread.
--- KEYS per thread: log meta sched dirty threads dedupe dedupe_expiry pages index feed active expiry
--- (pages .. expiry only in a call that may commit: commits = 1; else 7 keys a thread)
+-- KEYS per thread: log meta sched dirty threads dedupe dedupe_expiry pages index feed active expiry followed
+--       (pages .. followed only in a call that may commit: commits = 1; else 7 keys a
+--       thread)
 -- ARGV: dedupe_ms sched_ms n_threads birth_token retention_ms feed_max_events
 --       feed_max_age_ms feed_max_event_bytes ttl_ms commits(0|1),
 --       then per thread: ref n opts {delta_id payload fps records}*n (records only
@@ -40,7 +41,7 @@ local may_commit = ARGV[10] == '1'
 local now = false
 local out = {}
 local STRIDE = may_commit and 4 or 3   -- ARGV per delta
-local KSTRIDE = may_commit and 12 or 7   -- KEYS per thread
+local KSTRIDE = may_commit and 13 or 7   -- KEYS per thread
 
 -- A record's body length that marks a removal of its id (pages.REMOVAL: no body).
 local REMOVAL = 4294967295
@@ -281,7 +282,8 @@ local function ingest(k, ref, n, opts, a)
   -- stays out of the dirty set until an operator retries it.
   if here and commit_here({meta = meta, pages = KEYS[k + 8], index = KEYS[k + 9], log = log,
                            sched = sched, dirty = dirty, feed = KEYS[k + 10],
-                           active = KEYS[k + 11], expiry = KEYS[k + 12]},
+                           active = KEYS[k + 11], expiry = KEYS[k + 12],
+                           followed = KEYS[k + 13]},
                           ref, state, entries, unwritten) then
     out[woke] = 2
     return

@@ -36,6 +36,7 @@ class Keys(NamedTuple):
     feed: str
     active: str
     expiry: str
+    followed: str
 
 
 #: The keys a call that commits nothing passes a thread (Keys up to dedupe_expiry).
