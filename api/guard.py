@@ -30,6 +30,7 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
+from threadfold.api.cork import Corked
 from threadfold.api.settings import ApiSettings
 from threadfold.core.errors import (
     BadRequest,
@@ -115,7 +116,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     # --- connection --------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+        # A response's head and body leave in one write (threadfold.api.cork).
+        super().connection_made(cast("asyncio.Transport", Corked(transport, self.loop)))
         # A connection that never sends a whole head is closed like one that sends a
         # slow one (uvicorn arms nothing before the first request).
         self._arm(self.limits.header_timeout, self._head_timed_out)
