@@ -28,13 +28,13 @@ from threadfold.core.convert import to_messages
 from threadfold.core.results import Appended
 from threadfold.testing import Ledger
 from threadfold.workers.feed.apply import apply_in_place, in_order
-from threadfold.workers.storage.follow import LEAST_WINDOW_MS as WINDOW_MS
 from threadfold.workers.ingest.prepare import records_of
 from threadfold.workers.ingest.producer import Delta, Producer
 from threadfold.workers.redisio.client import as_bytes, text
 from threadfold.workers.runtime.drain import Drainer
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage import feed_record, meta
+from threadfold.workers.storage.follow import LEAST_WINDOW_MS as WINDOW_MS
 from threadfold.workers.storage.layout import layout_problems
 from threadfold.workers.storage.pages import sized_records
 from threadfold.workers.storage.store import Store

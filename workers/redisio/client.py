@@ -430,6 +430,12 @@ async def arun_many(client: AsyncRedis, calls: Sequence[Call]) -> list[Any]:
     return results
 
 
+async def arun_items(client: aioredis.Redis, items: Sequence[Item]) -> list[Any]:
+    """Script calls and plain commands in one round trip on one server, in order (a
+    MULTI ... EXEC among them runs as a transaction); a script's NOSCRIPT is its reply."""
+    return await _aexchange(client, pack_calls(items, range(len(items))), len(items))
+
+
 async def _asend_and_read(conn: Any, packed: bytes, count: int) -> list[Any]:
     """Send, then read ``count`` replies, within one deadline (the connection's socket
     timeout). redis-py's ``send_packed_command`` wraps each send in ``asyncio.wait_for``,

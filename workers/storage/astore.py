@@ -41,8 +41,9 @@ class AsyncStore:
     async def read_state(
         self, ref: str, mode: str = "all", anchor: str = "", limit: int = -1
     ) -> StatePage | None:
-        call = read_state.call(self.keyspace.thread(ref), mode, anchor, limit)
-        return read_state.parse(await arun(self.client, call), mode, limit)
+        k = self.keyspace.thread(ref)
+        raw = await read_state.aexchange(self.client, k, mode, anchor, limit)
+        return read_state.parse(raw, mode, limit)
 
     async def copy_source(self, ref: str) -> tuple[StatePage, dict[str, bytes]] | None:
         """The whole state and the metadata, in one read (a copy's source)."""
@@ -58,8 +59,9 @@ class AsyncStore:
         self, ref: str, mode: str = "all", anchor: str = "", limit: int = -1
     ) -> StateBodies | None:
         """:meth:`read_state` without decoding the messages."""
-        call = read_state.call(self.keyspace.thread(ref), mode, anchor, limit)
-        return read_state.parse_bodies(await arun(self.client, call), mode, limit)
+        k = self.keyspace.thread(ref)
+        raw = await read_state.aexchange(self.client, k, mode, anchor, limit)
+        return read_state.parse_bodies(raw, mode, limit)
 
     async def version(self, ref: str) -> str | None:
         """The thread's version (cursor), or None when it was never written."""
@@ -77,8 +79,8 @@ class AsyncStore:
 
     async def snapshot(self, ref: str) -> WholeThread | None:
         """The whole thread with its messages' positions (a follower's start)."""
-        call = read_state.call(self.keyspace.thread(ref))
-        return read_state.parse_snapshot(await arun(self.client, call))
+        raw = await read_state.aexchange(self.client, self.keyspace.thread(ref))
+        return read_state.parse_snapshot(raw)
 
     async def feed_after(self, ref: str, after: str, count: int = feed.PAGE) -> feed.FeedRead:
         """The change events after version ``after``, or why there are none."""

@@ -1,15 +1,35 @@
 """READ_STATE (``read_state.lua``): a consistent read of a thread's messages, whole or a
-page of them around an anchor id, in one call."""
+page of them around an anchor id, in one call.
+
+A whole thread on one server (not a Cluster) is read without the script, as one
+MULTI/EXEC transaction (:func:`transaction`): as consistent (a transaction runs at one
+instant), and its pages never become Lua strings, which Redis's Lua hashes byte by
+byte: a read of 100 messages cost the server 634k instructions through the script.
+:func:`exchange` chooses; either answer has the script's shape."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple, TypeVar
 
+import redis
+import redis.asyncio as aioredis
+
 from threadfold.core.codec import decode_stored
 from threadfold.core.keys import ThreadKeys
 from threadfold.core.messages import BaseMessage
-from threadfold.workers.redisio.client import Call, as_bytes, text
+from threadfold.workers.redisio.client import (
+    AsyncRedis,
+    Call,
+    Command,
+    SyncRedis,
+    arun,
+    arun_items,
+    as_bytes,
+    run,
+    run_many,
+    text,
+)
 from threadfold.workers.storage.contract import keys_of
 from threadfold.workers.storage.lua import script
 from threadfold.workers.storage.pages import fingerprint, records, split_records
@@ -145,6 +165,51 @@ def parse_snapshot(raw: list[Any]) -> WholeThread | None:
 
 def call(k: ThreadKeys, mode: str = "all", anchor: str = "", limit: int = -1) -> Call:
     return Call(SCRIPT, keys_of(Keys, k), Args(mode, anchor, limit, fingerprint(anchor)))
+
+
+def transaction(k: ThreadKeys) -> list[Command]:
+    """A whole thread's read as one transaction (on one server: every key of it is in
+    the thread's slot, but a Cluster client would redirect its commands one by one)."""
+    return [
+        Command((b"MULTI",), k.meta),
+        Command((b"HMGET", k.meta, b"c", b"m", b"e"), k.meta),  # e: the thread exists
+        Command((b"HGETALL", k.pages), k.meta),
+        Command((b"EXEC",), k.meta),
+    ]
+
+
+def from_transaction(replies: list[Any]) -> list[Any]:
+    """The transaction's replies (MULTI's, two QUEUED, EXEC's) in the script's shape."""
+    executed = replies[-1]
+    if isinstance(executed, Exception):
+        raise executed
+    (cursor, total, enqueued), pages = executed
+    if enqueued is None:  # never written, or deleted
+        return []
+    if isinstance(pages, dict):  # RESP3 answers a hash as a map
+        pages = [x for pair in pages.items() for x in pair]
+    return [cursor or b"0-0", total or 0, 1, -1, *pages]
+
+
+def exchange(
+    client: SyncRedis, k: ThreadKeys, mode: str = "all", anchor: str = "", limit: int = -1
+) -> list[Any]:
+    """READ_STATE's answer: a transaction for a whole thread on one server, else the
+    script."""
+    if mode == "all" and limit < 0 and isinstance(client, redis.Redis):
+        return from_transaction(run_many(client, transaction(k)))
+    raw: list[Any] = run(client, call(k, mode, anchor, limit))
+    return raw
+
+
+async def aexchange(
+    client: AsyncRedis, k: ThreadKeys, mode: str = "all", anchor: str = "", limit: int = -1
+) -> list[Any]:
+    """The asyncio twin of :func:`exchange`."""
+    if mode == "all" and limit < 0 and isinstance(client, aioredis.Redis):
+        return from_transaction(await arun_items(client, transaction(k)))
+    raw: list[Any] = await arun(client, call(k, mode, anchor, limit))
+    return raw
 
 
 def parse(raw: list[Any], mode: str = "all", limit: int = -1) -> StatePage | None:

@@ -86,15 +86,17 @@ class Store:
     def read_state(
         self, ref: str, mode: str = "all", anchor: str = "", limit: int = -1
     ) -> StatePage | None:
-        call = read_state.call(self.keyspace.thread(ref), mode, anchor, limit)
-        return read_state.parse(run(self.client, call), mode, limit)
+        k = self.keyspace.thread(ref)
+        raw = read_state.exchange(self.client, k, mode, anchor, limit)
+        return read_state.parse(raw, mode, limit)
 
     def read_state_bodies(
         self, ref: str, mode: str = "all", anchor: str = "", limit: int = -1
     ) -> StateBodies | None:
         """:meth:`read_state` without decoding the messages."""
-        call = read_state.call(self.keyspace.thread(ref), mode, anchor, limit)
-        return read_state.parse_bodies(run(self.client, call), mode, limit)
+        k = self.keyspace.thread(ref)
+        raw = read_state.exchange(self.client, k, mode, anchor, limit)
+        return read_state.parse_bodies(raw, mode, limit)
 
     def copy_source(self, ref: str) -> tuple[StatePage, dict[str, bytes]] | None:
         """The whole state and the metadata, in one read (a copy's source)."""
@@ -122,8 +124,8 @@ class Store:
 
     def snapshot(self, ref: str) -> WholeThread | None:
         """The whole thread with its messages' positions (a follower's start)."""
-        call = read_state.call(self.keyspace.thread(ref))
-        return read_state.parse_snapshot(run(self.client, call))
+        raw = read_state.exchange(self.client, self.keyspace.thread(ref))
+        return read_state.parse_snapshot(raw)
 
     def feed_after(self, ref: str, after: str, count: int = feed.PAGE) -> feed.FeedRead:
         """The change events after version ``after``, or why there are none."""
