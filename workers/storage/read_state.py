@@ -172,19 +172,22 @@ def transaction(k: ThreadKeys) -> list[Command]:
     the thread's slot, but a Cluster client would redirect its commands one by one)."""
     return [
         Command((b"MULTI",), k.meta),
-        Command((b"HMGET", k.meta, b"c", b"m", b"e"), k.meta),  # e: the thread exists
+        Command((b"EXISTS", k.meta), k.meta),
+        Command((b"HMGET", k.meta, b"c", b"m"), k.meta),
         Command((b"HGETALL", k.pages), k.meta),
         Command((b"EXEC",), k.meta),
     ]
 
 
-def from_transaction(replies: list[Any]) -> list[Any]:
-    """The transaction's replies (MULTI's, two QUEUED, EXEC's) in the script's shape."""
+def from_transaction(replies: list[Any]) -> list[Any] | None:
+    """The transaction's replies (MULTI's, three QUEUED, EXEC's) in the script's shape;
+    None when Redis refused it: a server over its maxmemory refuses every command queued
+    in a MULTI, reads too, where it runs a read-only script."""
     executed = replies[-1]
     if isinstance(executed, Exception):
-        raise executed
-    (cursor, total, enqueued), pages = executed
-    if enqueued is None:  # never written, or deleted
+        return None
+    exists, (cursor, total), pages = executed
+    if not exists:  # never written, or deleted
         return []
     if isinstance(pages, dict):  # RESP3 answers a hash as a map
         pages = [x for pair in pages.items() for x in pair]
@@ -197,7 +200,9 @@ def exchange(
     """READ_STATE's answer: a transaction for a whole thread on one server, else the
     script."""
     if mode == "all" and limit < 0 and isinstance(client, redis.Redis):
-        return from_transaction(run_many(client, transaction(k)))
+        read = from_transaction(run_many(client, transaction(k)))
+        if read is not None:
+            return read
     raw: list[Any] = run(client, call(k, mode, anchor, limit))
     return raw
 
@@ -207,7 +212,9 @@ async def aexchange(
 ) -> list[Any]:
     """The asyncio twin of :func:`exchange`."""
     if mode == "all" and limit < 0 and isinstance(client, aioredis.Redis):
-        return from_transaction(await arun_items(client, transaction(k)))
+        read = from_transaction(await arun_items(client, transaction(k)))
+        if read is not None:
+            return read
     raw: list[Any] = await arun(client, call(k, mode, anchor, limit))
     return raw
 
