@@ -18,6 +18,7 @@ import httpx
 
 from threadfold import feed_reader, wire
 from threadfold._async.front import AsyncFront
+from threadfold._async.held import HeldBackend
 from threadfold.errors import ClientClosed, RequestError
 from threadfold.feed import Event
 from threadfold.retry import TRANSPORT_ERRORS
@@ -63,7 +64,8 @@ class AsyncHttpClient(AsyncFront):
         # The event streams keep httpx (httpx-sse reads them); every other call goes
         # through httpcore's pool (threadfold.wire.Remote: half the CPU of a call).
         self._http = httpx.AsyncClient(base_url=base_url, headers=self.remote.headers)
-        self._pool = httpcore.AsyncConnectionPool(max_connections=POOL)
+        self._pool = httpcore.AsyncConnectionPool(max_connections=POOL,
+                                                  network_backend=HeldBackend())
         self._closed = False
 
     async def _run(self, op: ops.Op[T]) -> T:

@@ -20,6 +20,7 @@ import httpx
 
 from threadfold import feed_reader, wire
 from threadfold._sync.front import Front
+from threadfold._sync.held import HeldBackend
 from threadfold.errors import ClientClosed, RequestError
 from threadfold.feed import Event
 from threadfold.retry import TRANSPORT_ERRORS
@@ -64,7 +65,7 @@ class HttpClient(Front):
         # The event streams keep httpx (httpx-sse reads them); every other call goes
         # through httpcore's pool (threadfold.wire.Remote: half the CPU of a call).
         self._http = httpx.Client(base_url=base_url, headers=self.remote.headers)
-        self._pool = httpcore.ConnectionPool(max_connections=POOL)
+        self._pool = httpcore.ConnectionPool(max_connections=POOL, network_backend=HeldBackend())
         self._closed = False
 
     def _run(self, op: ops.Op[T]) -> T:
