@@ -44,10 +44,13 @@ class Due:
         self.next_at = 0.0
 
     def __call__(self) -> None:
-        now = time.monotonic()
-        if now >= self.next_at:
-            self.store.follow([self.ref], self.window_ms)
-            self.next_at = now + EVERY_SECONDS
+        if time.monotonic() >= self.next_at:
+            self.now()
+
+    def now(self) -> None:
+        """Mark the thread now (a follower that starts or subscribes again)."""
+        self.store.follow([self.ref], self.window_ms)
+        self.next_at = time.monotonic() + EVERY_SECONDS
 
 
 class Marks:

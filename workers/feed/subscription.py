@@ -127,8 +127,7 @@ def follow(
         pubsub = listener.pubsub(ignore_subscribe_messages=True)
         try:
             pubsub.subscribe(steps.channel)
-            mark.next_at = 0.0  # (again) before the start is read
-            mark()
+            mark.now()  # (again) before the start is read
             yield from _start(store, steps, resuming)
             wait = BACKOFF[0]
             while True:
