@@ -58,6 +58,8 @@ local function write_commit(t, state, c)
   end
   local now = c.now
   local applied = string.format('%d', tonumber(state[7] or '0') + c.applied)
+  -- Two calls, not one built from a table: the table and its unpack cost a spread delta
+  -- 1.4% more instructions (callgrind).
   if c.last_append then
     redis.call('HSET', t.meta, 'c', c.cursor, 'n', c.next_position, 't', now, 'a', 0,
                'm', count, 'ib', buckets, 'pp', per, 'k', applied, 'e', c.last_append)
