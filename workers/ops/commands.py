@@ -305,7 +305,8 @@ def cmd_loadtest(args: argparse.Namespace) -> int:
     run = [
         sys.executable,
         "-m",
-        "loadtests",
+        # The installed package's name: `loadtests` is only importable from a checkout.
+        "threadfold.loadtests",
         "--users",
         str(args.users),
         "--spawn-rate",
