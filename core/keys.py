@@ -214,7 +214,8 @@ class ThreadKeys:
 
     @property
     def threads(self) -> str:
-        """SET of the bucket: every ref ever written (for recompute and status)."""
+        """SET of the bucket: the refs of its threads that exist (an append adds one,
+        a delete, an expiry or a prune removes it: forget() in lifecycle.lua)."""
         return f"{self.tag}:threads"
 
 
