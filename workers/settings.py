@@ -130,7 +130,7 @@ class Settings(BaseSettings):
     durability: Literal["primary", "replica"] = Field(
         "primary",
         description="When a write is answered: 'primary' once the primary Redis holds it "
-        "(a failover may lose the last ones, docs/operations.md); 'replica' once WAIT "
+        "(a failover may lose the last ones, docs/failover.md); 'replica' once WAIT "
         "confirms durability_replicas replicas hold it (not on a cluster).",
     )
     durability_replicas: int = Field(

@@ -6,7 +6,7 @@ then the primary is killed (SIGKILL) and the replica promoted (``REPLICAOF NO ON
 as Sentinel would. What the promoted replica holds is compared with what the writers
 were told: with 'replica' every acknowledged delta survives; with 'primary' (the
 default) the deltas acknowledged while the replica lagged are lost, which is the loss
-window docs/operations.md states.
+window docs/failover.md states.
 """
 
 from __future__ import annotations

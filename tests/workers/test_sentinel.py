@@ -130,7 +130,7 @@ def test_a_sentinel_failover_loses_no_acknowledged_delta_and_the_backlog_drains(
                        message="the sentinels did not fail over")
             # Back only now, empty (no persistence): had it come back before the
             # failover, the sentinels would have kept it, and the replica would have
-            # synced its emptiness (docs/operations.md says so).
+            # synced its emptiness (docs/failover.md says so).
             old.restart()
             new = group.server_on(group.current_primary_port())
             wait_until(lambda: _replicas(new) >= 1, 30, message="the old primary never rejoined")

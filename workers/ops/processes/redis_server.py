@@ -56,7 +56,7 @@ def persistence(*, appendonly: bool, appendfsync: AppendFsync = "everysec") -> l
 
 #: The local stack's state Redis. ``appendfsync always``: a write is on disk before Redis
 #: answers it, so no delta the API acknowledged is lost, even to a crash of the machine
-#: (``everysec`` may lose the last second or two then). Measured once (docs/operations.md;
+#: (``everysec`` may lose the last second or two then). Measured once (docs/deploy.md;
 #: the driver, bench/fsync_bench.py, is in git history), it costs the stack up to about
 #: a quarter of its write throughput, within the spread of runs: the price of what the
 #: docs promise.
