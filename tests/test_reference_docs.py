@@ -212,14 +212,15 @@ def test_the_http_reference_names_no_route_the_app_does_not_serve() -> None:
 
 
 @pytest.mark.parametrize("cls", ERRORS, ids=[c.__name__ for c in ERRORS])
-def test_every_error_of_the_tree_is_a_row_of_the_error_table(cls: type[errors.RequestError]) -> None:
+def test_every_error_of_the_tree_is_a_row_of_the_error_table(
+    cls: type[errors.RequestError],
+) -> None:
     rows = table_rows(section(HTTP_API, "Errors").text)
     mine = [row for row in rows if row[0].split()[0] == f"`{cls.__name__}`"]
     assert len(mine) == 1, f"one row of the error table starts with `{cls.__name__}`"
     status = "any" if cls.status_code is None else str(cls.status_code)
-    assert mine[0][1:3] == [status, f"`{cls.error_code}`"], (
-        f"{cls.__name__}: status {status} and code `{cls.error_code}` in its row, got {mine[0][1:3]}"
-    )
+    wanted = [status, f"`{cls.error_code}`"]
+    assert mine[0][1:3] == wanted, f"{cls.__name__}: {wanted} in its row, not {mine[0][1:3]}"
 
 
 def test_the_error_table_names_only_classes_of_the_tree() -> None:
