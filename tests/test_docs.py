@@ -1,5 +1,5 @@
-"""The README's configuration table is the one the settings object generates, and the
-architecture's map names only files that exist."""
+"""The configuration page's table is the one the settings object generates, the README
+names the two commands, and the architecture's map names only files that exist."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from threadfold.api.settings import markdown_table
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 ARCHITECTURE = README.parent / "docs" / "architecture.md"
+CONFIGURATION = README.parent / "docs" / "configuration.md"
 
 
-def test_the_readme_configuration_table_is_generated_from_the_settings() -> None:
-    text = README.read_text()
+def test_the_configuration_table_is_generated_from_the_settings() -> None:
+    text = CONFIGURATION.read_text()
     start, end = "<!-- settings:start -->\n", "<!-- settings:end -->"
     table = text[text.index(start) + len(start) : text.index(end)].strip()
     assert table == markdown_table(), "regenerate it: python -m threadfold.api.settings"
