@@ -11,6 +11,8 @@ from threadfold.api.settings import markdown_table
 README = Path(__file__).resolve().parent.parent / "README.md"
 ARCHITECTURE = README.parent / "docs" / "architecture.md"
 CONFIGURATION = README.parent / "docs" / "configuration.md"
+#: The pages of docs/ this module checks for process words, beside the README.
+FRONT_PAGES = ("README.md", "getting-started.md", "configuration.md")
 
 
 def test_the_configuration_table_is_generated_from_the_settings() -> None:
@@ -24,6 +26,38 @@ def test_the_readme_names_the_two_commands_of_a_fresh_machine() -> None:
     text = README.read_text()
     assert "make run" in text and "make test" in text
     assert "make test" in (README.parent / ".ci" / "run").read_text()
+
+
+def test_the_readme_is_short() -> None:
+    # Code included: what a reader scrolls through. The rest is in docs/.
+    assert len(README.read_text().split()) <= 2500
+
+
+def test_the_readme_links_a_newcomers_first_questions() -> None:
+    # Bulk loads, a Redis failover and the figures against LangGraph on Postgres.
+    links = set(re.findall(r"\]\(([^)#\s]+)", README.read_text()))
+    wanted = {"docs/bulk-load.md", "docs/failover.md", "docs/benchmarks.md", "docs/README.md"}
+    assert wanted <= links, wanted - links
+
+
+#: What a page says of how the project was built, not of what it is: a commit is a hex
+#: word with a digit and a letter (a default of 1048576 is a number, not a commit).
+PROCESS_WORDS = re.compile(
+    r"\bsession\b|\bthis run\b|\blast run\b|\bissue \d"
+    r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b",
+    re.IGNORECASE,
+)
+
+
+def test_the_front_pages_describe_the_system_not_its_making() -> None:
+    pages = [README, *(README.parent / "docs" / name for name in FRONT_PAGES)]
+    found = [
+        f"{page.name}: {match.group()}"
+        for page in pages
+        if page.exists()
+        for match in PROCESS_WORDS.finditer(page.read_text())
+    ]
+    assert not found, found
 
 
 def _the_map() -> str:
