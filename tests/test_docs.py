@@ -11,8 +11,15 @@ from threadfold.api.settings import markdown_table
 README = Path(__file__).resolve().parent.parent / "README.md"
 ARCHITECTURE = README.parent / "docs" / "architecture.md"
 CONFIGURATION = README.parent / "docs" / "configuration.md"
-#: The pages of docs/ this module checks for process words, beside the README.
-FRONT_PAGES = ("README.md", "getting-started.md", "configuration.md")
+#: The pages checked for process words: the front pages and the changelog (whose history
+#: is told by version and capability, not by issue or commit).
+FRONT_PAGES = (
+    "README.md",
+    "CHANGELOG.md",
+    "docs/README.md",
+    "docs/getting-started.md",
+    "docs/configuration.md",
+)
 
 
 def test_the_configuration_table_is_generated_from_the_settings() -> None:
@@ -50,9 +57,9 @@ PROCESS_WORDS = re.compile(
 
 
 def test_the_front_pages_describe_the_system_not_its_making() -> None:
-    pages = [README, *(README.parent / "docs" / name for name in FRONT_PAGES)]
+    pages = [README.parent / name for name in FRONT_PAGES]
     found = [
-        f"{page.name}: {match.group()}"
+        f"{page.relative_to(README.parent)}: {match.group()}"
         for page in pages
         if page.exists()
         for match in PROCESS_WORDS.finditer(page.read_text())
