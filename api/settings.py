@@ -127,7 +127,7 @@ def parse_keys(text: str) -> dict[str, str]:
 
 
 def markdown_table() -> str:
-    """The configuration table of the README, generated from the settings themselves."""
+    """The table of docs/configuration.md, generated from the settings themselves."""
     rows = ["| variable | default | meaning |", "|---|---|---|"]
     for name, info in ApiSettings.model_fields.items():
         default = info.default
