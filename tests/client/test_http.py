@@ -14,7 +14,14 @@ from tests.client.conftest import Stack
 from tests.client.kinds import HTTP, TOKEN, new_thread, open_client
 from tests.client.proxy import Proxy
 from tests.infra.ports import free_port
-from threadfold import ClientProtocol, InvalidInput, NotFound, Unauthorized, Unavailable
+from threadfold import (
+    ClientProtocol,
+    InvalidInput,
+    NotFound,
+    Unauthorized,
+    Unavailable,
+    VersionNotReached,
+)
 
 WAIT = 20.0
 FAST_RETRY: dict[str, Any] = {"backoff": 0.01, "max_backoff": 0.05}
@@ -110,6 +117,27 @@ def test_a_4xx_is_never_sent_again(
         with pytest.raises(InvalidInput):
             client.state(new_thread(), format="xml")  # type: ignore[arg-type]
         assert proxy.requests == 3
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("kind", HTTP)
+def test_a_wait_longer_than_the_api_holds_one_request_is_several(
+    kind: str, stack: Stack, proxy: Proxy, runner: asyncio.Runner,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    client = open_client(kind, stack.settings, proxy.url, runner, **FAST_RETRY)
+    try:
+        thread = new_thread()
+        done = client.append(thread, ["x"])
+        # Past the API's longest wait (30 s): sent as one request, it was a 400.
+        assert client.wait_for(thread, done.version, 3600.0) == done.version
+        assert proxy.requests == 2
+        module = "threadfold._async.http" if kind.startswith("Async") else "threadfold._sync.http"
+        monkeypatch.setattr(f"{module}.WAIT_SLICE", 0.2)
+        with pytest.raises(VersionNotReached):
+            client.wait_for(thread, "99999999999999-0", 0.5)
+        assert proxy.requests >= 2 + 3  # 0.2 + 0.2 + 0.1 seconds at least
     finally:
         client.close()
 

@@ -10,16 +10,18 @@ thread-safe); calls that got no answer, or a 502/503/504, are sent again with ba
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
-from typing import Final, TypeVar
+from typing import Final, TypeVar, cast
 
 import httpcore
 import httpx
+import msgspec
 
 from threadfold import feed_reader, wire
 from threadfold._async.front import AsyncFront
 from threadfold._async.held import HeldBackend
-from threadfold.errors import ClientClosed, RequestError
+from threadfold.errors import ClientClosed, RequestError, VersionNotReached
 from threadfold.feed import Event
 from threadfold.retry import TRANSPORT_ERRORS
 from threadfold.types import Format
@@ -28,6 +30,9 @@ from threadfold.workers.threads import operations as ops
 T = TypeVar("T")
 #: Connections the pool keeps to the API (httpx's default).
 POOL: Final = 100
+#: The longest wait one request asks the API to hold: the API refuses a wait past its
+#: THREADFOLD_MAX_WAIT_SECONDS (30 by default), so a longer ``wait_for`` is several.
+WAIT_SLICE: Final = 25.0
 
 
 def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> str | None:
@@ -71,7 +76,23 @@ class AsyncHttpClient(AsyncFront):
     async def _run(self, op: ops.Op[T]) -> T:
         if self._closed:
             raise ClientClosed("this client is closed")
+        if isinstance(op, ops.WaitFor) and op.timeout > WAIT_SLICE:
+            return cast(T, await self._wait_sliced(op))
         return await self._call(wire.exchange(op))
+
+    async def _wait_sliced(self, op: ops.WaitFor) -> str:
+        """``wait_for`` past what one request may hold: requests of at most
+        :data:`WAIT_SLICE` seconds until the version, or the caller's timeout, comes."""
+        _, timeout = op.checked()  # a bad version or timeout is refused before any wait
+        deadline = time.monotonic() + timeout
+        while True:
+            left = max(0.0, deadline - time.monotonic())
+            piece = msgspec.structs.replace(op, timeout=min(left, WAIT_SLICE))
+            try:
+                return await self._call(wire.exchange(piece))
+            except VersionNotReached:
+                if time.monotonic() >= deadline:
+                    raise
 
     async def _call(self, exchange: wire.Exchange[T]) -> T:
         remote = self.remote
