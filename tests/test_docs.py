@@ -1,5 +1,6 @@
 """The configuration page's table is the one the settings object generates, the README
-names the two commands, and the architecture's map names only files that exist."""
+names the two commands and links a newcomer's first questions, and the architecture's
+map names only files that exist. (Links, length and wording: tests/test_doc_links.py.)"""
 
 from __future__ import annotations
 
@@ -11,15 +12,6 @@ from threadfold.api.settings import markdown_table
 README = Path(__file__).resolve().parent.parent / "README.md"
 ARCHITECTURE = README.parent / "docs" / "architecture.md"
 CONFIGURATION = README.parent / "docs" / "configuration.md"
-#: The pages checked for process words: the front pages and the changelog (whose history
-#: is told by version and capability, not by issue or commit).
-FRONT_PAGES = (
-    "README.md",
-    "CHANGELOG.md",
-    "docs/README.md",
-    "docs/getting-started.md",
-    "docs/configuration.md",
-)
 
 
 def test_the_configuration_table_is_generated_from_the_settings() -> None:
@@ -35,36 +27,11 @@ def test_the_readme_names_the_two_commands_of_a_fresh_machine() -> None:
     assert "make test" in (README.parent / ".ci" / "run").read_text()
 
 
-def test_the_readme_is_short() -> None:
-    # Code included: what a reader scrolls through. The rest is in docs/.
-    assert len(README.read_text().split()) <= 2500
-
-
 def test_the_readme_links_a_newcomers_first_questions() -> None:
     # Bulk loads, a Redis failover and the figures against LangGraph on Postgres.
     links = set(re.findall(r"\]\(([^)#\s]+)", README.read_text()))
     wanted = {"docs/bulk-load.md", "docs/failover.md", "docs/benchmarks.md", "docs/README.md"}
     assert wanted <= links, wanted - links
-
-
-#: What a page says of how the project was built, not of what it is: a commit is a hex
-#: word with a digit and a letter (a default of 1048576 is a number, not a commit).
-PROCESS_WORDS = re.compile(
-    r"\bsession\b|\bthis run\b|\blast run\b|\bissue \d"
-    r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b",
-    re.IGNORECASE,
-)
-
-
-def test_the_front_pages_describe_the_system_not_its_making() -> None:
-    pages = [README.parent / name for name in FRONT_PAGES]
-    found = [
-        f"{page.relative_to(README.parent)}: {match.group()}"
-        for page in pages
-        if page.exists()
-        for match in PROCESS_WORDS.finditer(page.read_text())
-    ]
-    assert not found, found
 
 
 def _the_map() -> str:
