@@ -26,8 +26,10 @@ test: lint
 test-fast: install
 	$(BIN)/python -m pytest -m "not differential and not slow"
 
+# A benchmark of bench/ (`threadfold bench --help` lists them): make bench BENCH="redis --quick".
+BENCH ?= core
 bench: install
-	$(BIN)/python -m bench.core
+	$(BIN)/threadfold bench $(BENCH)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -60,24 +60,13 @@ def test_core_imports_neither_workers_nor_api() -> None:
     assert not _package_imports("core") & {"workers", "api", "loadtests"}
 
 
-@pytest.mark.parametrize("package", [p for p in PACKAGES if p not in ("api", "bench")])
+@pytest.mark.parametrize("package", [p for p in PACKAGES if p != "api"])
 def test_nothing_outside_api_imports_api(package: str) -> None:
-    """The HTTP layer is the product's top: nothing of the product imports it. (The
-    benchmarks may: bench.ab.handlers measures the app in process.)"""
+    """The HTTP layer is the product's top: nothing of the product imports it (the
+    benchmarks drive it through HTTP, as a client does)."""
     if not (ROOT / package).exists():
         pytest.fail(f"missing top-level package {package}")
     assert "api" not in _package_imports(package)
-
-
-def test_of_the_benchmarks_only_the_request_path_measures_import_the_api() -> None:
-    """Two measure the app's request path in process: the A/B of the handlers and the
-    account of a state read (its fragment cache); the rest go through HTTP."""
-    found = sorted(
-        str(path.relative_to(ROOT))
-        for path in python_files("bench")
-        if "api" in _imports(path)
-    )
-    assert found == ["bench/ab/handlers.py", "bench/budget/reads.py"]
 
 
 def test_workers_do_not_import_the_http_layer() -> None:

@@ -1,4 +1,4 @@
-"""The whole running service, as the HTTP and live benchmarks (and bench.ab) drive it,
+"""The whole running service, as the HTTP, live and other stack benchmarks drive it,
 and what it costs.
 
 The pipeline's backend (:func:`bench.common.services.backend`: a private state Redis
@@ -220,8 +220,8 @@ _PARSE_TAKES_REF = len(inspect.signature(status_script.parse).parameters) > 1
 
 
 def _parsed(raw: Any, ref: str) -> Stored | None:
-    """STATUS's answer as this tree's parser reads it. An A/B drives trees from before
-    the parser built the service's Status with this bench (:mod:`bench.ab`): there it
+    """STATUS's answer as this tree's parser reads it. An A/B (:mod:`bench.ab`) drives
+    trees from before the parser built the service's Status with this bench: there it
     takes the reply alone and gives one record, which has what the benchmarks read of a
     status (version, backlog, messages, quarantined, applied) under the same names."""
     if _PARSE_TAKES_REF:

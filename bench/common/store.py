@@ -1,10 +1,10 @@
 """Settings, stores and a waker for benchmarks that drive the pipeline in-process.
 
-The benchmarks that drain by hand (commit cost, memory, components, replay) build their
+The benchmarks that drain by hand (commit cost, memory, replay) build their
 producer, store and drainer here rather than from the tests' harness, which is no part
 of the benchmarks (they import nothing of ``tests``). Only what every release
-since the namespace has is imported here: the replay benchmark's ``--before`` runs this
-module in another tree.
+since the namespace has is imported here: an A/B (``python -m bench.ab``) runs this
+module in older trees.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ the results as JSON. All processes run on this machine.
 
 (The feed's cost A/B against the code before the feed, 24fc5c9, was a one-off of issue
 17: its figures stay in docs/benchmarks.md, its driver in git history before the
-service-layer redesign; ``python -m bench.ab`` is the A/B of any two commits.)
+service-layer redesign; ``python -m bench.ab live --base REV`` is the A/B of any two
+commits.)
 
 **Subscribers**: 1,000 SSE subscribers (10 per thread, 100 threads) on a real stack
    while a paced producer writes 5,000 deltas/s to those threads: commit-to-event latency

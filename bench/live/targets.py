@@ -5,8 +5,6 @@ from __future__ import annotations
 from bench.common.target import Target
 from bench.live.figures import LiveResult
 
-#: The feed may cost at most this share of the headline end-to-end rate.
-MAX_FEED_COST = 0.10
 #: Commit to a subscriber's receipt of the change, 99th percentile.
 MAX_P99_MS = 100.0
 #: The API's RSS may grow this much over the run's second half (a leak per event or

@@ -8,9 +8,10 @@ and writes the results as JSON. All processes run on this machine, in one run:
    and Celery's own floor (no-op tasks through the same workers);
 3. commit cost per delta on a short and a long thread (the Drainer alone);
 4. enqueue-to-visible latency at half the end-to-end rate;
-5. Redis memory per stored message against its msgpack size, with server options;
-plus each component's cost alone. Every run's states are checked against the
-one-delta-at-a-time fold: a wrong state makes the exit status 1.
+5. Redis memory per stored message against its msgpack size, with server options.
+
+Every run's states are checked against the one-delta-at-a-time fold: a wrong state makes
+the exit status 1.
 
 The machine may be shared: compare within one run, and read the CPU columns (what
 each process spent per delta) beside the rates (which also count waiting for a core).
@@ -30,9 +31,8 @@ from bench.common import cli
 from bench.common.checks import Check
 from bench.common.machine import load_average, redis_version
 from bench.common.target import Target
-from bench.pipeline import commit_cost, components, e2e, latency, memory, naive, report, targets
+from bench.pipeline import commit_cost, e2e, latency, memory, naive, report, targets
 from bench.pipeline.commit_cost import CostConfig, CostRow
-from bench.pipeline.components import Components
 from bench.pipeline.e2e import E2EConfig, E2EResult
 from bench.pipeline.latency import LatencyConfig, LatencyResult
 from bench.pipeline.memory import MemoryConfig, MemoryRow
@@ -61,8 +61,6 @@ class Sizes:
     #: chosen thread, with the plain waker and with the background waker (reported)
     latency_per_call: tuple[float, ...]
     memory: MemoryConfig
-    component_deltas: int
-    component_wakes: int
 
 
 def _e2e(threads: int, per_thread: int, runs: Sequence[tuple[int, int]],
@@ -78,7 +76,6 @@ FULL = Sizes(
     latency_per_call=(0.05, 0.025),
     memory=MemoryConfig(messages=100_000, human_messages=50_000, layouts=(100, 1000),
                         configs=tuple(memory.CONFIGS), cost_deltas=5_000),
-    component_deltas=20_000, component_wakes=2_000,
 )
 QUICK = Sizes(
     e2e=_e2e(200, 50, [(10, 1000)], bulk=500),
@@ -88,7 +85,6 @@ QUICK = Sizes(
     latency_per_call=(0.05,),
     memory=MemoryConfig(messages=5_000, human_messages=5_000, layouts=(100,),
                         configs=("default",), cost_deltas=1_000),
-    component_deltas=2_000, component_wakes=300,
 )
 
 
@@ -101,7 +97,6 @@ class Results:
     costs: list[CostRow]
     latency: list[LatencyResult]
     memory: list[MemoryRow]
-    components: Components
     targets: list[Target]
     machine: str
 
@@ -150,7 +145,6 @@ def _pipelines(sizes: Sizes, progress: Progress) -> tuple[list[E2EResult], list[
 def measure(sizes: Sizes, progress: Progress) -> Results:
     """Run every part of ``sizes``."""
     load_before = load_average()
-    parts = components.run(sizes.component_deltas, sizes.component_wakes, progress)
     runs, lat = _pipelines(sizes, progress)
     base = naive.run(sizes.naive, progress, floor_tasks=sizes.floor_tasks)
     costs = commit_cost.run(sizes.cost, progress)
@@ -158,7 +152,7 @@ def measure(sizes: Sizes, progress: Progress) -> Results:
     machine = (f"{os.cpu_count()} cores; load average (1, 5, 15 min) before {load_before}, "
                f"after {load_average()}; all processes on this machine, Redis {redis_version()}")
     judged = targets.judge(headline(runs), base, costs, lat[0], mem)
-    return Results(runs, base, costs, lat, mem, parts, judged, machine)
+    return Results(runs, base, costs, lat, mem, judged, machine)
 
 
 def to_json(results: Results, mode: str, sizes: Sizes, seconds: float) -> dict[str, Any]:
@@ -174,7 +168,6 @@ def to_json(results: Results, mode: str, sizes: Sizes, seconds: float) -> dict[s
         "commit_cost": [r.to_json() for r in results.costs],
         "latency": [r.to_json() for r in results.latency],
         "memory": [r.to_json() for r in results.memory],
-        "components": results.components.to_json(),
         "failed_checks": [asdict(c) for c in results.failed_checks],
     }
 
@@ -183,7 +176,7 @@ def render(results: Results) -> str:
     return report.markdown(results.targets, results.e2e, results.headline, results.naive,
                            costs=results.costs,
                            lat=results.latency, memory=results.memory,
-                           components=results.components, machine=results.machine)
+                           machine=results.machine)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,7 +8,6 @@ from typing import Any
 from bench.common.tables import rate, report, table, target_table
 from bench.common.target import Target
 from bench.pipeline.commit_cost import CostRow
-from bench.pipeline.components import Components
 from bench.pipeline.e2e import E2EResult
 from bench.pipeline.latency import LatencyResult
 from bench.pipeline.memory import MemoryRow
@@ -110,15 +109,6 @@ def memory_table(rows: Sequence[MemoryRow]) -> list[str]:
     return table(head, body)
 
 
-def components_table(c: Components) -> list[str]:
-    head = ["producer CPU us/delta", "of it prepare",
-            "ingest script us/delta (deltas per thread per bulk)",
-            "CeleryWaker.wake CPU us/thread", "wall us/thread"]
-    ingest = ", ".join(f"{us:.1f} ({k})" for k, us in c.ingest_us_per_delta.items())
-    return table(head, [[f"{c.producer_cpu_us:.1f}", f"{c.prepare_cpu_us:.1f}", ingest,
-                          f"{c.wake_cpu_us:.0f}", f"{c.wake_wall_us:.0f}"]])
-
-
 def commands_table(stats: Mapping[str, Any], n: int = 10) -> list[str]:
     head = ["command (state Redis, headline run)", "calls", "usec/call", "total ms"]
     top = sorted(stats.items(), key=lambda kv: -kv[1].usec)[:n]
@@ -129,7 +119,7 @@ def commands_table(stats: Mapping[str, Any], n: int = 10) -> list[str]:
 def markdown(targets: Sequence[Target], e2e: Sequence[E2EResult], headline: E2EResult,
              naive: NaiveResult, *,
              costs: Sequence[CostRow], lat: Sequence[LatencyResult], memory: Sequence[MemoryRow],
-             components: Components, machine: str) -> str:
+             machine: str) -> str:
     sections = [
         ["## Targets", "", *target_table(targets)],
         ["## End to end (producer -> Redis -> 2 Celery workers x 1 process)", "",
@@ -140,7 +130,6 @@ def markdown(targets: Sequence[Target], e2e: Sequence[E2EResult], headline: E2ER
         ["## Enqueue-to-visible latency (paced producer, poller process)", "",
          *latency_table(lat, headline)],
         ["## Redis memory per stored message", "", *memory_table(memory)],
-        ["## Components alone", "", *components_table(components)],
         ["## Redis commandstats", "", *commands_table(headline.commands)],
         ["## Machine", "", machine],
     ]

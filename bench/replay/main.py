@@ -15,26 +15,18 @@ Each run is checked: every delta replayed, no thread not replayable, the differe
 expected and no other, and after a rebuild every thread's state equal to its state
 before the damage (the workers' fold) — a wrong run fails the benchmark. Rounds
 alternate the process counts; the best round of each configuration is judged against
-the target of 50,000 deltas/s (2 processes).
-
-``--before DIR`` also times the code of another tree (a ``git archive`` of the commit
-before a change, with this tree's ``bench/`` copied in), on the same threads
-and server, each of its runs next to the same run of this tree, in alternating order:
-the before/after figures come from one run, as every comparison here does.
+the target of 50,000 deltas/s (2 processes). Against another commit's code:
+``python -m bench.ab replay --base REV``.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import platform
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 from bench.common import cli, services
@@ -86,30 +78,10 @@ def _check(run: Run, shape: Shape, restored: bool | None) -> str:
     return "; ".join(problems)
 
 
-def _timed(url: str, refs: Sequence[str], op: str, processes: int, tree: Path | None) -> Run:
-    """A run of this tree's code, or of ``tree``'s (in a process started there)."""
-    kind: runs.Op = "audit" if op == AUDIT else "rebuild"
-    if tree is None:
-        return runs.timed(url, refs, kind, processes, op)
-    with tempfile.NamedTemporaryFile("w", suffix=".refs") as listed:
-        listed.write("\n".join(refs))
-        listed.flush()
-        out = subprocess.run(
-            [sys.executable, "-m", "bench.replay.one", url, op, str(processes), listed.name],
-            cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True,
-            text=True, check=True,
-        )
-    fields = json.loads(out.stdout)
-    return Run(**{k: v for k, v in fields.items() if k in Run.__dataclass_fields__})
-
-
-def measure(sizes: Sizes, progress: Progress,
-            before: Path | None = None) -> tuple[list[dict[str, Any]], str]:
-    """Every run of every shape (and of the code in ``before``, next to each); the
-    machine's description."""
+def measure(sizes: Sizes, progress: Progress) -> tuple[list[dict[str, Any]], str]:
+    """Every run of every shape; the machine's description."""
     rows: list[dict[str, Any]] = []
     load = load_average()
-    codes: list[Path | None] = [None] if before is None else [None, before]
     with services.redis_server() as server:
         store = store_for(workload.settings_for(server.url))
         for k, shape in enumerate(sizes.shapes):
@@ -120,18 +92,17 @@ def measure(sizes: Sizes, progress: Progress,
                 order = sizes.processes if n % 2 == 0 else tuple(reversed(sizes.processes))
                 for processes in order:
                     for op in (AUDIT, MATCHING, DIFFERING):
-                        for tree in codes if n % 2 == 0 else codes[::-1]:
-                            if op == DIFFERING:
-                                workload.damage(store, refs)
-                            run = _timed(server.url, refs, op, processes, tree)
-                            restored = None if op == AUDIT else _states(store, refs) == states
-                            wrong = _check(run, shape, restored)
-                            code = "after" if tree is None else "before"
-                            rows.append({**run.to_json(), "shape": shape.name, "round": n,
-                                         "code": code, "check": wrong or "ok"})
-                            progress(f"{shape.name}, {op}, {processes} proc, {code}: "
-                                     f"{run.rate:,.0f} deltas/s"
-                                     f"{' WRONG: ' + wrong if wrong else ''}")
+                        if op == DIFFERING:
+                            workload.damage(store, refs)
+                        kind: runs.Op = "audit" if op == AUDIT else "rebuild"
+                        run = runs.timed(server.url, refs, kind, processes, op)
+                        restored = None if op == AUDIT else _states(store, refs) == states
+                        wrong = _check(run, shape, restored)
+                        rows.append({**run.to_json(), "shape": shape.name, "round": n,
+                                     "check": wrong or "ok"})
+                        progress(f"{shape.name}, {op}, {processes} proc: "
+                                 f"{run.rate:,.0f} deltas/s"
+                                 f"{' WRONG: ' + wrong if wrong else ''}")
         store.client.close()
         machine = (f"{os.cpu_count()} cores; load average before {load}, after {load_average()}; "
                    "Redis and the replaying processes on this machine")
@@ -139,25 +110,20 @@ def measure(sizes: Sizes, progress: Progress,
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli.parser("replay", __doc__, "small sizes, about half a minute")
-    parser.add_argument("--before", type=Path, default=None,
-                        help="a tree of the code before a change, timed beside this one")
-    args = parser.parse_args(argv)
+    args = cli.parser("replay", __doc__, "small sizes, about half a minute").parse_args(argv)
     mode, sizes = cli.sizes(args, FULL, QUICK)
     started = time.perf_counter()
-    rows, machine = measure(sizes, cli.progress(started), args.before)
+    rows, machine = measure(sizes, cli.progress(started))
     verdict = judge(rows)
     meta = {"mode": mode, "seconds": round(time.perf_counter() - started, 1),
             "python": sys.version.split()[0], "platform": platform.platform(),
             "machine": machine, "sizes": asdict(sizes),
-            "rate": "deltas replayed / wall seconds from the processes' start to the last's end",
-            "before": "rows with code 'before': the tree given with --before, timed beside"
-                      if args.before else None}
+            "rate": "deltas replayed / wall seconds from the processes' start to the last's end"}
     cli.write(cli.out_path("replay", args), {"meta": meta, "target": verdict, "runs": rows})
     print(render(rows, verdict, machine))
     wrong = [r for r in rows if r["check"] != "ok"]
     for row in wrong:
-        print(f"CHECK FAILED: {row['code']}: {row['shape']}, {row['op']}: {row['check']}",
+        print(f"CHECK FAILED: {row['shape']}, {row['op']}: {row['check']}",
               file=sys.stderr)
     return 1 if wrong else 0
 

@@ -8,8 +8,8 @@ Redis's CPU comes from ``INFO cpu``.
 
 The code under test is whatever ``threadfold.workers.replay.replay`` is: with ``audit_many`` and
 ``rebuild_many`` (slices of threads, a few round trips per slice) or, in the releases
-before them, the per-thread ``audit`` and ``rebuild`` (so the same benchmark measures
-the code before the change, for the before/after figures).
+before them, the per-thread ``audit`` and ``rebuild`` (so ``python -m bench.ab replay``
+measures a commit before them too).
 """
 
 from __future__ import annotations

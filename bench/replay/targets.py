@@ -1,5 +1,5 @@
-"""The replay target, judged on one run's rows: the best round of each configuration of
-this tree's code; a wrong run fails it."""
+"""The replay target, judged on one run's rows: the best round of each configuration; a
+wrong run fails it."""
 
 from __future__ import annotations
 
@@ -9,13 +9,10 @@ from typing import Any
 TARGET = 50_000.0
 
 
-def best(rows: Sequence[dict[str, Any]],
-         code: str = "after") -> dict[tuple[str, str, int], dict[str, Any]]:
-    """The best round of each (shape, op, processes) of ``code``."""
+def best(rows: Sequence[dict[str, Any]]) -> dict[tuple[str, str, int], dict[str, Any]]:
+    """The best round of each (shape, op, processes)."""
     out: dict[tuple[str, str, int], dict[str, Any]] = {}
     for row in rows:
-        if row.get("code", "after") != code:
-            continue
         key = (row["shape"], row["op"], row["processes"])
         if key not in out or row["rate"] > out[key]["rate"]:
             out[key] = row
@@ -24,10 +21,10 @@ def best(rows: Sequence[dict[str, Any]],
 
 def judge(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Audit and rebuild at >= 50k deltas/s with 2 processes, every shape, runs right."""
-    top = best(rows)  # this tree's code
+    top = best(rows)
     judged = [r for (_, _, p), r in top.items() if p == max(k[2] for k in top)]
     worst = min(judged, key=lambda r: r["rate"])
-    wrong = [r for r in rows if r["check"] != "ok" and r.get("code", "after") == "after"]
+    wrong = [r for r in rows if r["check"] != "ok"]
     return {
         "name": "audit and rebuild, deltas replayed per second",
         "goal": f">= {TARGET:,.0f}/s on the 2 cores, every shape",

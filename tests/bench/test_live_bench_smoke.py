@@ -1,22 +1,22 @@
 """The live benchmark's correctness path on tiny sizes: real Redis, API, Celery workers,
-SSE subscribers, and the feed A/B's two trees.
+SSE subscribers.
 
 No timing is asserted. What is checked: the SSE reader parses the endpoint's stream
 however its bytes are split; every subscriber follows its thread to the final version
 and holds exactly ``GET state``'s messages; the commit clock stamps every version a
-subscriber received; the API follows its threads on one Pub/Sub connection; the A/B
-runs the code before the feed in its worktree (driver and workers) and this tree's
-with it, both verified, and leaves no worktree behind; the reports and JSON are written.
+subscriber received; the API follows its threads on one Pub/Sub connection; the reports
+and JSON are written.
 """
 
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from bench.live import report, subscribers, targets, trees
+from bench.live import report, subscribers, targets
 from bench.live.figures import LiveResult
 from bench.live.reader import SseEvent, SseProtocol
 
@@ -82,8 +82,8 @@ def test_a_refused_stream_ends_with_its_status() -> None:
 
 @pytest.fixture(scope="module")
 def live() -> LiveResult:
-    with trees.temporary() as logs:
-        return subscribers.measure(TINY, logs, lambda message: None)
+    with tempfile.TemporaryDirectory(prefix="threadfold-live-") as logs:
+        return subscribers.measure(TINY, Path(logs), lambda message: None)
 
 
 def test_every_subscriber_ends_on_get_state(live: LiveResult) -> None:

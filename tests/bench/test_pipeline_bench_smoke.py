@@ -43,8 +43,6 @@ TINY = pipeline_bench.Sizes(
     memory=MemoryConfig(
         messages=120, human_messages=60, layouts=(30,), configs=("default",), cost_deltas=20
     ),
-    component_deltas=100,
-    component_wakes=10,
 )
 
 

@@ -8,9 +8,7 @@
     threadfold recompute --audit|--rebuild [--dry-run] ...   replay threads from their logs
     threadfold prune [--tenant T] [--prefix P] [--metadata K=V] [--idle S] [--dry-run]
     threadfold loadtest [...]                       Locust against the local stack (or --host)
-    threadfold bench [core|pipeline|http|replay|live|lifecycle|context|peer|budget|spread|
-                      failover|scale|checkpoint|redis]
-                                                    the benchmarks
+    threadfold bench [NAME [ARGS...]]               a benchmark (from a source checkout)
 
 Settings come from ``THREADFOLD_*``; ``up`` starts its own redis-server unless
 ``REDIS_URL`` (or ``THREADFOLD_REDIS_URL``) names one.
@@ -60,13 +58,45 @@ def _parser() -> argparse.ArgumentParser:
     _recompute_parser(sub)
     _prune_parser(sub)
     _loadtest_parser(sub)
-    bench = sub.add_parser("bench", help="run a benchmark (from a source checkout)")
-    bench.add_argument("which", nargs="?", default="core",
-                       choices=["core", "pipeline", "http", "replay", "live", "lifecycle",
-                                "context", "peer", "budget", "spread", "failover",
-                                "scale", "checkpoint", "redis"])
-    bench.add_argument("--quick", action="store_true")
+    _bench_parser(sub)
     return parser
+
+
+#: The benchmarks of a source checkout's bench/ (``python -m bench.NAME``), one line each.
+BENCHMARKS = {
+    "core": "reducers, the incremental fold, conversion and codec against LangGraph's",
+    "pipeline": "end to end: bulk producer, Redis, Celery workers; latency, memory, "
+                "commit cost, a naive baseline",
+    "http": "the HTTP API under wrk and a paced open-loop generator",
+    "replay": "audit and rebuild (recompute), deltas replayed per second",
+    "live": "1,000 SSE subscribers while deltas are applied: commit-to-event latency",
+    "lifecycle": "bytes per idle thread, expiry, the sweep, search and count at scale",
+    "context": "a context window's cost against the thread's length",
+    "peer": "beside LangGraph on PostgresSaver: one-message deltas, states checked",
+    "budget": "the CPU budget per delta of each process, beside its floor",
+    "spread": "the spread shape: one delta a thread, end to end and from outside",
+    "failover": "acknowledged deltas lost when the primary is killed, per durability",
+    "scale": "CPU per delta on Redis Cluster by primaries and workers; noisy tenants",
+    "checkpoint": "ThreadfoldSaver beside PostgresSaver: resume reads, agent loops",
+    "redis": "the state Redis's commands, CPU and instructions per delta, per path",
+    "ab": "A/B of any benchmark between two commits: ab NAME --base REV [-- ARGS]",
+}
+
+
+def _bench_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    listed = "\n".join(f"  {name:<11} {line}" for name, line in BENCHMARKS.items())
+    bench = sub.add_parser(
+        "bench", help="run a benchmark (from a source checkout)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run python -m bench.NAME from a source checkout, ARGS passed on "
+                    "(--quick: small sizes; --help: the benchmark's options).",
+        epilog=f"benchmarks:\n{listed}",
+    )
+    bench.add_argument("which", nargs="?", default="core", choices=list(BENCHMARKS),
+                       metavar="NAME", help="the benchmark (default core)")
+    bench.add_argument("--quick", action="store_true", help="small sizes (as ARGS, too)")
+    bench.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
+                       help="passed on to python -m bench.NAME")
 
 
 def _recompute_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -338,5 +338,6 @@ def cmd_loadtest(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     if not Path("bench").is_dir():
         raise CommandError("the benchmarks run from a source checkout (no bench/ folder here)")
-    extra = ["--quick"] if args.quick else []
-    return subprocess.call([sys.executable, "-m", f"bench.{args.which}", *extra])  # noqa: S603
+    extra = ["--quick"] if args.quick and "--quick" not in args.args else []
+    argv = [sys.executable, "-m", f"bench.{args.which}", *extra, *args.args]
+    return subprocess.call(argv)  # noqa: S603

@@ -51,7 +51,7 @@ class _Refusals:
     LangChain would not accept (422, its path the field), an unreachable Redis (503), a
     full one (503). One object, entered by every operation: a class, not a
     ``contextlib.contextmanager``, whose generator and wrapper each call would build
-    (bench.ab.handlers, the API's instructions per POST against the code before the
+    (the API's instructions per POST under callgrind, against the code before the
     service: x1.026-1.033 with that, x1.013 with this)."""
 
     def __enter__(self) -> None:
