@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from threadfold.api.settings import markdown_table
+from threadfold.workers.ops.cli import BENCHMARKS
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 ARCHITECTURE = README.parent / "docs" / "architecture.md"
@@ -68,3 +69,27 @@ def test_the_map_names_every_script_of_the_data_model() -> None:
     the_map = _the_map()
     unnamed = [name for name in sorted(scripts) if not re.search(rf"\b{name}\b", the_map)]
     assert not unnamed, f"scripts of workers/storage/ the map does not name: {unnamed}"
+
+
+def test_every_figure_of_the_benchmarks_page_names_a_benchmark_that_exists() -> None:
+    # A figure a reader cannot reproduce is a claim: each row of a figures table ends in
+    # the command that measures it, and every benchmark of `threadfold bench` backs one.
+    text = (README.parent / "docs" / "benchmarks.md").read_text()
+    rows, named = 0, set()
+    in_figures = False
+    for line in text.splitlines():
+        if line.startswith("| measure |"):
+            in_figures = line.rstrip(" |").endswith("command")
+            continue
+        if not line.startswith("| ") or line.startswith("|---"):
+            in_figures = in_figures and line.startswith("|")
+            continue
+        if in_figures:
+            rows += 1
+            command = line.rstrip(" |").rsplit("|", 1)[-1]
+            found = re.search(r"`(?:threadfold bench|python -m bench\.)\s*(\w+)", command)
+            assert found, f"no command in the row: {line[:80]}"
+            assert found.group(1) in BENCHMARKS, f"no benchmark {found.group(1)!r}: {line[:80]}"
+            named.add(found.group(1))
+    assert rows > 50, rows
+    assert set(BENCHMARKS) - {"ab"} <= named, set(BENCHMARKS) - named
