@@ -35,7 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="threadfold", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="run redis, workers, beat and the API locally")
-    up.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
+    up.add_argument("--workers", type=int, default=2,
+                    help="pool processes of the Celery worker (default 2)")
     up.add_argument("--port", type=int, default=8000, help="API port (0: any free port)")
     up.add_argument("--data-dir", type=Path, default=Path(".threadfold"))
     up.add_argument("--demo", action="store_true", help="write the demo conversation once up")

@@ -83,7 +83,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     print(
         "threadfold: starting "
         + ("with Redis at REDIS_URL" if url else "a private redis-server")
-        + f", {args.workers} worker process(es), beat and the API ..."
+        + f", a Celery worker of {args.workers} pool process(es), beat and the API ..."
     )
     try:
         stack = start_stack(

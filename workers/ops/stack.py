@@ -107,7 +107,8 @@ def start_broker(stack: LocalStack) -> str:
 def start_stack(
     settings: Settings, *, redis_url: str | None, workers: int, port: int, data_dir: Path
 ) -> LocalStack:
-    """Redis (unless given), ``workers`` worker processes, beat and the API, all ready."""
+    """Redis (unless given), a Celery worker of ``workers`` pool processes, beat and the
+    API, all ready."""
     stack = LocalStack(data_dir / "logs", dict(os.environ), data_dir=data_dir)
     try:
         url = redis_url or start_redis(stack)
