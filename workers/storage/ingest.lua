@@ -5,7 +5,7 @@
 --       (pages .. followed only in a call that may commit: commits = 1; else 7 keys a
 --       thread)
 -- ARGV: dedupe_ms sched_ms n_threads birth_token retention_ms feed_max_events
---       feed_max_age_ms feed_max_event_bytes ttl_ms commits(0|1),
+--       feed_max_age_ms feed_max_event_bytes ttl_ms commits(0|1) publish_always(0|1),
 --       then per thread: ref n opts {delta_id payload fps records}*n (records only
 --       when commits = 1: a stream's calls, which never commit, pass no more than before)
 --       (delta_id '' = no dedupe; fps: the index fingerprints of the ids the delta
@@ -38,6 +38,7 @@ local birth_token = ARGV[4]
 local retention_ms, max_events, max_age_ms, max_event_bytes, ttl_ms = tonumber(ARGV[5]),
   tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
 local may_commit = ARGV[10] == '1'
+local publish_always = ARGV[11] == '1'
 local now = false
 local out = {}
 local STRIDE = may_commit and 4 or 3   -- ARGV per delta
@@ -61,6 +62,16 @@ local function edit_records(page, edits)
     at = at + size
   end
   return table.concat(parts)
+end
+
+-- Who hears this commit's event: 'kept' when a follower marked the thread (its feed
+-- keeps the event, which is published too), 'live' when only subscribers listen now,
+-- else false, and no event is made. A standalone server counts its subscribers; on a
+-- Cluster a listener may hang off any node, so the event is always published there.
+local function heard(t)
+  if redis.call('EXISTS', t.followed) == 1 then return 'kept' end
+  if publish_always or redis.call('PUBSUB', 'NUMSUB', t.feed)[2] > 0 then return 'live' end
+  return false
 end
 
 -- The thread's deltas committed here (see the head): whether they were. state: its
@@ -94,6 +105,7 @@ local function commit_here(t, ref, state, entries, last_append)
   end
   local buckets, per = tonumber(state[5] or '0'), tonumber(state[6] or MAX_PAGE_RECORDS)
   local find, pages_read, buckets_read = finder(t.pages, t.index, buckets, per, fps)
+  local hear = heard(t)
   local edits = {}   -- page number -> {position -> record or ''}
   local position = tonumber(state[11] or '0')
   local recs, added, gone, removed, upserts = {}, {}, {}, {}, {}
@@ -106,7 +118,7 @@ local function commit_here(t, ref, state, entries, last_append)
       edits[number][at] = ''
       gone[#gone + 1] = item[1]
       gone[#gone + 1] = at
-      removed[#removed + 1] = '\146' .. mp_str(item[2]) .. mp_uint(at)
+      if hear then removed[#removed + 1] = '\146' .. mp_str(item[2]) .. mp_uint(at) end
     else
       local record
       if at then   -- an update, in place
@@ -123,7 +135,9 @@ local function commit_here(t, ref, state, entries, last_append)
         added[#added + 1] = item[1]
         added[#added + 1] = at
       end
-      upserts[#upserts + 1] = {at, '\147' .. mp_uint(at) .. mp_str(item[2]) .. mp_bin(item[4])}
+      if hear then
+        upserts[#upserts + 1] = {at, '\147' .. mp_uint(at) .. mp_str(item[2]) .. mp_bin(item[4])}
+      end
     end
   end
   local written, dropped = {}, {}
@@ -136,11 +150,14 @@ local function commit_here(t, ref, state, entries, last_append)
       written[#written + 1] = page
     end
   end
-  table.sort(upserts, function(x, y) return x[1] < y[1] end)
-  local encoded = {}
-  for i, u in ipairs(upserts) do encoded[i] = u[2] end
   local cursor = entries[#entries][1]
-  local event = change_event(cursor, state[1] or '0-0', removed, encoded)
+  local event = false
+  if hear then
+    table.sort(upserts, function(x, y) return x[1] < y[1] end)
+    local encoded = {}
+    for i, u in ipairs(upserts) do encoded[i] = u[2] end
+    event = change_event(cursor, state[1] or '0-0', removed, encoded)
+  end
   now = now or now_ms()
   -- Never committed before it was appended: TIME and the stream's id can be a
   -- millisecond apart either way, and the TTL counts from the later of the two.
@@ -149,8 +166,9 @@ local function commit_here(t, ref, state, entries, last_append)
     cursor = cursor, next_position = position, cleared = false, gone = gone,
     written = written, dropped = dropped, recs = recs, added = added,
     retention_ms = retention_ms, sched_ms = 0, ref = ref, applied = #entries,
-    max_events = #event <= max_event_bytes and max_events or 0, max_age_ms = max_age_ms,
-    event = event, ttl_ms = ttl_ms, now = at_ms, settled = true,
+    max_events = hear == 'kept' and #event <= max_event_bytes and max_events or 0,
+    max_age_ms = max_age_ms, event = event, marked = hear == 'kept', ttl_ms = ttl_ms,
+    now = at_ms, settled = true,
     buckets_read = buckets_read, last_append = last_append})
   return true
 end
@@ -296,7 +314,7 @@ local function ingest(k, ref, n, opts, a)
   end
 end
 
-local a = 11
+local a = 12
 for t = 0, threads - 1 do
   local ref, n = ARGV[a], tonumber(ARGV[a + 1])
   ingest(KSTRIDE * t, ref, n, ARGV[a + 2], a + 3)

@@ -111,7 +111,7 @@ local function matcher(index, buckets, expected)
     local b = bucket_of(struct.unpack('>I4', fpb), buckets)
     local chunk = chunks[b]
     if not chunk then
-      chunk = redis.call('HGET', index, b) or ''
+      chunk = redis.call('HGET', index, int(b)) or ''
       chunks[b] = chunk
     end
     local s = entry_at(chunk, fpb, 1)
@@ -136,7 +136,7 @@ local function finder(pages, index, buckets, per, expected)
       local number = page_of(pos, per)
       local page = pages_read[number]
       if page == nil then
-        page = redis.call('HGET', pages, number) or ''
+        page = redis.call('HGET', pages, int(number)) or ''
         pages_read[number] = page
       end
       local at, il = record_at(page, pos)
@@ -166,13 +166,13 @@ local function append_pages(pages, per, recs, written, dropped)
       for _, d in ipairs(dropped) do
         if tonumber(d) == number then current = '' end
       end
-      parts[1] = current or redis.call('HGET', pages, number) or ''
+      parts[1] = current or redis.call('HGET', pages, int(number)) or ''
     end
     while i <= #recs and page_of(recs[i], per) == number do
       parts[#parts + 1] = recs[i + 1]
       i = i + 2
     end
-    written[#written + 1] = number   -- after any rewrite of it: in one HSET, the last wins
+    written[#written + 1] = int(number)   -- after any rewrite of it: in one HSET, the last wins
     written[#written + 1] = table.concat(parts)
   end
 end
@@ -225,7 +225,7 @@ local function edit_index(index, adds, dels, buckets, total, read)
     for _, e in ipairs(added) do parts[#parts + 1] = e end
     local new = table.concat(parts)
     if #new > 0 then
-      written[#written + 1] = b
+      written[#written + 1] = int(b)
       written[#written + 1] = new
     else
       dropped[#dropped + 1] = b
