@@ -86,7 +86,7 @@ end
 -- in place, a new one appended at the next position, a removed one must be stored
 -- (else the fold fails on it: the worker's, which names it).
 local function commit_here(t, ref, state, entries, last_append)
-  local items = {}   -- {fingerprint, id, tail or false (a removal), body}
+  local items = {}   -- {fingerprint, id, tail or false (a removal), body offset}
   for _, e in ipairs(entries) do
     local fp, records = e[2], e[3]
     local at, j = 1, 0
@@ -95,9 +95,12 @@ local function commit_here(t, ref, state, entries, last_append)
       local removal = body_len == REMOVAL
       local size = 12 + id_len + (removal and 0 or body_len)
       local id = string.sub(records, at + 12, at + 11 + id_len)
-      items[#items + 1] = {string.sub(fp, 4 * j + 1, 4 * j + 4), id,
-                           not removal and string.sub(records, at, at + size - 1),
-                           not removal and string.sub(records, at + 12 + id_len, at + size - 1)}
+      -- A delta of one message is its one record: no copy of it (Lua hashes every
+      -- byte of a string it makes). The body is cut out only for an event.
+      local tail = not removal and
+        (size == #records and records or string.sub(records, at, at + size - 1))
+      items[#items + 1] = {#fp == 4 and fp or string.sub(fp, 4 * j + 1, 4 * j + 4), id,
+                           tail, 13 + id_len}
       at, j = at + size, j + 1
     end
   end
@@ -140,7 +143,8 @@ local function commit_here(t, ref, state, entries, last_append)
         added[#added + 1] = at
       end
       if hear then
-        upserts[#upserts + 1] = {at, '\147' .. mp_uint(at) .. mp_str(item[2]) .. mp_bin(item[4])}
+        local body = string.sub(item[3], item[4])
+        upserts[#upserts + 1] = {at, '\147' .. mp_uint(at) .. mp_str(item[2]) .. mp_bin(body)}
       end
     end
   end
