@@ -3,8 +3,8 @@ real Redis: a thread nobody follows publishes every event and keeps none; a mark
 them, through the ingest's commits and the workers' alike; a lapsed mark keeps none
 again, and a follower that resumes across it reads a snapshot; the hub and a direct
 subscription mark what they follow. An ingest commit that nobody hears (no mark, no
-subscriber on the server) makes no event at all, but on a Cluster, where a listener
-may be on another node, it publishes every one."""
+subscriber on the server) makes no event at all, but while anyone listens by pattern,
+and on a Cluster, where a listener may be on another node, it publishes every one."""
 
 from __future__ import annotations
 
@@ -91,6 +91,14 @@ def test_an_ingest_commit_nobody_hears_makes_no_event(
     assert event is not None and event.version == done.version
     assert tuple(u[1] for u in event.upserts) == done.ids
     listener.close()
+    # A listener by pattern is not counted by channel: while one listens, all publish.
+    patterns = redis.Redis.from_url(redis_url).pubsub()
+    patterns.psubscribe("*")
+    patterns.get_message(timeout=1)
+    before = _publishes(store.client)
+    producer.enqueue("u", [("user", "by pattern")])
+    assert _publishes(store.client) == before + 1
+    patterns.close()
     # On a Cluster, a listener may hang off any node: every commit publishes.
     monkeypatch.setattr(calls, "here", lambda s: ingest.Here(
         s.retention_ms, s.feed_limits, s.thread_ttl_ms, cluster=True))

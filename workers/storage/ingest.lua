@@ -38,7 +38,9 @@ local birth_token = ARGV[4]
 local retention_ms, max_events, max_age_ms, max_event_bytes, ttl_ms = tonumber(ARGV[5]),
   tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
 local may_commit = ARGV[10] == '1'
-local publish_always = ARGV[11] == '1'
+-- Every commit publishes on a Cluster (a listener may be on another node) and while
+-- anyone listens by pattern here (PUBSUB NUMSUB counts channels' own subscribers).
+local publish_always = ARGV[11] == '1' or (may_commit and redis.call('PUBSUB', 'NUMPAT') > 0)
 local now = false
 local out = {}
 local STRIDE = may_commit and 4 or 3   -- ARGV per delta
@@ -70,8 +72,8 @@ end
 
 -- Who hears this commit's event: 'kept' when a follower marked the thread (its feed
 -- keeps the event, which is published too), 'live' when only subscribers listen now,
--- else false, and no event is made. A standalone server counts its subscribers; on a
--- Cluster a listener may hang off any node, so the event is always published there.
+-- else false, and no event is made (a PUBLISH reaches only those who listen as it
+-- runs, so no listener misses one). See publish_always for when this is not counted.
 local function heard(t)
   if redis.call('EXISTS', t.followed) == 1 then return 'kept' end
   if publish_always or redis.call('PUBSUB', 'NUMSUB', t.feed)[2] > 0 then return 'live' end
