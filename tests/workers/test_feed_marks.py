@@ -2,7 +2,9 @@
 real Redis: a thread nobody follows publishes every event and keeps none; a mark keeps
 them, through the ingest's commits and the workers' alike; a lapsed mark keeps none
 again, and a follower that resumes across it reads a snapshot; the hub and a direct
-subscription mark what they follow."""
+subscription mark what they follow. An ingest commit that nobody hears (no mark, no
+subscriber on the server) makes no event at all, but while anyone listens by pattern,
+and on a Cluster, where a listener may be on another node, it publishes every one."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import asyncio
 import time
 from typing import Any
 
+import pytest
 import redis
 
 from tests.workers.harness import make_settings, store_for
@@ -17,9 +20,11 @@ from tests.workers.test_concurrency import NoWake
 from threadfold.workers import wiring
 from threadfold.workers.feed import connect, subscription
 from threadfold.workers.feed.subscriber import Start
+from threadfold.workers.ingest import calls
 from threadfold.workers.ingest.producer import Producer
 from threadfold.workers.runtime.drain import Drainer
-from threadfold.workers.storage import follow
+from threadfold.workers.storage import follow, ingest
+from threadfold.workers.storage.feed_record import decode
 from threadfold.workers.storage.follow import LEAST_WINDOW_MS
 
 
@@ -58,6 +63,48 @@ def test_a_thread_nobody_follows_publishes_and_keeps_nothing(redis_url: str) -> 
         assert read.kind == "events" and len(read.events) == 3  # chained from the mark on
         assert read.events[0].prev == held
         listener.close()
+
+
+def _publishes(client: redis.Redis | redis.RedisCluster) -> int:
+    stats = client.info("commandstats").get("cmdstat_publish", {"calls": 0})
+    return int(stats["calls"])
+
+
+def test_an_ingest_commit_nobody_hears_makes_no_event(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = make_settings(redis_url, key_prefix="unheard")
+    store = store_for(settings)
+    producer = Producer(store.client, settings, NoWake())
+    before = _publishes(store.client)
+    for step in range(3):
+        producer.enqueue("u", [("user", f"unheard {step}")])
+    assert _publishes(store.client) == before  # no mark, no subscriber: no event
+    k = settings.keyspace.thread("_/u")
+    listener = redis.Redis.from_url(redis_url).pubsub()
+    listener.subscribe(k.feed)
+    listener.get_message(timeout=1)  # the subscription's confirmation
+    done = producer.enqueue("u", [("user", "heard")])
+    message = listener.get_message(timeout=5)
+    assert message is not None and message["type"] == "message"
+    event = decode(message["data"])
+    assert event is not None and event.version == done.version
+    assert tuple(u[1] for u in event.upserts) == done.ids
+    listener.close()
+    # A listener by pattern is not counted by channel: while one listens, all publish.
+    patterns = redis.Redis.from_url(redis_url).pubsub()
+    patterns.psubscribe("*")
+    patterns.get_message(timeout=1)
+    before = _publishes(store.client)
+    producer.enqueue("u", [("user", "by pattern")])
+    assert _publishes(store.client) == before + 1
+    patterns.close()
+    # On a Cluster, a listener may hang off any node: every commit publishes.
+    monkeypatch.setattr(calls, "here", lambda s: ingest.Here(
+        s.retention_ms, s.feed_limits, s.thread_ttl_ms, cluster=True))
+    before = _publishes(store.client)
+    producer.enqueue("u", [("user", "cluster")])
+    assert _publishes(store.client) == before + 1
 
 
 def test_a_lapsed_mark_keeps_nothing_and_a_resume_across_it_reads_a_snapshot(

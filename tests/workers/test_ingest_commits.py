@@ -94,6 +94,36 @@ def test_an_append_to_a_quiet_thread_is_committed_by_the_call(redis_url: str) ->
     assert events[1][2] is not None and [u[:2] for u in events[1][2].upserts] == [(2, "a1")]
 
 
+def test_a_long_thread_grown_and_edited_by_the_call_keeps_its_index_exact(
+    redis_url: str,
+) -> None:
+    # 300 messages appended one or a few at a time, each call committing them (its index
+    # buckets split five times on the way), then updates and removals of stored ids,
+    # found through that index: the state is the one-at-a-time fold and the layout holds.
+    settings = make_settings(redis_url, key_prefix="grown")
+    store, producer, woken = _producer(settings)
+    sent = Ledger()
+    n = 0
+    for size in itertools.islice(itertools.cycle([1, 3, 1, 8, 2]), 100):
+        messages = [{"role": "user", "content": f"m{i}", "id": f"m{i}"}
+                    for i in range(n, min(n + size, 300))]
+        if not messages:
+            break
+        n += len(messages)
+        done = producer.enqueue("long", messages)
+        sent.add("_/long", done.version, messages, done.ids)
+    edits = [[{"role": "user", "content": f"m{i} edited", "id": f"m{i}"}]
+             for i in range(0, 300, 7)]
+    edits += [[{"type": "remove", "content": "", "id": f"m{i}"}] for i in range(3, 300, 11)]
+    for messages in edits:
+        done = producer.enqueue("long", messages)
+        sent.add("_/long", done.version, messages, done.ids)
+    assert woken.refs == []  # every call committed its deltas
+    assert state_dump(store, "_/long") == dump_messages(sent.expected("_/long"))
+    assert layout_problems(store, "_/long") == []
+    assert int(_meta(store, "_/long", "ib") or 0) >= 5
+
+
 def test_an_update_and_a_removal_of_stored_ids_are_committed_by_the_call(
     redis_url: str,
 ) -> None:

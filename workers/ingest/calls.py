@@ -73,7 +73,8 @@ def calls(
 
 def here(settings: Settings) -> ingest.Here:
     """What a commit by the ingest script keeps: as a worker's (Drainer._plan)."""
-    return ingest.Here(settings.retention_ms, settings.feed_limits, settings.thread_ttl_ms)
+    return ingest.Here(settings.retention_ms, settings.feed_limits, settings.thread_ttl_ms,
+                       settings.cluster)
 
 
 def outcomes(

@@ -30,15 +30,17 @@ local function publish(feed, version, prev, event, max_events, max_age_ms, at_ms
 end
 
 -- Write a commit. t: the thread's keys {meta, pages, index, log, sched, dirty, feed,
--- active, expiry, followed}; state: its meta's COMMIT_READ fields, read by the caller; c: the
--- commit {cursor, next_position, cleared, gone, written, dropped, recs, added,
--- retention_ms, sched_ms, ref, applied, max_events, max_age_ms, event, ttl_ms, now,
--- settled, buckets_read, last_append}: gone {fingerprint, position}* of removed records, written and dropped the
--- pages rewritten whole ('' = emptied), recs {position, record}* and added
--- {fingerprint, position}* the records appended (ascending, past every stored
--- position); settled: the caller knows no entry follows the new cursor;
--- buckets_read: the index buckets the caller read (a finder's), or nil; last_append:
--- the thread's last append ('e') when the caller has not written it yet, or nil.
+-- active, expiry, followed}; state: its meta's COMMIT_READ fields, read by the caller;
+-- c: the commit {cursor, next_position, cleared, gone, written, dropped, recs, added,
+-- retention_ms, sched_ms, ref, applied, max_events, max_age_ms, event, marked, ttl_ms,
+-- now, settled, buckets_read, last_append}: gone {fingerprint, position}* of removed
+-- records, written and dropped the pages rewritten whole ('' = emptied), recs
+-- {position, record}* and added {fingerprint, position}* the records appended
+-- (ascending, past every stored position); event: the change event, or false when
+-- nobody hears it; marked: the caller found the thread marked (see follow.lua);
+-- settled: the caller knows no entry follows the new cursor; buckets_read: the index
+-- buckets the caller read (a finder's), or nil; last_append: the thread's last append
+-- ('e') when the caller has not written it yet, or nil.
 -- -> {1, more, now}
 local function write_commit(t, state, c)
   local gone, written, dropped, recs = c.gone, c.written, c.dropped, c.recs
@@ -57,15 +59,21 @@ local function write_commit(t, state, c)
     buckets = edit_index(t.index, c.added, gone, buckets, count, not c.cleared and c.buckets_read)
   end
   local now = c.now
-  local applied = string.format('%d', tonumber(state[7] or '0') + c.applied)
+  -- Numbers go to Redis as strings made here: Redis formats a Lua number with
+  -- snprintf('%.17g'), which costs several times more (callgrind).
+  local now_s = int(now)
+  local applied = int(tonumber(state[7] or '0') + c.applied)
+  local buckets_s = (buckets == tonumber(state[5] or '0') and state[5]) or int(buckets)
+  local per_s = (per == tonumber(state[6] or MAX_PAGE_RECORDS) and state[6]) or int(per)
   -- Two calls, not one built from a table: the table and its unpack cost a spread delta
   -- 1.4% more instructions (callgrind).
   if c.last_append then
-    redis.call('HSET', t.meta, 'c', c.cursor, 'n', c.next_position, 't', now, 'a', 0,
-               'm', count, 'ib', buckets, 'pp', per, 'k', applied, 'e', c.last_append)
+    redis.call('HSET', t.meta, 'c', c.cursor, 'n', int(c.next_position), 't', now_s,
+               'a', '0', 'm', int(count), 'ib', buckets_s, 'pp', per_s, 'k', applied,
+               'e', c.last_append)
   else
-    redis.call('HSET', t.meta, 'c', c.cursor, 'n', c.next_position, 't', now, 'a', 0,
-               'm', count, 'ib', buckets, 'pp', per, 'k', applied)
+    redis.call('HSET', t.meta, 'c', c.cursor, 'n', int(c.next_position), 't', now_s,
+               'a', '0', 'm', int(count), 'ib', buckets_s, 'pp', per_s, 'k', applied)
   end
   local threshold = after(c.cursor)
   if c.retention_ms > 0 then
@@ -77,15 +85,19 @@ local function write_commit(t, state, c)
   -- which costs this hot path nothing and no writer can forget to do.
   redis.call('XTRIM', t.log, 'MINID', threshold)
   -- A thread no follower marked (see follow.lua) keeps no events: a live follower hears
-  -- them all, and one that resumes reads a snapshot, as past a trimmed feed.
-  local kept = c.max_events
-  if kept > 0 and redis.call('EXISTS', t.followed) == 0 then kept = 0 end
-  publish(t.feed, c.cursor, state[1] or '0-0', c.event, kept, c.max_age_ms, now)
-  redis.call('ZADD', t.active, now, c.ref)
+  -- them all, and one that resumes reads a snapshot, as past a trimmed feed. A caller
+  -- that read the mark itself says so (marked); one that made no event (INGEST's, when
+  -- nobody hears it) publishes none.
+  if c.event then
+    local kept = c.max_events
+    if kept > 0 and not c.marked and redis.call('EXISTS', t.followed) == 0 then kept = 0 end
+    publish(t.feed, c.cursor, state[1] or '0-0', c.event, kept, c.max_age_ms, now)
+  end
+  redis.call('ZADD', t.active, now_s, c.ref)
   -- A commit is the thread's activity: its TTL restarts (the sweep skips a thread
   -- with a backlog, so an append not yet committed keeps it too).
   local ttl = ttl_of(state[8], state[9], c.ttl_ms)
-  if ttl > 0 then redis.call('ZADD', t.expiry, now + ttl, c.ref) end
+  if ttl > 0 then redis.call('ZADD', t.expiry, int(now + ttl), c.ref) end
   if c.settled then return {1, 0, now} end   -- never flagged nor dirty (INGEST's)
   if has_backlog(t.log, c.cursor) then
     redis.call('PEXPIRE', t.sched, c.sched_ms)

@@ -1,3 +1,4 @@
+local function int(n) return string.format('%d', n) end
 local function ms_of(id)
   return tonumber(string.match(id, '^(%d+)'))
 end

@@ -64,6 +64,10 @@ class Args(NamedTuple):
     #: passes all of Keys and each delta its records; else the first seven keys and
     #: three arguments a delta, as before commits at ingest (a stream's calls).
     commits: int
+    #: 1 on a Cluster: a commit here publishes its change event even when no follower
+    #: marked the thread and no subscriber listens on this node (a listener may hang
+    #: off any node: a PUBLISH reaches all of them).
+    publish_always: int
 
 
 class Here(NamedTuple):
@@ -73,6 +77,7 @@ class Here(NamedTuple):
     retention_ms: int
     feed: FeedLimits
     ttl_ms: int
+    cluster: bool
 
 
 #: Most threads in one ingest call (a few hundred microseconds of server time).
@@ -142,6 +147,7 @@ def call(
     args: list[str | bytes | int] = [*Args(
         dedupe_ms, wake_ms, len(groups), secrets.randbits(62), here.retention_ms,
         feed.max_events, feed.max_age_ms, feed.max_event_bytes, here.ttl_ms, int(commits),
+        int(here.cluster),
     )]
     width = len(Keys._fields) if commits else _APPEND_KEYS
     for ref, deltas, opts in groups:

@@ -111,7 +111,7 @@ local function matcher(index, buckets, expected)
     local b = bucket_of(struct.unpack('>I4', fpb), buckets)
     local chunk = chunks[b]
     if not chunk then
-      chunk = redis.call('HGET', index, b) or ''
+      chunk = redis.call('HGET', index, int(b)) or ''
       chunks[b] = chunk
     end
     local s = entry_at(chunk, fpb, 1)
@@ -136,7 +136,7 @@ local function finder(pages, index, buckets, per, expected)
       local number = page_of(pos, per)
       local page = pages_read[number]
       if page == nil then
-        page = redis.call('HGET', pages, number) or ''
+        page = redis.call('HGET', pages, int(number)) or ''
         pages_read[number] = page
       end
       local at, il = record_at(page, pos)
@@ -166,15 +166,61 @@ local function append_pages(pages, per, recs, written, dropped)
       for _, d in ipairs(dropped) do
         if tonumber(d) == number then current = '' end
       end
-      parts[1] = current or redis.call('HGET', pages, number) or ''
+      parts[1] = current or redis.call('HGET', pages, int(number)) or ''
     end
     while i <= #recs and page_of(recs[i], per) == number do
       parts[#parts + 1] = recs[i + 1]
       i = i + 2
     end
-    written[#written + 1] = number   -- after any rewrite of it: in one HSET, the last wins
+    written[#written + 1] = int(number)   -- after any rewrite of it: in one HSET, the last wins
     written[#written + 1] = table.concat(parts)
   end
+end
+
+-- Buckets split one at a time while they average more than BUCKET_ENTRIES entries
+-- (linear hashing) -> the number of buckets now.
+local function split_buckets(index, buckets, total)
+  while total > buckets * BUCKET_ENTRIES do   -- split the next bucket in line
+    local top = 1
+    while top * 2 <= buckets do top = top * 2 end
+    local low = buckets - top
+    local chunk = redis.call('HGET', index, low) or ''
+    local stay, move = {}, {}
+    for at = 1, #chunk, 8 do
+      local e = string.sub(chunk, at, at + 7)
+      if struct.unpack('>I4', e) % (top * 2) == low then
+        stay[#stay + 1] = e
+      else
+        move[#move + 1] = e
+      end
+    end
+    if #stay > 0 then
+      redis.call('HSET', index, low, table.concat(stay))
+    else
+      redis.call('HDEL', index, low)
+    end
+    if #move > 0 then redis.call('HSET', index, low + top, table.concat(move)) end
+    buckets = buckets + 1
+  end
+  return buckets
+end
+
+-- A few entries appended to buckets the caller read (a commit of new messages, the
+-- common one): each bucket's entries on its end, without edit_index's bookkeeping by
+-- bucket, which cost a spread delta 7% more instructions (callgrind). false when a
+-- bucket was not read (edit_index reads it).
+local FEW_ADDS = 8   -- entries: concatenating one at a time copies the bucket each time
+local function append_index(index, adds, buckets, read)
+  local grown, order = {}, {}
+  for i = 1, #adds, 2 do
+    local b = bucket_of(struct.unpack('>I4', adds[i]), buckets)
+    local chunk = grown[b] or read[b]
+    if chunk == nil then return false end
+    if not grown[b] then order[#order + 1] = b end
+    grown[b] = chunk .. adds[i] .. struct.pack('>I4', adds[i + 1])
+  end
+  for _, b in ipairs(order) do redis.call('HSET', index, int(b), grown[b]) end
+  return true
 end
 
 -- Adds and removes index entries (adds, dels = {fingerprint bytes, pos}*) of a thread
@@ -185,6 +231,10 @@ end
 local function edit_index(index, adds, dels, buckets, total, read)
   if buckets == 0 then   -- no bucket yet: the index is empty (a clear deletes it)
     buckets, read = 1, {[0] = ''}
+  end
+  if #dels == 0 and #adds <= 2 * FEW_ADDS and read and
+      append_index(index, adds, buckets, read) then
+    return split_buckets(index, buckets, total)
   end
   local touched, order = {}, {}
   local function bucket(fpb)
@@ -225,34 +275,12 @@ local function edit_index(index, adds, dels, buckets, total, read)
     for _, e in ipairs(added) do parts[#parts + 1] = e end
     local new = table.concat(parts)
     if #new > 0 then
-      written[#written + 1] = b
+      written[#written + 1] = int(b)
       written[#written + 1] = new
     else
       dropped[#dropped + 1] = b
     end
   end
   write_fields(index, written, dropped)
-  while total > buckets * BUCKET_ENTRIES do   -- split the next bucket in line
-    local top = 1
-    while top * 2 <= buckets do top = top * 2 end
-    local low = buckets - top
-    local chunk = redis.call('HGET', index, low) or ''
-    local stay, move = {}, {}
-    for at = 1, #chunk, 8 do
-      local e = string.sub(chunk, at, at + 7)
-      if struct.unpack('>I4', e) % (top * 2) == low then
-        stay[#stay + 1] = e
-      else
-        move[#move + 1] = e
-      end
-    end
-    if #stay > 0 then
-      redis.call('HSET', index, low, table.concat(stay))
-    else
-      redis.call('HDEL', index, low)
-    end
-    if #move > 0 then redis.call('HSET', index, low + top, table.concat(move)) end
-    buckets = buckets + 1
-  end
-  return buckets
+  return split_buckets(index, buckets, total)
 end
