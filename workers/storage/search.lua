@@ -29,7 +29,7 @@ local function answer(found, fs, fr)
   end)
   local out = {fs, fr}
   for i = 1, math.min(limit, #found) do
-    out[#out + 1] = string.format('%d', found[i][1])
+    out[#out + 1] = int(found[i][1])
     out[#out + 1] = found[i][2]
   end
   return out
@@ -63,7 +63,7 @@ if listed then
   end
   return answer(found, '', '')
 end
-local top = cursor and string.format('%d', cursor) or '+inf'
+local top = cursor and int(cursor) or '+inf'
 local looked, offset = 0, 0
 -- Unfiltered, the first `limit` past the cursor are the answer: read no more.
 local step = (#want == 0 and status == '') and math.min(128, limit + 1) or 128
@@ -79,7 +79,7 @@ while true do
         found[#found + 1] = {score, ref}
         if #found >= limit then return answer(found, '', '') end
       end
-      if looked >= budget then return answer(found, string.format('%d', score), ref) end
+      if looked >= budget then return answer(found, int(score), ref) end
     end
   end
   offset = offset + #chunk / 2

@@ -22,7 +22,7 @@ end
 local expires = ''
 if ttl_of(m[11], m[12], tonumber(ARGV[2])) > 0 then
   expires = redis.call('ZSCORE', KEYS[4], ARGV[1]) or
-    string.format('%d', last_active(m[3], m[2]) + ttl_of(m[11], m[12], tonumber(ARGV[2])))
+    int(last_active(m[3], m[2]) + ttl_of(m[11], m[12], tonumber(ARGV[2])))
 end
 return {cursor, m[2] or '0-0', m[3] or '', m[4] or '0', m[5] or '', m[6] or '',
         m[7] or '0', added, m[8] or '0', redis.call('ZSCORE', KEYS[3], ARGV[1]) or '',
