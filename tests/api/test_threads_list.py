@@ -13,6 +13,7 @@ from tests.api.client import api_client, api_settings
 from tests.infra.redis_cluster import RedisCluster
 from tests.workers.harness import WORKERS_ONLY, make_settings, store_for
 from threadfold.workers.runtime.drain import Drainer
+from threadfold.workers.runtime.drain.batch import read_batch
 
 TOKEN_A, TOKEN_B = "key-a-0123456789abcdef", "key-b-0123456789abcdef"
 
@@ -70,7 +71,8 @@ def test_a_quarantined_thread_is_listed_with_its_reason(redis_url: str) -> None:
         version = _post(client, "sick")
         _post(client, "well")
         store = store_for(make_settings(redis_url))
-        assert store.fail("_/sick", 0, "cannot decode entry", version, 0)
+        fence = read_batch(store, "_/sick", 200).fence
+        assert store.fail("_/sick", 0, "cannot decode entry", version, 0, fence=fence)
         by_id = {t["thread_id"]: t for t in _listed(client)}
     assert by_id["sick"]["quarantined"] and by_id["sick"]["quarantine_reason"] == (
         "cannot decode entry"

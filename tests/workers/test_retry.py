@@ -27,6 +27,7 @@ from threadfold.workers.ops.processes import settings_env
 from threadfold.workers.redisio.client import text
 from threadfold.workers.runtime.app import CeleryWaker, make_celery
 from threadfold.workers.runtime.drain import Drainer
+from threadfold.workers.runtime.drain.batch import read_batch
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage.store import Store
 
@@ -137,7 +138,8 @@ def test_retry_skips_the_failed_entry_even_when_entries_before_it_are_pending(
     before = producer.enqueue("t", [{"role": "user", "content": "pending", "id": "1"}]).version
     bad = _id_less(store, "_/t")
     producer.enqueue("t", [{"role": "user", "content": "after", "id": "2"}])
-    assert store.fail("_/t", 0, WHY, bad, settings.wake_ttl_ms)  # quarantined on `bad`
+    fence = read_batch(store, "_/t", 200).fence
+    assert store.fail("_/t", 0, WHY, bad, settings.wake_ttl_ms, fence=fence)  # quarantined on `bad`
 
     retried = store.retry("_/t", settings.wake_ttl_ms, skip=True)
     assert retried is not None
@@ -196,3 +198,27 @@ def test_retry_of_a_thread_never_written_or_deleted_refuses_and_writes_nothing(
         assert client.get("/threads/gone/status").status_code == 404
         assert client.get("/threads/gone/state").status_code == 404
         assert client.delete("/threads/gone").status_code == 404
+
+
+def test_a_failure_read_before_a_delete_writes_nothing(redis_url: str) -> None:
+    """A drain that failed on a batch read before the thread was deleted neither brings
+    the deleted thread back (as quarantined) nor quarantines the thread written again
+    since on its predecessor's entry: FAIL is fenced like a commit."""
+    settings = make_settings(redis_url, **WORKERS_ONLY)
+    store = store_for(settings)
+    producer = Producer(store.client, settings, NoWake())
+    producer.enqueue("t", [{"role": "user", "content": "before", "id": "1"}])
+    bad = _id_less(store, "_/t")
+    stale = read_batch(store, "_/t", 200).fence
+    assert store.delete("_/t")
+    assert not store.fail("_/t", 0, WHY, bad, settings.wake_ttl_ms, fence=stale)
+    assert store.status("_/t") is None
+    assert store.client.keys("*_/t:*") == []
+    assert store.client.zcard(store.keyspace.thread("_/t").quarantine) == 0
+
+    producer.enqueue("t", [{"role": "user", "content": "again", "id": "1"}])
+    assert not store.fail("_/t", 0, WHY, bad, settings.wake_ttl_ms, fence=stale)
+    status = store.status("_/t")
+    assert status is not None and not status.quarantined
+    Drainer(store, settings).drain("_/t")
+    assert _contents(store, "_/t") == ["again"]

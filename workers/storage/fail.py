@@ -25,6 +25,8 @@ class Args(NamedTuple):
     entry: str
     ref: str
     backoff_ms: int
+    #: The failed batch's fence: a failure of a state that has since moved is dropped.
+    fence: str
 
 
 def call(k: ThreadKeys, args: Args) -> Call:

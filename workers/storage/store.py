@@ -64,9 +64,12 @@ class Store:
         calls = [commit.call(self.keyspace, plan) for plan in plans]
         return [commit.parse(raw) for raw in run_merged(self.client, calls)]
 
-    def fail(self, ref: str, limit: int, reason: str, entry: str, backoff_ms: int) -> bool:
-        """Count a failed drain; True when the thread is now quarantined."""
-        args = fail.Args(limit, reason, entry, ref, backoff_ms)
+    def fail(
+        self, ref: str, limit: int, reason: str, entry: str, backoff_ms: int, *, fence: str
+    ) -> bool:
+        """Count a failed drain of the batch read at ``fence``; True when the thread is
+        now quarantined (never when the fence has moved since: see ``fail.lua``)."""
+        args = fail.Args(limit, reason, entry, ref, backoff_ms, fence)
         return fail.parse(run(self.client, fail.call(self.keyspace.thread(ref), args)))
 
     def retry(self, ref: str, wake_ms: int, *, skip: bool = False) -> Retried | None:

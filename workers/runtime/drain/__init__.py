@@ -168,7 +168,7 @@ class Drainer:
             try:
                 work.append((ref, batch, _decode(batch)))
             except UnfoldableEntry as exc:
-                self._failed(ref, exc, reports[ref])
+                self._failed(ref, batch.fence, exc, reports[ref])
         # Entries that list their ids' fingerprints came with the candidate positions and
         # their pages; others (written by hand) need a lookup.
         mentioned = [_mentioned(d) for _, _, d in work]
@@ -187,7 +187,7 @@ class Drainer:
             try:
                 plan, committed = self._commit_or_prefix(ref, batch, decoded, stored)
             except UnfoldableEntry as exc:
-                self._failed(ref, exc, reports[ref])
+                self._failed(ref, batch.fence, exc, reports[ref])
                 continue
             plans.append(plan)
             kept.append((ref, committed))
@@ -287,12 +287,14 @@ class Drainer:
             if key in chunks
         }
 
-    def _failed(self, ref: str, exc: UnfoldableEntry, report: DrainReport) -> DrainReport:
+    def _failed(
+        self, ref: str, fence: str, exc: UnfoldableEntry, report: DrainReport
+    ) -> DrainReport:
         backoff_ms = self.settings.wake_ttl_ms
         report.failed = True
         self.metrics.add("drain_failures")
         report.quarantined = self.store.fail(
-            ref, self.settings.failure_limit, exc.reason[:500], exc.entry, backoff_ms
+            ref, self.settings.failure_limit, exc.reason[:500], exc.entry, backoff_ms, fence=fence
         )
         log.warning("thread %s: %s (quarantined=%s)", ref, exc, report.quarantined)
         if report.quarantined:
