@@ -3,7 +3,7 @@
 The sentinels are ``redis-server --sentinel`` (what Debian's ``redis-sentinel`` runs),
 each with a config file of its own in a directory of its own (a sentinel rewrites its
 file as it learns the group). Quick to decide: a primary is down after
-``down_after_ms`` without an answer, and two sentinels must agree.
+``down_after_ms`` (`DOWN_AFTER_MS`) without an answer, and two sentinels must agree.
 """
 
 from __future__ import annotations
@@ -26,12 +26,22 @@ SERVICE = "tf"
 #: A primary waits this long (5 s by default) for more replicas before a full sync; one
 #: replica here, and a failover's re-sync should not wait.
 QUICK_SYNC = ("--repl-diskless-sync-delay", "0")
+#: Sentinel's ``down-after-milliseconds``, well above the second (its ping period) a
+#: sentinel may wait before it reconnects to a primary it has just switched to: the
+#: clock of that primary's first answer starts at the switch, and the reconnection waits
+#: out the period begun by the last attempt on the dead primary. With 1000 a sentinel
+#: could call the promoted replica down before it had even reconnected; the other
+#: sentinels' "down" answers about the old primary, kept up to 5 s, made that a quorum
+#: at once, and a second failover promoted the old primary, back and empty, over it.
+DOWN_AFTER_MS = 3000
 
 
 class SentinelGroup:
     """``primary``, ``replica`` and three sentinels watching them as ``SERVICE``."""
 
-    def __init__(self, *, down_after_ms: int = 1000, startup_timeout: float = 20.0) -> None:
+    def __init__(
+        self, *, down_after_ms: int = DOWN_AFTER_MS, startup_timeout: float = 20.0
+    ) -> None:
         executable = find_executable("redis-server")
         self.dir = Path(tempfile.mkdtemp(prefix="threadfold-sentinel-"))
         self.sentinels: list[ManagedProcess] = []
