@@ -158,11 +158,17 @@ def test_a_sentinel_failover_loses_no_acknowledged_delta_and_the_backlog_drains(
 
 
 def _replicas(server: Any) -> int:
+    """How many replicas the promoted ``server`` has. Made a replica itself, it lost a
+    second failover (to the old primary, back and empty): said at once, as such."""
     try:
         with server.probe() as admin:
-            return int(admin.info("replication").get("connected_slaves", 0))
+            info = admin.info("replication")
     except redis.RedisError:
         return 0
+    assert info["role"] == "master", (
+        f"a second failover made the promoted replica ({server.port}) a replica of "
+        f"{info.get('master_port')}")
+    return int(info.get("connected_slaves", 0))
 
 
 def test_a_sentinel_url_names_the_sentinels_the_service_and_the_database() -> None:
