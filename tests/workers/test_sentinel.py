@@ -122,7 +122,10 @@ def test_a_sentinel_failover_loses_no_acknowledged_delta_and_the_backlog_drains(
         try:
             for w in writers:
                 w.start()
-            time.sleep(1.5)
+            # Some writes before the failover, however loaded the machine (a fixed
+            # second and a half saw as few as 2 with both cores busy).
+            wait_until(lambda: sent.count > 20 or bool(errors), 60,
+                       message="no write acknowledged before the failover")
             before = sent.count
             old = group.primary
             old.kill()
