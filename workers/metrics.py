@@ -29,7 +29,7 @@ import threading
 import time
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any, Final
 
@@ -142,6 +142,25 @@ class Metrics:
                     self._counts[key] += count
             self._counts[sum_key] += total
 
+    def observe_counts(
+        self, name: str, counts: Mapping[int, int] | Mapping[float, int], bounds: tuple[int, ...]
+    ) -> None:
+        """:meth:`observe_many` of values given with their multiplicities (``counts``:
+        value -> how many times it was observed), under one lock."""
+        buckets, sum_key = _histogram_keys(name, bounds)
+        added = [0] * len(buckets)
+        total = 0.0
+        for value, count in counts.items():
+            added[bisect_left(bounds, value)] += count
+            total += value * count
+        if not any(added):
+            return
+        with self._lock:
+            for key, count in zip(buckets, added, strict=True):
+                if count:
+                    self._counts[key] += count
+            self._counts[sum_key] += total
+
     def due(self) -> bool:
         return time.monotonic() - self._last_flush >= self.every
 
@@ -210,6 +229,22 @@ def record_commit(metrics: Metrics, entries: int, lags_ms: Iterable[float]) -> N
     metrics.add("entries_applied", entries)
     metrics.observe("batch_entries", entries, BATCH_BUCKETS)
     metrics.observe_many("visible_lag_ms", lags_ms, LAG_BUCKETS_MS)
+
+
+def record_commits(
+    metrics: Metrics, sizes: Mapping[int, int], lags_ms: Mapping[float, int]
+) -> None:
+    """Many commits at once, as :func:`record_commit` of each counts them: ``sizes``
+    maps a commit's entries to how many commits applied that many, ``lags_ms`` a lag to
+    how many of their entries were visible that long after their append. An ingest
+    call that commits hundreds of threads counts them here once: counted commit by
+    commit, they took 9% of the API's CPU on a bulk spread over threads (py-spy)."""
+    if not sizes:
+        return
+    metrics.add("commits", sum(sizes.values()))
+    metrics.add("entries_applied", sum(size * n for size, n in sizes.items()))
+    metrics.observe_counts("batch_entries", sizes, BATCH_BUCKETS)
+    metrics.observe_counts("visible_lag_ms", lags_ms, LAG_BUCKETS_MS)
 
 
 class FlushOutage:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections import Counter
 
 import pytest
 from hypothesis import given
@@ -173,3 +174,16 @@ def test_on_a_cluster_flushes_and_the_scrape_read_one_slot(redis_cluster: RedisC
     assert "threadfold_batch_entries_count 2.0" in body
     assert 'threadfold_processes{role="worker"} 1.0' in body
     assert 'threadfold_processes{role="api"} 1.0' in body
+
+
+@given(st.lists(st.tuples(st.integers(1, 3_000), st.lists(st.integers(0, 20_000), max_size=5)),
+                max_size=30))
+def test_commits_counted_at_once_equal_commits_counted_one_by_one(
+    commits: list[tuple[int, list[int]]],
+) -> None:
+    one, many = Metrics(Keyspace(), "test"), Metrics(Keyspace(), "test")
+    for entries, lags in commits:
+        fleet_metrics.record_commit(one, entries, lags)
+    sizes = Counter(entries for entries, _ in commits)
+    fleet_metrics.record_commits(many, sizes, Counter(lag for _, lags in commits for lag in lags))
+    assert many._take() == one._take()

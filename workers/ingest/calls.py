@@ -9,12 +9,13 @@ is to be woken, one whose deltas the call committed itself is not.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 from threadfold.core.results import Appended, Delta
 from threadfold.workers.ingest.prepare import Prepared
-from threadfold.workers.metrics import Metrics, record_commit
+from threadfold.workers.metrics import Metrics, record_commits
 from threadfold.workers.redisio.client import Call
 from threadfold.workers.settings import Settings
 from threadfold.workers.storage import ingest
@@ -111,8 +112,7 @@ def count_commits(metrics: Metrics, committed: Sequence[int]) -> None:
     counters (and apart in ``ingest_commits``): visible in the script that appended
     them, 0 ms after."""
     metrics.add("ingest_commits", len(committed))
-    for entries in committed:
-        record_commit(metrics, entries, [0] * entries)
+    record_commits(metrics, Counter(committed), {0: sum(committed)})
 
 
 def create_call(
