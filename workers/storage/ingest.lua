@@ -1,12 +1,12 @@
 -- One call appends for one or more threads (the producer groups a bulk's threads by
 -- bucket, or all of them on a standalone server): the fixed cost of a script call is
 -- paid once per group instead of once per thread.
--- KEYS per thread: log meta sched dirty threads dedupe dedupe_expiry pages index feed active expiry followed
---       (pages .. followed only in a call that may commit: commits = 1; else 7 keys a
---       thread)
+-- KEYS: meta   (the first thread's, naming the call's slot on a Cluster, where every
+--       thread of a call shares one bucket; each thread's keys are named here, by
+--       KEY.* from its tag and ref, and only those the thread's path touches)
 -- ARGV: dedupe_ms sched_ms n_threads birth_token retention_ms feed_max_events
 --       feed_max_age_ms feed_max_event_bytes ttl_ms commits(0|1) publish_always(0|1),
---       then per thread: ref n opts {delta_id payload fps records}*n (records only
+--       then per thread: ref tag n opts {delta_id payload fps records}*n (records only
 --       when commits = 1: a stream's calls, which never commit, pass no more than before)
 --       (delta_id '' = no dedupe; fps: the index fingerprints of the ids the delta
 --       mentions, 4 bytes each, in order; opts '' or lines only_new(0|1), key, value
@@ -48,7 +48,6 @@ local STRIDE = may_commit and 4 or 3   -- ARGV per delta
 -- thread of the call, refilled: two new tables a thread cost a spread delta 1.8%
 -- more instructions (callgrind).
 local THREAD, COMMIT = {}, {}
-local KSTRIDE = may_commit and 13 or 7   -- KEYS per thread
 
 -- A record's body length that marks a removal of its id (pages.REMOVAL: no body).
 local REMOVAL = 4294967295
@@ -183,9 +182,8 @@ local function commit_here(t, ref, state, entries, last_append)
   return true
 end
 
-local function ingest(k, ref, n, opts, a)
-  local log, meta, sched, dirty, all, dd, ddx = KEYS[k + 1], KEYS[k + 2],
-    KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6], KEYS[k + 7]
+local function ingest(ref, tag, n, opts, a)
+  local log, meta = KEY.log(tag, ref), KEY.meta(tag, ref)
   local changes, copy_identity = false, ''
   if opts ~= '' then   -- rare: a new thread's metadata, a copy
     changes = {}
@@ -241,7 +239,9 @@ local function ingest(k, ref, n, opts, a)
     here = not state[10] and not has_backlog(log, state[1] or '0-0')
   end
   local entries = {}
+  local dd, ddx
   if deduping then
+    dd, ddx = KEY.dedupe(tag, ref), KEY.dedupe_expiry(tag, ref)
     -- Expired delta_ids are dropped by the calls that add new ones: the index stays
     -- bounded by what a window holds, and the whole key lapses a window after the last.
     now = now or now_ms()
@@ -292,7 +292,7 @@ local function ingest(k, ref, n, opts, a)
     new = redis.call('HSET', meta, 'e', added) == 1
   end
   if new then
-    redis.call('SADD', all, ref)
+    redis.call('SADD', KEY.threads(tag), ref)
     -- 'b': its first entry. A log that no longer starts there lost entries, and a
     -- version before it is no state of this incarnation (see PREFIX).
     redis.call('HSET', meta, 'i', birth_token, 'b', first, 'e', added)
@@ -309,10 +309,10 @@ local function ingest(k, ref, n, opts, a)
   -- quarantine removes it, and they clear the flag with it). A quarantined thread
   -- stays out of the dirty set until an operator retries it.
   local t = THREAD
-  if here then
-    t.meta, t.pages, t.index, t.log, t.sched = meta, KEYS[k + 8], KEYS[k + 9], log, sched
-    t.dirty, t.feed, t.active, t.expiry = dirty, KEYS[k + 10], KEYS[k + 11], KEYS[k + 12]
-    t.followed = KEYS[k + 13]
+  if here then   -- (a commit here never reaches write_commit's sched and dirty)
+    t.meta, t.pages, t.index, t.log = meta, KEY.pages(tag, ref), KEY.index(tag, ref), log
+    t.feed, t.active = KEY.feed(tag, ref), KEY.active(tag, tenant_of(ref))
+    t.expiry, t.followed = KEY.expiry(tag), KEY.followed(tag, ref)
   end
   if here and commit_here(t, ref, state, entries, unwritten) then
     out[woke] = 2
@@ -320,16 +320,16 @@ local function ingest(k, ref, n, opts, a)
   end
   if unwritten then redis.call('HSET', meta, 'e', unwritten) end
   local quarantined = redis.call('HGET', meta, 'q')
-  if not quarantined and redis.call('SET', sched, '1', 'NX', 'PX', sched_ms) then
-    redis.call('ZADD', dirty, 'NX', ms_of(first), ref)
+  if not quarantined and redis.call('SET', KEY.sched(tag, ref), '1', 'NX', 'PX', sched_ms) then
+    redis.call('ZADD', KEY.dirty(tag), 'NX', ms_of(first), ref)
     out[woke] = 1
   end
 end
 
 local a = 12
 for t = 0, threads - 1 do
-  local ref, n = ARGV[a], tonumber(ARGV[a + 1])
-  ingest(KSTRIDE * t, ref, n, ARGV[a + 2], a + 3)
-  a = a + 3 + STRIDE * n
+  local n = tonumber(ARGV[a + 2])
+  ingest(ARGV[a], ARGV[a + 1], n, ARGV[a + 3], a + 4)
+  a = a + 4 + STRIDE * n
 end
 return out

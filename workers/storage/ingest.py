@@ -18,33 +18,20 @@ from threadfold.workers.storage.lua import script
 
 SCRIPT: Final = script("ingest", "common", "state", "lifecycle", "apply")
 
-#: Per thread.
-PER_THREAD: Final = True
-
 
 class Keys(NamedTuple):
-    log: str
+    """The call's one declared key: its first thread's meta. On a Cluster every thread
+    of a call is in one bucket (:func:`groups_of`), so this names the call's slot; the
+    script names each thread's keys itself from its bucket's tag and its ref
+    (``KEY`` in ``lifecycle.lua``), and builds only those it touches: passing thirteen
+    keys a thread took 9% of Redis's instructions on a spread bulk (building ``KEYS``)
+    and most of the API's encoding of the call."""
+
     meta: str
-    sched: str
-    dirty: str
-    threads: str
-    dedupe: str
-    dedupe_expiry: str
-    # What a commit here writes besides (as COMMIT's keys name them).
-    pages: str
-    index: str  # type: ignore[assignment]  # the key, as ThreadKeys names it (tuple.index unused)
-    feed: str
-    active: str
-    expiry: str
-    followed: str
-
-
-#: The keys a call that commits nothing passes a thread (Keys up to dedupe_expiry).
-_APPEND_KEYS: Final = 7
 
 
 class Args(NamedTuple):
-    """The call's ARGV before its threads' (each: ref n opts {delta_id payload fps
+    """The call's ARGV before its threads' (each: ref tag n opts {delta_id payload fps
     records}*n)."""
 
     dedupe_ms: int
@@ -60,9 +47,9 @@ class Args(NamedTuple):
     feed_max_age_ms: int
     feed_max_event_bytes: int
     ttl_ms: int
-    #: 1 when a delta of the call carries records (it may commit): then each thread
-    #: passes all of Keys and each delta its records; else the first seven keys and
-    #: three arguments a delta, as before commits at ingest (a stream's calls).
+    #: 1 when a delta of the call carries records (it may commit): then each delta passes
+    #: its records; else three arguments a delta, as before commits at ingest (a
+    #: stream's calls).
     commits: int
     #: 1 on a Cluster: a commit here publishes its change event even when no follower
     #: marked the thread and no subscriber listens on this node (a listener may hang
@@ -129,11 +116,12 @@ class IngestAnswer:
     moved: bool = False
 
 
-# Key names per thread, memoized: building eight f-strings per call was a visible share
-# of a bulk ingest's CPU, and a busy process touches the same threads again and again.
+# A thread's bucket tag, memoized: a CRC and a format a thread a call were a visible
+# share of a bulk ingest's CPU, and a busy process touches the same threads again and
+# again.
 @lru_cache(maxsize=65_536)
-def _keys(ks: Keyspace, ref: str) -> Keys:
-    return keys_of(Keys, ks.thread(ref))
+def _tag(ks: Keyspace, ref: str) -> str:
+    return ks.bucket_tag(ks.bucket_of(ref))
 
 
 def call(
@@ -141,7 +129,6 @@ def call(
 ) -> Call:
     """One call for ``groups``. On a cluster every thread of one call must be in one
     bucket (:func:`groups_of`)."""
-    keys: list[str] = []
     feed = here.feed
     commits = any(d[3] for _, deltas, _ in groups for d in deltas)
     args: list[str | bytes | int] = [*Args(
@@ -149,13 +136,12 @@ def call(
         feed.max_events, feed.max_age_ms, feed.max_event_bytes, here.ttl_ms, int(commits),
         int(here.cluster),
     )]
-    width = len(Keys._fields) if commits else _APPEND_KEYS
     for ref, deltas, opts in groups:
-        keys += _keys(ks, ref)[:width]
-        args += [ref, len(deltas), opts]
+        args += [ref, _tag(ks, ref), len(deltas), opts]
         for delta_id, payload, mentioned, records in deltas:
             args += [delta_id, payload, mentioned, records] if commits else [
                 delta_id, payload, mentioned]
+    keys = list(keys_of(Keys, ks.thread(groups[0][0]))) if groups else []
     return Call(SCRIPT, keys, args)
 
 

@@ -32,6 +32,7 @@ THREAD_KINDS: Final = (
     "dedupe",
     "dedupe_expiry",
     "feed",
+    "followed",
     "metadata",
     "checkpoints",
     "checkpoint_order",
@@ -42,6 +43,7 @@ THREAD_KINDS: Final = (
     "checkpoint_runs",
 )
 TENANT_KINDS: Final = ("active", "born", "terms", "run_index")
+BUCKET_KINDS: Final = ("dirty", "quarantine", "threads", "expiry")
 
 #: The state helpers' sizes, from the page format's Python half.
 _CONSTANTS: Final = (
@@ -71,9 +73,10 @@ def _concat(name: str, parts: dict[str, str]) -> str:
 
 @cache
 def key_functions() -> str:
-    """``KEY.<kind>(tag, ref)`` (and ``(tag, tenant)`` for a tenant's) in Lua, built from
-    :class:`ThreadKeys` itself: the scripts that find a thread's keys from its ref (the
-    sweep, a removal) name them as Python does, in one place."""
+    """``KEY.<kind>(tag, ref)`` (``(tag, tenant)`` for a tenant's, ``(tag)`` for a
+    bucket's) in Lua, built from :class:`ThreadKeys` itself: the scripts that find a
+    thread's keys from its ref (the sweep, a removal, an ingest) name them as Python
+    does, in one place."""
     tag, ref, tenant = "\x02", "\x01", "\x03"
     lines = ["\nlocal KEY = {}"]
     of_thread = ThreadKeys(ref, tag)
@@ -84,6 +87,9 @@ def key_functions() -> str:
     for kind in TENANT_KINDS:
         body = _concat(getattr(of_tenant, kind), {tag: "tag", tenant: "tenant"})
         lines.append(f"KEY.{kind} = function(tag, tenant) return {body} end")
+    for kind in BUCKET_KINDS:
+        body = _concat(getattr(of_thread, kind), {tag: "tag"})
+        lines.append(f"KEY.{kind} = function(tag) return {body} end")
     lines.append(f"local TERM_DIGITS = {TERM_DIGITS}\n")
     return "\n".join(lines)
 
