@@ -178,6 +178,7 @@ local function commit_here(t, ref, state, entries, last_append)
   c.max_events = hear == 'kept' and #event <= max_event_bytes and max_events or 0
   c.max_age_ms, c.event, c.marked, c.ttl_ms = max_age_ms, event, hear == 'kept', ttl_ms
   c.now, c.settled, c.buckets_read, c.last_append = at_ms, true, buckets_read, last_append
+  c.stored_buckets, c.stored_per = buckets, per
   write_commit(t, state, c)
   return true
 end
