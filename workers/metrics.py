@@ -28,7 +28,7 @@ import socket
 import threading
 import time
 from bisect import bisect_left
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any, Final
@@ -128,19 +128,7 @@ class Metrics:
     def observe_many(self, name: str, values: Iterable[float], bounds: tuple[int, ...]) -> None:
         """Many observations at once: counted locally, then added under one lock (a commit
         observes the lag of every entry it applied)."""
-        buckets, sum_key = _histogram_keys(name, bounds)
-        counts = [0] * len(buckets)
-        total = 0.0
-        for value in values:
-            counts[bisect_left(bounds, value)] += 1
-            total += value
-        if not any(counts):
-            return
-        with self._lock:
-            for key, count in zip(buckets, counts, strict=True):
-                if count:
-                    self._counts[key] += count
-            self._counts[sum_key] += total
+        self.observe_counts(name, Counter(values), bounds)
 
     def observe_counts(
         self, name: str, counts: Mapping[int, int] | Mapping[float, int], bounds: tuple[int, ...]
