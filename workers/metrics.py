@@ -213,16 +213,13 @@ def record_commit(metrics: Metrics, entries: int, lags_ms: Iterable[float]) -> N
     """One commit of ``entries`` log entries, each visible ``lags_ms`` after it was
     appended: a worker's (the entry ids carry their enqueue time) or an ingest call's
     own (visible in the script that appended it: 0 ms)."""
-    metrics.add("commits")
-    metrics.add("entries_applied", entries)
-    metrics.observe("batch_entries", entries, BATCH_BUCKETS)
-    metrics.observe_many("visible_lag_ms", lags_ms, LAG_BUCKETS_MS)
+    record_commits(metrics, {entries: 1}, Counter(lags_ms))
 
 
 def record_commits(
     metrics: Metrics, sizes: Mapping[int, int], lags_ms: Mapping[float, int]
 ) -> None:
-    """Many commits at once, as :func:`record_commit` of each counts them: ``sizes``
+    """Many commits at once (what each commit counts is written here, once): ``sizes``
     maps a commit's entries to how many commits applied that many, ``lags_ms`` a lag to
     how many of their entries were visible that long after their append. An ingest
     call that commits hundreds of threads counts them here once: counted commit by
